@@ -1,0 +1,259 @@
+//! The chatroom aggregate: name, owning department, lifecycle, members and managers.
+
+use super::{DirectoryError, PrincipalRef, same_company, set_diff};
+use crate::AggregateExt;
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+/// Commands of [`Chatroom`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatroomCommand {
+    /// Registers the room or brings its name, department and lifecycle up to date.
+    Define {
+        /// The room's id.
+        chatroom_id: Uuid,
+        /// Its company.
+        company_id: Uuid,
+        /// Display name.
+        name: String,
+        /// The department the room belongs to, if any.
+        department_id: Option<Uuid>,
+        /// Whether the room is archived (not live).
+        archived: bool,
+    },
+    /// Makes the member and manager sets equal to the given ones.
+    SetMembership {
+        /// Users and social media clients in the room.
+        members: BTreeSet<PrincipalRef>,
+        /// Users who manage the room.
+        managers: BTreeSet<Uuid>,
+    },
+}
+
+/// Events of [`Chatroom`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChatroomEvent {
+    /// A room exists.
+    ChatroomRegistered {
+        /// The room's id.
+        chatroom_id: Uuid,
+        /// Its company.
+        company_id: Uuid,
+        /// Display name.
+        name: String,
+        /// Owning department, if any.
+        department_id: Option<Uuid>,
+    },
+    /// The display name changed.
+    ChatroomRenamed {
+        /// The new name.
+        name: String,
+    },
+    /// The room moved to another department (or to none).
+    ChatroomDepartmentChanged {
+        /// The new department.
+        department_id: Option<Uuid>,
+    },
+    /// The room is no longer live.
+    ChatroomArchived,
+    /// The room is live again.
+    ChatroomRestored,
+    /// A user or social media client joined.
+    ChatroomMemberAdded {
+        /// Who joined.
+        member: PrincipalRef,
+    },
+    /// A user or social media client left.
+    ChatroomMemberRemoved {
+        /// Who left.
+        member: PrincipalRef,
+    },
+    /// A user became a room manager.
+    ChatroomManagerGranted {
+        /// The user.
+        user_id: Uuid,
+    },
+    /// A user stopped managing the room.
+    ChatroomManagerRevoked {
+        /// The user.
+        user_id: Uuid,
+    },
+}
+
+impl DomainEvent for ChatroomEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::ChatroomRegistered { .. } => "ChatroomRegistered",
+            Self::ChatroomRenamed { .. } => "ChatroomRenamed",
+            Self::ChatroomDepartmentChanged { .. } => "ChatroomDepartmentChanged",
+            Self::ChatroomArchived => "ChatroomArchived",
+            Self::ChatroomRestored => "ChatroomRestored",
+            Self::ChatroomMemberAdded { .. } => "ChatroomMemberAdded",
+            Self::ChatroomMemberRemoved { .. } => "ChatroomMemberRemoved",
+            Self::ChatroomManagerGranted { .. } => "ChatroomManagerGranted",
+            Self::ChatroomManagerRevoked { .. } => "ChatroomManagerRevoked",
+        }
+        .into()
+    }
+    fn event_version(&self) -> String {
+        "1".into()
+    }
+}
+
+/// A chatroom of a company.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chatroom {
+    /// Company, once registered.
+    pub company_id: Option<Uuid>,
+    /// Display name.
+    pub name: String,
+    /// Owning department.
+    pub department_id: Option<Uuid>,
+    /// Whether the room is archived.
+    pub archived: bool,
+    /// Members.
+    pub members: BTreeSet<PrincipalRef>,
+    /// Manager users.
+    pub managers: BTreeSet<Uuid>,
+}
+
+impl Aggregate for Chatroom {
+    const TYPE: &'static str = "chatroom";
+    type Command = ChatroomCommand;
+    type Event = ChatroomEvent;
+    type Error = DirectoryError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        use ChatroomEvent::*;
+        match command {
+            ChatroomCommand::Define { chatroom_id, company_id, name, department_id, archived } => {
+                same_company(self.company_id, company_id, "chatroom")?;
+                if self.company_id.is_none() {
+                    let event = ChatroomRegistered { chatroom_id, company_id, name, department_id };
+                    sink.write(event, self).await;
+                } else {
+                    if self.name != name {
+                        sink.write(ChatroomRenamed { name }, self).await;
+                    }
+                    if self.department_id != department_id {
+                        sink.write(ChatroomDepartmentChanged { department_id }, self).await;
+                    }
+                }
+                match (self.archived, archived) {
+                    (false, true) => sink.write(ChatroomArchived, self).await,
+                    (true, false) => sink.write(ChatroomRestored, self).await,
+                    _ => {}
+                }
+            }
+            ChatroomCommand::SetMembership { members, managers } => {
+                if self.company_id.is_none() {
+                    return Err(DirectoryError::NotRegistered("chatroom"));
+                }
+                let (added, removed) = set_diff(&self.members, &members);
+                for member in added {
+                    sink.write(ChatroomMemberAdded { member }, self).await;
+                }
+                for member in removed {
+                    sink.write(ChatroomMemberRemoved { member }, self).await;
+                }
+                let (granted, revoked) = set_diff(&self.managers, &managers);
+                for user_id in granted {
+                    sink.write(ChatroomManagerGranted { user_id }, self).await;
+                }
+                for user_id in revoked {
+                    sink.write(ChatroomManagerRevoked { user_id }, self).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        use ChatroomEvent::*;
+        match event {
+            ChatroomRegistered { company_id, name, department_id, .. } => {
+                self.company_id = Some(company_id);
+                self.name = name;
+                self.department_id = department_id;
+            }
+            ChatroomRenamed { name } => self.name = name,
+            ChatroomDepartmentChanged { department_id } => self.department_id = department_id,
+            ChatroomArchived => self.archived = true,
+            ChatroomRestored => self.archived = false,
+            ChatroomMemberAdded { member } => {
+                self.members.insert(member);
+            }
+            ChatroomMemberRemoved { member } => {
+                self.members.remove(&member);
+            }
+            ChatroomManagerGranted { user_id } => {
+                self.managers.insert(user_id);
+            }
+            ChatroomManagerRevoked { user_id } => {
+                self.managers.remove(&user_id);
+            }
+        }
+    }
+}
+
+impl AggregateExt for Chatroom {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::PrincipalType;
+    use cqrs_es::test::TestFramework;
+
+    fn define(archived: bool, department_id: Option<Uuid>) -> ChatroomCommand {
+        ChatroomCommand::Define {
+            chatroom_id: Uuid::from_u128(3),
+            company_id: Uuid::from_u128(1),
+            name: "lab".into(),
+            department_id,
+            archived,
+        }
+    }
+
+    fn registered() -> ChatroomEvent {
+        ChatroomEvent::ChatroomRegistered {
+            chatroom_id: Uuid::from_u128(3),
+            company_id: Uuid::from_u128(1),
+            name: "lab".into(),
+            department_id: None,
+        }
+    }
+
+    #[test]
+    fn define_tracks_department_and_lifecycle() {
+        let dept = Some(Uuid::from_u128(2));
+        TestFramework::<Chatroom>::with(())
+            .given(vec![registered()])
+            .when(define(true, dept))
+            .then_expect_events(vec![
+                ChatroomEvent::ChatroomDepartmentChanged { department_id: dept },
+                ChatroomEvent::ChatroomArchived,
+            ]);
+        TestFramework::<Chatroom>::with(())
+            .given(vec![registered()])
+            .when(define(false, None))
+            .then_expect_events(vec![]);
+    }
+
+    #[test]
+    fn social_clients_and_users_are_members() {
+        let smc = PrincipalRef { kind: PrincipalType::SocialMediaClient, id: Uuid::from_u128(7) };
+        TestFramework::<Chatroom>::with(())
+            .given(vec![registered()])
+            .when(ChatroomCommand::SetMembership { members: [smc].into(), managers: BTreeSet::new() })
+            .then_expect_events(vec![ChatroomEvent::ChatroomMemberAdded { member: smc }]);
+    }
+}

@@ -1,0 +1,17 @@
+//! The domain layer: aggregates decide (`handle` → events) and evolve (`apply`).
+//!
+//! Nothing in this crate performs I/O: facts from outside (directory lookups,
+//! clocks, random secrets) are looked up by the caller and passed in commands, so
+//! every aggregate can be replayed from its events alone.
+
+pub mod aggregate_ext;
+pub mod catalog;
+pub mod directory;
+pub mod error;
+pub mod ids;
+pub mod principal;
+pub mod settings;
+pub mod validation;
+
+pub use aggregate_ext::AggregateExt;
+pub use error::{ErrorClass, SpecError};

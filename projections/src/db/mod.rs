@@ -1,0 +1,52 @@
+//! Connecting to PostgreSQL and migrating it.
+
+pub mod embedded;
+
+use anyhow::Context;
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Every migration in `migrations/`, embedded at compile time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// Opens a pool, failing with a readable message when the database is unreachable
+/// (postgres-es's own helper panics instead).
+pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(url)
+        .with_context(|| "DATABASE_URL is not a valid PostgreSQL connection URL".to_string())?;
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .with_context(|| format!("cannot connect to the database at {}", redact(url)))
+}
+
+/// Applies every pending migration.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await.context("database migration failed")
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_hides_the_password() {
+        assert_eq!(super::redact("postgres://u:secret@h/db"), "postgres://u@h/db");
+        assert_eq!(super::redact("postgres:///db?host=/tmp"), "postgres:///db?host=/tmp");
+    }
+}

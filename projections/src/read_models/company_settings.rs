@@ -1,0 +1,96 @@
+//! The `company_settings` projection: the recorded policy and operator limits of
+//! each company.
+
+use super::{RowSet, Table};
+use crate::log::StoredEvent;
+use crate::projection::Projection;
+use anyhow::Context;
+use async_trait::async_trait;
+use domain::settings::{CompanySettings, OperatorLimits, SettingsEvent};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+const COMPANY_SETTINGS: Table = Table {
+    name: "company_settings",
+    key: &["company_id"],
+    columns: &[
+        "company_id",
+        "recorded",
+        "run_content_retention_days",
+        "unreferenced_image_retention_days",
+        "allowed_regions",
+        "policy_version",
+        "limits",
+    ],
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+struct Key {
+    company_id: Uuid,
+}
+
+/// One company's settings row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Row {
+    company_id: Uuid,
+    recorded: bool,
+    run_content_retention_days: i32,
+    unreferenced_image_retention_days: i32,
+    allowed_regions: Vec<String>,
+    policy_version: i64,
+    limits: OperatorLimits,
+}
+
+/// Projects [`CompanySettings`].
+pub struct CompanySettingsProjection;
+
+#[async_trait]
+impl Projection for CompanySettingsProjection {
+    fn name(&self) -> &'static str {
+        "company_settings"
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["company_settings"]
+    }
+
+    async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+        let mut changes = Vec::new();
+        for event in events {
+            if let Some(change) = event.decode::<CompanySettings>()? {
+                let company_id = Uuid::parse_str(&event.aggregate_id).context("settings id is a company id")?;
+                changes.push((company_id, change));
+            }
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<Key> = changes.iter().map(|(company_id, _)| Key { company_id: *company_id }).collect();
+        let loaded: Vec<Row> = COMPANY_SETTINGS.load(conn, &keys).await?;
+        let mut rows = RowSet::loaded(loaded.into_iter().map(|r| (Key { company_id: r.company_id }, r)));
+        for (company_id, event) in changes {
+            let row = rows.upsert_with(Key { company_id }, || Row {
+                company_id,
+                recorded: false,
+                run_content_retention_days: 0,
+                unreferenced_image_retention_days: 0,
+                allowed_regions: Vec::new(),
+                policy_version: 0,
+                limits: OperatorLimits::default(),
+            });
+            match event {
+                SettingsEvent::DefaultPolicyRecorded { values, policy_version, .. }
+                | SettingsEvent::PolicyUpdated { values, policy_version } => {
+                    row.recorded = true;
+                    row.run_content_retention_days = values.run_content_retention_days;
+                    row.unreferenced_image_retention_days = values.unreferenced_image_retention_days;
+                    row.allowed_regions = values.allowed_regions;
+                    row.policy_version = policy_version;
+                }
+                SettingsEvent::OperatorLimitsChanged { limits, .. } => row.limits = limits,
+            }
+        }
+        COMPANY_SETTINGS.store(conn, rows).await
+    }
+}

@@ -1,0 +1,169 @@
+//! The command path: load, decide, append, then wait for the read models.
+//!
+//! cqrs-es's `CqrsFramework` is not used: it cannot retry on a conflict, does not
+//! return the new state, and runs its queries inline (their failures are dropped).
+//! Here a command loads the aggregate (from our snapshot when there is one), lets it
+//! decide, appends through cqrs-es's event store, retries once on a concurrent
+//! write, and finally waits until the projector has applied the new events, so a
+//! read right after the command sees them.
+
+use super::repository::LogRepository;
+use super::snapshot::{load_context, maybe_snapshot};
+use crate::pump::Pump;
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::{Aggregate, AggregateError, EventStore};
+use domain::AggregateExt;
+use domain::principal::EventMetadata;
+use std::sync::Arc;
+
+/// The key of one stored event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventKey {
+    /// Aggregate type.
+    pub aggregate_type: String,
+    /// Aggregate id.
+    pub aggregate_id: String,
+    /// Sequence inside the aggregate.
+    pub sequence: i64,
+}
+
+/// The outcome of a command.
+#[derive(Debug)]
+pub struct Committed<A: Aggregate> {
+    /// The aggregate's state after the command.
+    pub state: A,
+    /// The events the command appended (empty when it changed nothing).
+    pub events: Vec<A::Event>,
+    /// The key of the last appended event.
+    pub last: Option<EventKey>,
+}
+
+/// Why a command did not commit.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError<E: std::error::Error> {
+    /// The aggregate refused the command.
+    #[error("{0}")]
+    Rejected(E),
+    /// Another writer changed the aggregate twice while this command was deciding.
+    #[error("the resource was modified concurrently; retry the request")]
+    Conflict,
+    /// The store failed.
+    #[error("event store failure: {0}")]
+    Store(anyhow::Error),
+}
+
+/// Executes commands against aggregates stored in the log.
+#[derive(Clone)]
+pub struct CommandBus {
+    repo: LogRepository,
+    pump: Arc<Pump>,
+}
+
+impl CommandBus {
+    /// A bus writing through `repo` and waiting on `pump`.
+    pub fn new(repo: LogRepository, pump: Arc<Pump>) -> Self {
+        Self { repo, pump }
+    }
+
+    /// The projector this bus waits on.
+    pub fn pump(&self) -> &Arc<Pump> {
+        &self.pump
+    }
+
+    /// Executes a command and waits until every read model reflects it.
+    pub async fn execute<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<Committed<A>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+    {
+        let committed = self.append::<A>(aggregate_id, command, metadata).await?;
+        if let Some(key) = &committed.last {
+            self.pump.wait_for(key).await;
+        }
+        Ok(committed)
+    }
+
+    /// Executes a command without waiting for the read models (bulk operator work
+    /// that waits once at the end).
+    pub async fn append<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<Committed<A>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+    {
+        match self.try_once::<A>(aggregate_id, command.clone(), metadata).await {
+            Err(CommandError::Conflict) => self.try_once::<A>(aggregate_id, command, metadata).await,
+            other => other,
+        }
+    }
+
+    /// The current state of an aggregate, read from the log.
+    pub async fn load<A>(&self, aggregate_id: &str) -> Result<A, CommandError<A::Error>>
+    where
+        A: AggregateExt,
+    {
+        let context = load_context::<A>(&self.repo, aggregate_id).await.map_err(map_error)?;
+        Ok(context.aggregate)
+    }
+
+    async fn try_once<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<Committed<A>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
+        let mut context = load_context::<A>(&self.repo, aggregate_id).await.map_err(map_error)?;
+        let before = context.current_sequence;
+        let sink = EventSink::<A>::default();
+        context
+            .aggregate
+            .handle(command, &(), &sink)
+            .await
+            .map_err(CommandError::Rejected)?;
+        let events = sink.collect().await;
+        let state = context.aggregate.clone();
+        if events.is_empty() {
+            return Ok(Committed { state, events, last: None });
+        }
+        let store = PersistedEventStore::<LogRepository, A>::new_event_store(self.repo.clone());
+        let appended = store
+            .commit(events, context, metadata.to_map())
+            .await
+            .map_err(map_error)?;
+        self.pump.kick();
+        let after = appended.last().map_or(before, |e| e.sequence);
+        maybe_snapshot(&self.repo, aggregate_id, before, after, &state).await;
+        Ok(Committed {
+            state,
+            last: Some(EventKey {
+                aggregate_type: A::TYPE.to_string(),
+                aggregate_id: aggregate_id.to_string(),
+                sequence: after as i64,
+            }),
+            events: appended.into_iter().map(|e| e.payload).collect(),
+        })
+    }
+}
+
+fn map_error<E: std::error::Error>(err: AggregateError<E>) -> CommandError<E> {
+    match err {
+        AggregateError::UserError(e) => CommandError::Rejected(e),
+        AggregateError::AggregateConflict => CommandError::Conflict,
+        AggregateError::DatabaseConnectionError(e)
+        | AggregateError::DeserializationError(e)
+        | AggregateError::UnexpectedError(e) => CommandError::Store(anyhow::anyhow!(e)),
+    }
+}

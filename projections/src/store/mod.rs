@@ -1,0 +1,11 @@
+//! Appending and loading events, and executing commands against aggregates.
+
+mod bus;
+mod repository;
+mod snapshot;
+mod upcast;
+
+pub use bus::{CommandBus, CommandError, Committed, EventKey};
+pub use repository::LogRepository;
+pub use snapshot::SNAPSHOT_EVERY;
+pub use upcast::upcast;
