@@ -1,1 +1,18 @@
-//! placeholder
+//! The sandbox-api server: HTTP routes that mirror the two specifications, their
+//! authentication and error mapping, and the operator functions `sandboxctl` shares.
+
+pub mod admin;
+pub mod auth;
+pub mod authz;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod idempotency;
+pub mod keys;
+pub mod middleware;
+pub mod openapi;
+pub mod pagination;
+pub mod request;
+pub mod routes;
+pub mod server;
+pub mod state;

@@ -26,4 +26,8 @@ pub trait SpecError: std::error::Error {
     fn class(&self) -> ErrorClass;
     /// The spec's error code, for example `policy_version_conflict`.
     fn code(&self) -> &'static str;
+    /// Field problems, for errors the spec answers with the validation array.
+    fn violations(&self) -> Option<&crate::validation::Violations> {
+        None
+    }
 }

@@ -163,6 +163,10 @@ impl Pump {
                 (cp.position < sealed.head && !resting).then_some((p, cp.position))
             })
             .collect();
+        let mut positions: Vec<(&'static str, i64)> = checkpoints
+            .iter()
+            .filter_map(|c| self.projections.iter().find(|p| p.name() == c.name).map(|p| (p.name(), c.position)))
+            .collect();
         let mut more = sealed.count as i64 == self.config.seal_batch;
         if let Some(from) = due.iter().map(|(_, cp)| *cp).min() {
             let until = sealed.head.min(from + self.config.project_batch);
@@ -184,6 +188,9 @@ impl Pump {
                         .execute(&mut *savepoint)
                         .await?;
                         savepoint.commit().await?;
+                        if let Some(entry) = positions.iter_mut().find(|(name, _)| *name == projection.name()) {
+                            entry.1 = until;
+                        }
                     }
                     Err(error) => {
                         savepoint.rollback().await?;
@@ -205,6 +212,9 @@ impl Pump {
         tx.commit().await?;
         self.progress.send_modify(|n| *n += 1);
         metrics::gauge!("sandbox_log_head").set(sealed.head as f64);
+        for (name, position) in positions {
+            metrics::gauge!("sandbox_projection_lag_events", "projection" => name).set((sealed.head - position) as f64);
+        }
         Ok(Some(Cycle { sealed: sealed.count, head: sealed.head, more }))
     }
 

@@ -110,6 +110,12 @@ impl SpecError for SettingsError {
             Self::Invalid(_) => "validation_error",
         }
     }
+    fn violations(&self) -> Option<&Violations> {
+        match self {
+            Self::Invalid(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 /// The policy of one company.

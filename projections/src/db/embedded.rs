@@ -122,6 +122,14 @@ impl EmbeddedPostgres {
         Ok(())
     }
 
+    /// Stops the cluster whoever started it (for clusters of a previous process).
+    pub async fn stop_any(&mut self) -> anyhow::Result<()> {
+        if self.is_running().await {
+            self.started_here = true;
+        }
+        self.stop().await
+    }
+
     /// The connection URL of a database in this cluster (Unix socket, trust auth).
     pub fn url(&self, database: &str) -> String {
         format!("postgres://postgres@localhost/{database}?host={}", self.socket_dir.display())

@@ -1,0 +1,66 @@
+//! User JWTs: HS256 tokens naming the user and the company.
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The claims of a user token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// The user id.
+    pub sub: Uuid,
+    /// The user's company.
+    pub company_id: Uuid,
+    /// Issued at (seconds since the epoch).
+    pub iat: i64,
+    /// Expires at (seconds since the epoch).
+    pub exp: i64,
+}
+
+/// Signing and verification keys.
+#[derive(Clone)]
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl JwtKeys {
+    /// Keys from the shared secret.
+    pub fn new(secret: &[u8]) -> Self {
+        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+    }
+
+    /// A token for the user, valid for `ttl`.
+    pub fn mint(&self, user_id: Uuid, company_id: Uuid, ttl: chrono::Duration) -> anyhow::Result<String> {
+        let now = chrono::Utc::now().timestamp();
+        let claims = Claims { sub: user_id, company_id, iat: now, exp: now + ttl.num_seconds() };
+        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+    }
+
+    /// The claims of a valid, unexpired token.
+    pub fn verify(&self, token: &str) -> Option<Claims> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+            .ok()
+            .map(|data| data.claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_only_with_the_same_secret_and_before_expiry() {
+        let keys = JwtKeys::new(b"0123456789abcdef0123456789abcdef");
+        let (user, company) = (Uuid::new_v4(), Uuid::new_v4());
+        let token = keys.mint(user, company, chrono::Duration::hours(1)).unwrap();
+        let claims = keys.verify(&token).unwrap();
+        assert_eq!((claims.sub, claims.company_id), (user, company));
+        assert!(JwtKeys::new(b"another secret of sufficient length!!").verify(&token).is_none());
+        let expired = keys.mint(user, company, chrono::Duration::seconds(-10)).unwrap();
+        assert!(keys.verify(&expired).is_none());
+    }
+}

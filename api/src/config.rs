@@ -1,0 +1,96 @@
+//! Service configuration: flags of `sandbox-api serve`, each with an environment
+//! variable of the same meaning. Every setting is documented in the README.
+
+use clap::Args;
+use clap::builder::BoolishValueParser;
+use domain::catalog::{self, Provider};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Whether the RSA transit key pair for encrypted secret writes is available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransitKeyMode {
+    /// Use the key pair in the data directory, generating it at first start.
+    Generate,
+    /// No key pair: the public-key route answers 503.
+    Off,
+}
+
+/// Everything `sandbox-api serve` needs.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Directory for the embedded database, objects and generated keys.
+    #[arg(long, env = "SANDBOX_DATA_DIR", default_value = "./.sandbox")]
+    pub data_dir: PathBuf,
+
+    /// PostgreSQL URL; unset starts a private cluster under the data directory.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Address to listen on.
+    #[arg(long, env = "SANDBOX_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Public base URL used in every URL the service returns (default `http://` + listen).
+    #[arg(long, env = "SANDBOX_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// Deployment provider: `onprem` or `managed`.
+    #[arg(long, env = "SANDBOX_PROVIDER", default_value = "onprem")]
+    pub provider: Provider,
+
+    /// The operator's active region set (comma separated); defaults to every region
+    /// of the provider's catalog.
+    #[arg(long, env = "SANDBOX_REGIONS", value_delimiter = ',')]
+    pub regions: Vec<String>,
+
+    /// Kill switch: `false` makes every non-GET sandbox change answer 503.
+    #[arg(long, env = "SANDBOX_ENABLED", default_value = "true", value_parser = BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    pub enabled: bool,
+
+    /// HMAC secret of user JWTs; generated into the data directory when unset.
+    #[arg(long, env = "SANDBOX_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// Transit key pair for encrypted secret values.
+    #[arg(long, env = "SANDBOX_TRANSIT_KEY", value_enum, default_value = "generate")]
+    pub transit_key: TransitKeyMode,
+
+    /// Log format.
+    #[arg(long, env = "SANDBOX_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// The base URL, defaulting to `http://` plus the listen address.
+    pub fn base_url(&self) -> String {
+        self.base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// The operator's active regions: the configured ones that exist in the
+    /// provider's catalog, or the whole catalog.
+    pub fn selectable_regions(&self) -> Vec<String> {
+        let catalog: Vec<&str> = catalog::regions_for(self.provider).iter().map(|r| r.code).collect();
+        if self.regions.is_empty() {
+            return catalog.into_iter().map(String::from).collect();
+        }
+        self.regions
+            .iter()
+            .filter(|code| catalog.contains(&code.as_str()))
+            .cloned()
+            .collect()
+    }
+}

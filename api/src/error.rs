@@ -1,0 +1,198 @@
+//! The one place where failures become HTTP responses.
+//!
+//! Tenant errors answer `{detail: {code, message}}`; request validation answers the
+//! standard validation array `{detail: [{type, loc, msg, input, ctx}]}`; hidden
+//! resources answer the uniform `404 {detail: "Not found"}`; authentication-layer
+//! refusals answer a plain string detail. Internal failures are logged with the
+//! request id and answer a generic 500 without their cause.
+
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use domain::validation::{Violation, ViolationKind};
+use domain::{ErrorClass, SpecError};
+use projections::CommandError;
+use serde_json::{Map, Value, json};
+
+/// Every way a request can fail.
+#[derive(Debug)]
+pub enum ApiError {
+    /// Missing, cross-company or not visible to the caller.
+    NotFound,
+    /// Neither credential was sent, or the one sent is not valid (418).
+    Unauthenticated,
+    /// An authentication-layer or role refusal with a plain message.
+    Forbidden(&'static str),
+    /// The route exists but not for this principal (restricted keys).
+    MethodNotAllowed,
+    /// Request validation failed.
+    Validation(Vec<Violation>),
+    /// A spec error code with its status.
+    Coded(Coded),
+    /// A bug or a broken dependency; logged, never shown.
+    Internal(anyhow::Error),
+}
+
+/// A `{detail: {code, message, ...}}` error.
+#[derive(Debug)]
+pub struct Coded {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Spec error code.
+    pub code: &'static str,
+    /// Human message.
+    pub message: String,
+    /// Further `detail` fields (for example `limit`, `errors`).
+    pub extra: Map<String, Value>,
+    /// Extra response headers (for example `Retry-After`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl ApiError {
+    /// A coded error.
+    pub fn coded(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self::Coded(Coded { status, code, message: message.into(), extra: Map::new(), headers: Vec::new() })
+    }
+
+    /// Adds a field to `detail` of a coded error.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        if let Self::Coded(coded) = &mut self {
+            coded.extra.insert(key.to_string(), value.into());
+        }
+        self
+    }
+
+    /// Adds a response header to a coded error.
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        if let Self::Coded(coded) = &mut self {
+            coded.headers.push((name, value));
+        }
+        self
+    }
+
+    /// A single validation problem.
+    pub fn invalid(loc: &[&str], kind: ViolationKind, input: Option<Value>) -> Self {
+        Self::Validation(vec![Violation { loc: loc.iter().map(|s| s.to_string()).collect(), kind, input }])
+    }
+
+    /// An internal error from anything displayable.
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        Self::Internal(error.into())
+    }
+}
+
+/// The status of a domain error class.
+pub fn status_of(class: ErrorClass) -> StatusCode {
+    match class {
+        ErrorClass::Validation => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorClass::Forbidden => StatusCode::FORBIDDEN,
+        ErrorClass::NotFound => StatusCode::NOT_FOUND,
+        ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// Converts a domain error that carries a spec code.
+pub fn from_spec<E: SpecError>(error: &E) -> ApiError {
+    if let Some(violations) = error.violations() {
+        return ApiError::Validation(violations.0.clone());
+    }
+    match error.class() {
+        ErrorClass::NotFound => ApiError::NotFound,
+        class => ApiError::coded(status_of(class), error.code(), error.to_string()),
+    }
+}
+
+impl<E: SpecError> From<CommandError<E>> for ApiError {
+    fn from(error: CommandError<E>) -> Self {
+        match error {
+            CommandError::Rejected(e) => from_spec(&e),
+            CommandError::Conflict => ApiError::coded(
+                StatusCode::CONFLICT,
+                "concurrent_modification",
+                "the resource was modified concurrently; retry the request",
+            ),
+            CommandError::Store(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(error: sqlx::Error) -> Self {
+        ApiError::Internal(error.into())
+    }
+}
+
+/// Renders one violation as a validation-array item.
+pub fn render_violation(v: &Violation) -> Value {
+    let (kind, msg, ctx): (&str, String, Option<Value>) = match &v.kind {
+        ViolationKind::Missing => ("missing", "Field required".into(), None),
+        ViolationKind::GreaterThanEqual(n) => {
+            ("greater_than_equal", format!("Input should be greater than or equal to {n}"), Some(json!({"ge": n})))
+        }
+        ViolationKind::LessThanEqual(n) => {
+            ("less_than_equal", format!("Input should be less than or equal to {n}"), Some(json!({"le": n})))
+        }
+        ViolationKind::TooShort(n) => {
+            ("too_short", format!("Input should have at least {n} item(s) or character(s)"), Some(json!({"min_length": n})))
+        }
+        ViolationKind::TooLong(n) => {
+            ("too_long", format!("Input should have at most {n} item(s) or character(s)"), Some(json!({"max_length": n})))
+        }
+        ViolationKind::Enum(expected) => {
+            let list = expected.iter().map(|e| format!("'{e}'")).collect::<Vec<_>>().join(", ");
+            ("enum", format!("Input should be one of {list}"), Some(json!({"expected": list})))
+        }
+        ViolationKind::Rule { kind, message } => (kind, message.clone(), None),
+    };
+    let mut item = json!({"type": kind, "loc": v.loc, "msg": msg});
+    if let Some(input) = &v.input {
+        item["input"] = input.clone();
+    }
+    if let Some(ctx) = ctx {
+        item["ctx"] = ctx;
+    }
+    item
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body, headers) = match self {
+            ApiError::NotFound => (StatusCode::NOT_FOUND, json!({"detail": "Not found"}), vec![]),
+            ApiError::Unauthenticated => (
+                StatusCode::IM_A_TEAPOT,
+                json!({"detail": "Not authenticated"}),
+                vec![(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+            ),
+            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, json!({"detail": message}), vec![]),
+            ApiError::MethodNotAllowed => {
+                (StatusCode::METHOD_NOT_ALLOWED, json!({"detail": "Method Not Allowed"}), vec![])
+            }
+            ApiError::Validation(violations) => {
+                let items: Vec<Value> = violations.iter().map(render_violation).collect();
+                (StatusCode::UNPROCESSABLE_ENTITY, json!({"detail": items}), vec![])
+            }
+            ApiError::Coded(coded) => {
+                let mut detail = Map::new();
+                detail.insert("code".into(), coded.code.into());
+                detail.insert("message".into(), coded.message.into());
+                detail.extend(coded.extra);
+                (coded.status, json!({"detail": detail}), coded.headers)
+            }
+            ApiError::Internal(error) => {
+                tracing::error!(error = format!("{error:#}"), "internal error");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json!({"detail": {"code": "internal_error", "message": "internal error; see the service log for this request id"}}),
+                    vec![],
+                )
+            }
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        response.headers_mut().extend(headers);
+        response
+    }
+}
+
+/// Result type of handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

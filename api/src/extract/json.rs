@@ -1,0 +1,130 @@
+//! JSON bodies: unknown fields, duplicate keys, type errors and missing fields all
+//! answer the standard 422 validation array, with the path to the offending field.
+
+use crate::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use domain::validation::{Violation, ViolationKind};
+use serde::de::DeserializeOwned;
+
+/// A JSON body parsed into `T` (which should deny unknown fields).
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(body_error)?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+fn body_error(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::coded(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", "the request body is too large")
+    } else {
+        ApiError::coded(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
+    }
+}
+
+/// Parses a JSON document into `T`, mapping every failure to a validation array.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid(&["body"], ViolationKind::Missing, None));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let mut loc = vec!["body".to_string()];
+        loc.extend(
+            error
+                .path()
+                .iter()
+                .map(|segment| segment.to_string())
+                .filter(|s| s != "?" && s != "."),
+        );
+        ApiError::Validation(vec![violation(loc, error.inner())])
+    })?;
+    deserializer.end().map_err(|e| ApiError::Validation(vec![violation(vec!["body".into()], &e)]))?;
+    Ok(value)
+}
+
+/// Classifies a serde_json error the way pydantic names its error types.
+fn violation(mut loc: Vec<String>, error: &serde_json::Error) -> Violation {
+    let message = error.to_string();
+    let text = message.split(" at line ").next().unwrap_or(&message).to_string();
+    let field = |prefix: &str| {
+        text.strip_prefix(prefix)
+            .and_then(|rest| rest.split('`').nth(1))
+            .map(str::to_string)
+    };
+    let kind = if error.is_syntax() || error.is_eof() {
+        ViolationKind::Rule { kind: "json_invalid", message: format!("Invalid JSON: {text}") }
+    } else if let Some(name) = field("unknown field") {
+        if loc.last() != Some(&name) {
+            loc.push(name);
+        }
+        ViolationKind::Rule { kind: "extra_forbidden", message: "Extra inputs are not permitted".into() }
+    } else if let Some(name) = field("missing field") {
+        if loc.last() != Some(&name) {
+            loc.push(name);
+        }
+        ViolationKind::Missing
+    } else if text.starts_with("duplicate field") {
+        ViolationKind::Rule { kind: "duplicate_key", message: text }
+    } else if text.starts_with("unknown variant") {
+        ViolationKind::Rule { kind: "enum", message: text }
+    } else if text.starts_with("invalid type") {
+        ViolationKind::Rule { kind: "type_error", message: text }
+    } else {
+        ViolationKind::Rule { kind: "value_error", message: text }
+    };
+    Violation { loc, kind, input: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        a: i32,
+        inner: Option<Inner>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        b: String,
+    }
+
+    fn first(json: &str) -> Violation {
+        match parse_json::<Body>(json.as_bytes()) {
+            Err(ApiError::Validation(mut v)) => v.remove(0),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_fields_name_their_path() {
+        let v = first(r#"{"a": 1, "inner": {"b": "x", "zz": 1}}"#);
+        assert_eq!(v.loc, vec!["body", "inner", "zz"]);
+        assert!(matches!(v.kind, ViolationKind::Rule { kind: "extra_forbidden", .. }));
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields() {
+        assert_eq!(first(r#"{}"#).loc, vec!["body", "a"]);
+        assert_eq!(first(r#"{}"#).kind, ViolationKind::Missing);
+        assert!(matches!(first(r#"{"a": "x"}"#).kind, ViolationKind::Rule { kind: "type_error", .. }));
+        assert!(matches!(first(r#"{"a": 1, "a": 2}"#).kind, ViolationKind::Rule { kind: "duplicate_key", .. }));
+        assert!(matches!(first(r#"{"a": "#).kind, ViolationKind::Rule { kind: "json_invalid", .. }));
+        assert_eq!(first("  ").kind, ViolationKind::Missing);
+    }
+}

@@ -1,0 +1,124 @@
+//! Cursor pagination shared by every list route: `page_size` 1..100 and an opaque
+//! `page_token` of at most 512 characters that carries a keyset cursor.
+//!
+//! The token is URL-safe base64 of the cursor's JSON. It is opaque to clients, not
+//! secret: every list query applies the caller's authorization on its own, so a forged
+//! cursor only moves the starting point inside rows the caller may see anyway.
+
+use crate::error::ApiError;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::validation::ViolationKind;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
+
+/// Largest `page_size`.
+pub const MAX_PAGE_SIZE: i64 = 100;
+/// Longest `page_token`.
+pub const MAX_TOKEN_CHARS: usize = 512;
+
+/// The pagination query parameters.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items per page, 1..100.
+    pub page_size: Option<i64>,
+    /// Opaque cursor from a previous page's `next_page_token`.
+    pub page_token: Option<String>,
+}
+
+/// A validated page request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<C> {
+    /// Items to return.
+    pub size: i64,
+    /// Where to start; `None` for the first page.
+    pub after: Option<C>,
+}
+
+impl PageQuery {
+    /// Validates the parameters, using `default_size` when none is given.
+    pub fn page<C: DeserializeOwned>(&self, default_size: i64) -> Result<Page<C>, ApiError> {
+        let size = self.page_size.unwrap_or(default_size);
+        if size < 1 {
+            return Err(ApiError::invalid(&["query", "page_size"], ViolationKind::GreaterThanEqual(1), Some(size.into())));
+        }
+        if size > MAX_PAGE_SIZE {
+            return Err(ApiError::invalid(
+                &["query", "page_size"],
+                ViolationKind::LessThanEqual(MAX_PAGE_SIZE),
+                Some(size.into()),
+            ));
+        }
+        let after = match self.page_token.as_deref().filter(|t| !t.is_empty()) {
+            None => None,
+            Some(token) => Some(decode_token(token)?),
+        };
+        Ok(Page { size, after })
+    }
+}
+
+/// Encodes a cursor as a page token.
+pub fn encode_token<C: Serialize>(cursor: &C) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(cursor).expect("cursors serialize"))
+}
+
+fn decode_token<C: DeserializeOwned>(token: &str) -> Result<C, ApiError> {
+    let invalid = |message: &str| {
+        ApiError::invalid(
+            &["query", "page_token"],
+            ViolationKind::Rule { kind: "value_error", message: message.to_string() },
+            None,
+        )
+    };
+    if token.chars().count() > MAX_TOKEN_CHARS {
+        return Err(ApiError::invalid(&["query", "page_token"], ViolationKind::TooLong(MAX_TOKEN_CHARS), None));
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("page_token is not a token this service issued"))?;
+    serde_json::from_slice(&bytes).map_err(|_| invalid("page_token is not a token this service issued"))
+}
+
+/// Splits one extra row off a `size + 1` fetch and makes the next token from the last
+/// row kept.
+pub fn finish<T, C: Serialize>(mut rows: Vec<T>, size: i64, cursor_of: impl Fn(&T) -> C) -> (Vec<T>, Option<String>) {
+    if rows.len() as i64 > size {
+        rows.truncate(size as usize);
+        let token = rows.last().map(|row| encode_token(&cursor_of(row)));
+        (rows, token)
+    } else {
+        (rows, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_size_bounds_and_default() {
+        let q = |size: Option<i64>| PageQuery { page_size: size, page_token: None };
+        assert_eq!(q(None).page::<i64>(50).unwrap().size, 50);
+        assert!(q(Some(0)).page::<i64>(50).is_err());
+        assert!(q(Some(101)).page::<i64>(50).is_err());
+        assert_eq!(q(Some(100)).page::<i64>(50).unwrap().size, 100);
+    }
+
+    #[test]
+    fn tokens_round_trip_and_reject_garbage() {
+        let token = encode_token(&("2026-01-01", 7));
+        let page = PageQuery { page_size: None, page_token: Some(token) }.page::<(String, i64)>(20).unwrap();
+        assert_eq!(page.after, Some(("2026-01-01".to_string(), 7)));
+        assert!(PageQuery { page_size: None, page_token: Some("!!".into()) }.page::<i64>(20).is_err());
+        assert!(PageQuery { page_size: None, page_token: Some("a".repeat(513)) }.page::<i64>(20).is_err());
+    }
+
+    #[test]
+    fn finish_emits_a_token_only_when_more_rows_exist() {
+        let (rows, token) = finish(vec![1, 2, 3], 2, |r| *r);
+        assert_eq!(rows, vec![1, 2]);
+        assert_eq!(token, Some(encode_token(&2)));
+        let (rows, token) = finish(vec![1, 2], 2, |r| *r);
+        assert_eq!((rows.len(), token), (2, None));
+    }
+}

@@ -1,0 +1,43 @@
+//! Per-request facts handlers pass to commands: the request id and the time.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use chrono::{DateTime, Utc};
+use domain::principal::{Actor, EventMetadata, Principal};
+use std::convert::Infallible;
+
+/// The request id (from `x-request-id`, set by the request-id layer) and the time
+/// the request arrived.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Request id.
+    pub request_id: String,
+    /// Arrival time.
+    pub time: DateTime<Utc>,
+}
+
+impl Context {
+    /// Event metadata for a command this principal causes.
+    pub fn metadata(&self, principal: &Principal) -> EventMetadata {
+        EventMetadata {
+            actor: Actor::Principal(principal.clone()),
+            company_id: Some(principal.company_id),
+            request_id: self.request_id.clone(),
+            time: self.time,
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Context {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let request_id = parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        Ok(Self { request_id, time: Utc::now() })
+    }
+}

@@ -1,0 +1,36 @@
+//! Liveness, metrics and the OpenAPI document.
+
+use crate::middleware::observe::metrics_handle;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// Health and metrics routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(metrics))
+}
+
+/// 200 when the database answers.
+#[utoipa::path(get, path = "/healthz", tag = "general",
+    responses((status = 200, description = "healthy"), (status = 503, description = "the database does not answer")))]
+async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    match sqlx::query("SELECT 1").execute(&state.pool).await {
+        Ok(_) => (StatusCode::OK, Json(json!({"status": "ok"}))),
+        Err(error) => {
+            tracing::warn!(%error, "health check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "database_unavailable"})))
+        }
+    }
+}
+
+/// Prometheus metrics: requests and latencies per route, events appended and sealed,
+/// log head and projection lag.
+#[utoipa::path(get, path = "/metrics", tag = "general",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+async fn metrics() -> String {
+    metrics_handle().render()
+}

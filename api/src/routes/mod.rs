@@ -1,0 +1,12 @@
+//! Routes, grouped the way the specs group them.
+
+pub mod health;
+pub mod public;
+pub mod sandbox;
+
+use crate::error::ApiError;
+
+/// The uniform answer for paths no route serves.
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound
+}

@@ -1,0 +1,119 @@
+//! Assembling the router and serving it.
+
+use crate::auth::{authenticate, restricted::sandbox_gate};
+use crate::config::{Config, LogFormat};
+use crate::middleware::body_limit::{self, DEFAULT_LIMIT};
+use crate::middleware::kill_switch::kill_switch;
+use crate::middleware::observe::record_metrics;
+use crate::openapi::ApiDoc;
+use crate::routes::{self, not_found, sandbox::PREFIX};
+use crate::state::AppState;
+use anyhow::Context as _;
+use axum::http::Request;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::get;
+use axum::{Json, Router};
+use projections::db::{self, embedded::EmbeddedPostgres};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Every route with its layers, and the OpenAPI document at `/openapi.json`.
+pub fn app(state: AppState) -> Router {
+    let (router, openapi) = api_router(&state).split_for_parts();
+    let router = router.route("/openapi.json", get(move || async move { Json(openapi) }));
+    router.fallback(not_found).layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let request_id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+                tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id, principal = tracing::field::Empty)
+            }))
+            .layer(PropagateRequestIdLayer::x_request_id()),
+    )
+}
+
+/// The routes as an OpenAPI router (the document is built from it).
+pub fn api_router(state: &AppState) -> OpenApiRouter {
+    let sandbox = routes::sandbox::router()
+        .fallback(not_found)
+        .layer(from_fn_with_state(state.deployment.enabled, kill_switch))
+        .layer(from_fn_with_state(PREFIX, sandbox_gate))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(routes::health::router())
+        .merge(routes::public::router())
+        .nest(PREFIX, sandbox)
+        .route_layer(from_fn(record_metrics))
+        .with_state(state.clone())
+}
+
+/// Initialises logging.
+pub fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// `sandbox-api serve`: resolves the database (starting the embedded cluster when
+/// `DATABASE_URL` is unset), migrates it, serves until SIGINT or SIGTERM, then stops
+/// the pump and the embedded cluster.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    init_tracing(config.log_format);
+    let mut embedded = None;
+    let url = match &config.database_url {
+        Some(url) => url.clone(),
+        None => {
+            let mut cluster = EmbeddedPostgres::plan(&config.data_dir)?;
+            cluster.start().await?;
+            cluster.ensure_database("sandbox").await?;
+            let url = cluster.url("sandbox");
+            std::fs::write(config.data_dir.join("database.url"), &url)?;
+            tracing::info!(database = %url, "embedded PostgreSQL is running");
+            embedded = Some(cluster);
+            url
+        }
+    };
+    let result = run(&config, &url).await;
+    if let Some(mut cluster) = embedded {
+        if let Err(error) = cluster.stop().await {
+            tracing::error!(%error, "stopping the embedded PostgreSQL failed");
+        }
+    }
+    result
+}
+
+async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
+    let pool = db::connect(url, 32).await?;
+    db::migrate(&pool).await?;
+    let cancel = CancellationToken::new();
+    let started = AppState::start(config, pool, cancel.clone()).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    tracing::info!(listen = %config.listen, base_url = %config.base_url(), "sandbox-api is serving");
+    axum::serve(listener, app(started.state)).with_graceful_shutdown(shutdown_signal()).await?;
+    cancel.cancel();
+    started.pump.await?;
+    tracing::info!("sandbox-api stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutting down");
+}

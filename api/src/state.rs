@@ -1,0 +1,87 @@
+//! The state every handler shares.
+
+use crate::auth::jwt::JwtKeys;
+use crate::config::{Config, TransitKeyMode};
+use crate::keys::{self, TransitKey};
+use domain::catalog::Provider;
+use projections::pump::PumpConfig;
+use projections::store::LogRepository;
+use projections::{CommandBus, Pump, read_models};
+use sqlx::PgPool;
+use std::ops::Deref;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Deployment facts handlers read.
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    /// Base URL of every URL the service returns.
+    pub base_url: String,
+    /// The provider.
+    pub provider: Provider,
+    /// The operator's active regions.
+    pub selectable_regions: Vec<String>,
+    /// The kill switch (true = enabled).
+    pub enabled: bool,
+}
+
+/// Shared handles: database, command bus, keys, deployment facts.
+pub struct Inner {
+    /// Read-model and event-store pool.
+    pub pool: PgPool,
+    /// Executes commands and waits for read models.
+    pub bus: CommandBus,
+    /// JWT keys.
+    pub jwt: JwtKeys,
+    /// The transit key pair, when configured.
+    pub transit: Option<TransitKey>,
+    /// Deployment facts.
+    pub deployment: Deployment,
+}
+
+/// Cheaply clonable state.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+/// The state plus the background tasks it started.
+pub struct Started {
+    /// The state.
+    pub state: AppState,
+    /// The pump loop; finishes after `cancel` fires.
+    pub pump: JoinHandle<()>,
+}
+
+impl AppState {
+    /// Builds the state on a migrated pool and starts the pump.
+    pub async fn start(config: &Config, pool: PgPool, cancel: CancellationToken) -> anyhow::Result<Started> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        crate::middleware::observe::metrics_handle();
+        let jwt = JwtKeys::new(&keys::jwt_secret(config.jwt_secret.as_deref(), &config.data_dir)?);
+        let transit = match config.transit_key {
+            TransitKeyMode::Off => None,
+            TransitKeyMode::Generate => {
+                let dir = config.data_dir.clone();
+                Some(tokio::task::spawn_blocking(move || TransitKey::load_or_generate(&dir)).await??)
+            }
+        };
+        let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
+        let pump_task = pump.start(cancel).await?;
+        let bus = CommandBus::new(LogRepository::new(pool.clone()), pump);
+        let deployment = Deployment {
+            base_url: config.base_url(),
+            provider: config.provider,
+            selectable_regions: config.selectable_regions(),
+            enabled: config.enabled,
+        };
+        let state = AppState(Arc::new(Inner { pool, bus, jwt, transit, deployment }));
+        Ok(Started { state, pump: pump_task })
+    }
+}

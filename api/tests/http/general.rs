@@ -1,0 +1,145 @@
+//! General rules of spec section 7 and the service surface: body guards, the kill
+//! switch, uniform 404s, OpenAPI, health and metrics.
+
+use crate::support::{As, Options, TestApp, assert_code, json};
+use reqwest::Method;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const SETTINGS: &str = "/private/module/sandbox/settings";
+
+/// Sends raw HTTP/1.1 and returns the status line and body.
+async fn raw(app: &TestApp, request: String) -> (u16, String) {
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response).to_string();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+#[tokio::test]
+async fn a_malformed_content_length_is_400_invalid_content_length() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let token = seed.token("acme", "boss");
+    for length in ["-5", "5, 6"] {
+        let request = format!(
+            "PUT {SETTINGS} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n{{}}"
+        );
+        let (status, text) = raw(&app, request).await;
+        assert_eq!(status, 400, "{text}");
+        if text.contains("detail") {
+            assert!(text.contains("invalid_content_length"), "{text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_body_above_the_limit_is_413_before_it_is_read() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let token = seed.token("acme", "boss");
+    // The length promises 2 MiB but no body follows: the answer must come anyway.
+    let request = format!(
+        "PUT {SETTINGS} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\ncontent-length: 2097152\r\nconnection: close\r\n\r\n"
+    );
+    let (status, text) = raw(&app, request).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("request_too_large"), "{text}");
+}
+
+#[tokio::test]
+async fn a_chunked_body_above_the_limit_is_413() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let body = format!("{{\"policy_version\": 1, \"pad\": \"{}\"}}", "x".repeat(1_100_000));
+    let stream = futures::stream::iter(vec![Ok::<_, std::io::Error>(body.into_bytes())]);
+    let response = app
+        .request(Method::PUT, SETTINGS)
+        .bearer_token(&seed.token("acme", "boss"))
+        .body(reqwest::Body::wrap_stream(stream))
+        .send()
+        .await
+        .unwrap();
+    assert_code(&json(response).await, 413, "request_too_large");
+}
+
+#[tokio::test]
+async fn the_kill_switch_refuses_changes_but_not_reads_cancel_or_download() {
+    let app = TestApp::spawn_with(Options { enabled: false, ..Options::default() }).await;
+    let seed = app.seed().await;
+    let token = seed.token("acme", "boss");
+    let read = app.request(Method::GET, SETTINGS).bearer_token(&token).send().await.unwrap();
+    assert_eq!(read.status().as_u16(), 200);
+    let write = app.request(Method::PUT, SETTINGS).bearer_token(&token).json(&serde_json::json!({"policy_version": 1}));
+    assert_code(&json(write.send().await.unwrap()).await, 503, "sandbox_disabled");
+    let room = seed.room("acme", "lab");
+    for path in [format!("/chatrooms/{room}/runs/r1/cancel"), format!("/chatrooms/{room}/runs/r1/artifacts/a1/download")] {
+        let response = app
+            .request(Method::POST, &format!("/private/module/sandbox{path}"))
+            .bearer_token(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(response.status().as_u16(), 503, "{path} passes the kill switch");
+    }
+}
+
+#[tokio::test]
+async fn unknown_paths_answer_the_uniform_404() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    for path in ["/nothing-here", "/private/module/sandbox/nothing-here"] {
+        let got = json(app.request(Method::GET, path).bearer_token(&seed.token("acme", "boss")).send().await.unwrap()).await;
+        assert_eq!(got, (404, serde_json::json!({"detail": "Not found"})), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn openapi_covers_every_route_with_the_spec_tags() {
+    let app = TestApp::spawn().await;
+    let (status, doc) = json(app.request(Method::GET, "/openapi.json").send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    for path in [
+        "/healthz",
+        "/metrics",
+        "/public/info/sandbox/regions",
+        "/public/info/sandbox/profiles",
+        "/public/info/model_key/public_key",
+        "/private/module/sandbox/settings",
+    ] {
+        assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
+    }
+    assert!(paths["/private/module/sandbox/settings"]["put"]["requestBody"].is_object());
+    let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for tag in ["general", "settings", "environments", "tasks", "bindings", "secrets", "runs"] {
+        assert!(tags.contains(&tag), "tag {tag}");
+    }
+    for (path, operations) in paths {
+        for (method, operation) in operations.as_object().unwrap() {
+            let tagged = operation["tags"].as_array().is_some_and(|t| !t.is_empty());
+            assert!(tagged, "{method} {path} has no tag");
+        }
+    }
+    let schemas: &Value = &doc["components"]["schemas"];
+    assert!(schemas["SandboxCompanySettingsResponse"].is_object());
+}
+
+#[tokio::test]
+async fn health_and_metrics() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let (status, body) = json(app.request(Method::GET, "/healthz").send().await.unwrap()).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    app.request(Method::GET, SETTINGS).bearer_token(&seed.token("acme", "boss")).send().await.unwrap();
+    let metrics = app.request(Method::GET, "/metrics").send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sandbox_http_requests_total"), "{metrics}");
+    assert!(metrics.contains("route=\"/private/module/sandbox/settings\""), "{metrics}");
+    assert!(metrics.contains("sandbox_events_appended_total"));
+    assert!(metrics.contains("sandbox_projection_lag_events"));
+}

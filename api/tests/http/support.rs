@@ -1,0 +1,236 @@
+//! The test server and its typed request helpers.
+
+use api::admin::directory::{Applied, Applier, DirectoryFile};
+use api::admin::operator_metadata;
+use api::config::{Config, LogFormat, TransitKeyMode};
+use api::state::AppState;
+use domain::catalog::Provider;
+use projections::testing::TestDatabase;
+use reqwest::{Method, RequestBuilder, Response};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The JWT secret of every test server.
+pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
+
+/// A running server with its own database and data directory.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// Shared state (pool, bus).
+    pub state: AppState,
+    /// The database.
+    pub db: TestDatabase,
+    /// HTTP client.
+    pub client: reqwest::Client,
+    cancel: CancellationToken,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Options of a test server.
+pub struct Options {
+    /// Provider.
+    pub provider: Provider,
+    /// Kill switch.
+    pub enabled: bool,
+    /// Whether the transit key exists.
+    pub transit_key: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { provider: Provider::Onprem, enabled: true, transit_key: true }
+    }
+}
+
+/// A transit key generated once per test process and copied into each data dir.
+fn cached_transit_key() -> PathBuf {
+    static KEY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let dir = std::env::temp_dir().join("sandbox-test-keys");
+        api::keys::TransitKey::load_or_generate(&dir).expect("test transit key");
+        dir.join("transit_key.pem")
+    })
+    .clone()
+}
+
+impl TestApp {
+    /// A server with default options.
+    pub async fn spawn() -> Self {
+        Self::spawn_with(Options::default()).await
+    }
+
+    /// A server with the given options.
+    pub async fn spawn_with(options: Options) -> Self {
+        let db = TestDatabase::fresh().await;
+        let data = tempfile::tempdir().expect("temp dir");
+        if options.transit_key {
+            std::fs::copy(cached_transit_key(), data.path().join("transit_key.pem")).expect("copy key");
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let config = Config {
+            data_dir: data.path().to_path_buf(),
+            database_url: Some(db.url.clone()),
+            listen: addr,
+            base_url: None,
+            provider: options.provider,
+            regions: Vec::new(),
+            enabled: options.enabled,
+            jwt_secret: Some(JWT_SECRET.into()),
+            transit_key: if options.transit_key { TransitKeyMode::Generate } else { TransitKeyMode::Off },
+            log_format: LogFormat::Text,
+        };
+        let cancel = CancellationToken::new();
+        let started = AppState::start(&config, db.pool.clone(), cancel.clone()).await.expect("state");
+        let app = api::server::app(started.state.clone());
+        let shutdown = cancel.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await.unwrap();
+        });
+        Self {
+            base: format!("http://{addr}"),
+            state: started.state,
+            db,
+            client: reqwest::Client::new(),
+            cancel,
+            _data: data,
+        }
+    }
+
+    /// Applies a directory file through the operator path.
+    pub async fn apply(&self, file: Value) -> Applied {
+        let file: DirectoryFile = serde_json::from_value(file).expect("directory file");
+        let applier = Applier {
+            bus: &self.state.bus,
+            jwt: &self.state.jwt,
+            token_ttl: chrono::Duration::hours(1),
+            metadata: operator_metadata("test"),
+        };
+        applier.apply(&file).await.expect("apply directory")
+    }
+
+    /// The standard two-company directory.
+    pub async fn seed(&self) -> Seed {
+        Seed(self.apply(standard_directory()).await)
+    }
+
+    /// A request to a path below the base URL.
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, format!("{}{}", self.base, path))
+    }
+
+    /// The number of events in the log.
+    pub async fn event_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&self.db.pool).await.unwrap()
+    }
+}
+
+/// The standard directory: company `acme` (department `rnd` with room `lab`,
+/// department `ops` with room `ops-room`, users boss/dm/member/outsider, keys, a
+/// LINE client) and company `globex` (its own manager and room).
+pub fn standard_directory() -> Value {
+    json!({"companies": [
+        {"ref": "acme", "name": "Acme",
+         "departments": [{"ref": "rnd", "name": "R&D"}, {"ref": "ops", "name": "Ops"}],
+         "chatrooms": [{"ref": "lab", "name": "lab", "department": "rnd"},
+                       {"ref": "ops-room", "name": "ops room", "department": "ops"}],
+         "users": [
+            {"ref": "boss", "username": "boss", "role": 3},
+            {"ref": "dm", "username": "dm", "role": 1, "departments": ["rnd"], "manages_departments": ["rnd"],
+             "chatrooms": ["lab"], "manages_chatrooms": ["lab"]},
+            {"ref": "member", "username": "member", "role": 1, "departments": ["rnd"], "chatrooms": ["lab"]},
+            {"ref": "outsider", "username": "outsider", "role": 1, "departments": ["ops"], "chatrooms": ["ops-room"]}],
+         "api_keys": [
+            {"ref": "bot", "user": "member", "scope": "sandbox", "chatrooms": ["lab"], "domains": ["*"]},
+            {"ref": "full", "user": "boss", "scope": "full", "domains": ["*"]},
+            {"ref": "web", "user": "boss", "scope": "full", "domains": ["app.acme.test"]},
+            {"ref": "line", "social_client": "line1", "scope": "full", "domains": ["*"]}],
+         "social_clients": [{"ref": "line1", "platform": "line", "platform_user_id": "U1", "chatrooms": ["lab"]}]},
+        {"ref": "globex", "name": "Globex",
+         "chatrooms": [{"ref": "hq", "name": "hq"}],
+         "users": [{"ref": "ceo", "username": "ceo", "role": 5, "chatrooms": ["hq"], "manages_chatrooms": ["hq"]}],
+         "api_keys": []}
+    ]})
+}
+
+/// Credentials and ids of the standard directory.
+pub struct Seed(pub Applied);
+
+impl Seed {
+    /// A user's JWT.
+    pub fn token(&self, company: &str, user: &str) -> String {
+        self.0.companies[company].users[user].token.clone()
+    }
+
+    /// A user's id.
+    pub fn user(&self, company: &str, user: &str) -> Uuid {
+        self.0.companies[company].users[user].id
+    }
+
+    /// An API key's secret.
+    pub fn key(&self, company: &str, key: &str) -> String {
+        self.0.companies[company].api_keys[key].key.clone().expect("key issued by this apply")
+    }
+
+    /// A chatroom id.
+    pub fn room(&self, company: &str, room: &str) -> Uuid {
+        self.0.companies[company].chatrooms[room]
+    }
+
+    /// A company id.
+    pub fn company(&self, company: &str) -> Uuid {
+        self.0.companies[company].id
+    }
+}
+
+/// Extension helpers on request builders.
+pub trait As {
+    /// Authenticates with a JWT.
+    fn bearer_token(self, token: &str) -> Self;
+    /// Authenticates with an API key.
+    fn api_key(self, key: &str) -> Self;
+}
+
+impl As for RequestBuilder {
+    fn bearer_token(self, token: &str) -> Self {
+        self.header("authorization", format!("Bearer {token}"))
+    }
+    fn api_key(self, key: &str) -> Self {
+        self.header("x-api-key", key)
+    }
+}
+
+/// Status and JSON body of a response.
+pub async fn json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+/// Asserts a `{detail: {code}}` error and returns its detail.
+pub fn assert_code(got: &(u16, Value), status: u16, code: &str) -> Value {
+    assert_eq!(got.0, status, "status of {}", got.1);
+    assert_eq!(got.1["detail"]["code"], code, "code of {}", got.1);
+    got.1["detail"].clone()
+}
+
+/// Asserts a validation array whose first item has the given type and location.
+pub fn assert_validation(got: &(u16, Value), kind: &str, loc: &[&str]) {
+    assert_eq!(got.0, 422, "status of {}", got.1);
+    let items = got.1["detail"].as_array().unwrap_or_else(|| panic!("validation array expected: {}", got.1));
+    assert!(
+        items.iter().any(|item| item["type"] == kind && item["loc"] == json!(loc)),
+        "no {kind} at {loc:?} in {}",
+        got.1
+    );
+}

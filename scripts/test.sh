@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what the tests need (as root),
+# starts one throwaway PostgreSQL cluster for the run, runs every test against it
+# (one database per test), then checks formatting and lints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "missing packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+fi
+
+cargo build --workspace --all-targets
+
+cluster=$(mktemp -d /tmp/sandbox-test-XXXXXX)
+chmod 755 "$cluster"
+stop_cluster() {
+  target/debug/sandboxctl db cluster-stop "$cluster" >/dev/null 2>&1 || true
+  rm -rf "$cluster"
+}
+trap stop_cluster EXIT
+TEST_DATABASE_URL=$(target/debug/sandboxctl db cluster-start "$cluster")
+export TEST_DATABASE_URL
+
+cargo test --workspace -- "$@"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+echo "all tests passed"

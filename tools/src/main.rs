@@ -1,0 +1,51 @@
+//! `sandboxctl`: the operator and auditor CLI.
+//!
+//! It works on the same database as the server: `DATABASE_URL`, or the URL the
+//! server wrote to `$SANDBOX_DATA_DIR/database.url` when it started its embedded
+//! cluster.
+
+mod connection;
+mod db;
+mod directory;
+mod token;
+
+use clap::{Parser, Subcommand};
+use connection::Target;
+
+/// Operator and auditor CLI of the sandbox service.
+#[derive(Parser)]
+#[command(name = "sandboxctl", version, about)]
+struct Cli {
+    #[command(flatten)]
+    target: Target,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Database maintenance.
+    #[command(subcommand)]
+    Db(db::DbCommand),
+    /// The tenant directory.
+    #[command(subcommand)]
+    Directory(directory::DirectoryCommand),
+    /// User tokens.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
+}
+
+#[tokio::main]
+async fn main() {
+    api::server::init_tracing(api::config::LogFormat::Text);
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Db(command) => db::run(&cli.target, command).await,
+        Command::Directory(command) => directory::run(&cli.target, command).await,
+        Command::Token(command) => token::run(&cli.target, command).await,
+    };
+    if let Err(error) = result {
+        eprintln!("sandboxctl: {error:#}");
+        std::process::exit(1);
+    }
+}
