@@ -12,7 +12,6 @@ CREATE TABLE departments
     company_id uuid NOT NULL,
     name       text NOT NULL
 );
-CREATE INDEX departments_company ON departments (company_id);
 
 CREATE TABLE users
 (
@@ -21,7 +20,6 @@ CREATE TABLE users
     username   text    NOT NULL,
     role       integer NOT NULL
 );
-CREATE INDEX users_company ON users (company_id);
 
 CREATE TABLE social_clients
 (
@@ -31,7 +29,6 @@ CREATE TABLE social_clients
     platform_user_id text NOT NULL,
     display_name     text NOT NULL
 );
-CREATE INDEX social_clients_company ON social_clients (company_id);
 
 CREATE TABLE chatrooms
 (
@@ -41,7 +38,6 @@ CREATE TABLE chatrooms
     name          text    NOT NULL,
     archived      boolean NOT NULL
 );
-CREATE INDEX chatrooms_company ON chatrooms (company_id);
 CREATE INDEX chatrooms_department ON chatrooms (department_id);
 
 -- A row exists while the user is a member or a manager of the department.

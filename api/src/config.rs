@@ -62,7 +62,12 @@ pub struct Config {
     pub jwt_secret: Option<String>,
 
     /// Transit key pair for encrypted secret values.
-    #[arg(long, env = "SANDBOX_TRANSIT_KEY", value_enum, default_value = "generate")]
+    #[arg(
+        long,
+        env = "SANDBOX_TRANSIT_KEY",
+        value_enum,
+        default_value = "generate"
+    )]
     pub transit_key: TransitKeyMode,
 
     /// Log format.
@@ -83,7 +88,10 @@ impl Config {
     /// The operator's active regions: the configured ones that exist in the
     /// provider's catalog, or the whole catalog.
     pub fn selectable_regions(&self) -> Vec<String> {
-        let catalog: Vec<&str> = catalog::regions_for(self.provider).iter().map(|r| r.code).collect();
+        let catalog: Vec<&str> = catalog::regions_for(self.provider)
+            .iter()
+            .map(|r| r.code)
+            .collect();
         if self.regions.is_empty() {
             return catalog.into_iter().map(String::from).collect();
         }

@@ -50,7 +50,13 @@ pub struct Coded {
 impl ApiError {
     /// A coded error.
     pub fn coded(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self::Coded(Coded { status, code, message: message.into(), extra: Map::new(), headers: Vec::new() })
+        Self::Coded(Coded {
+            status,
+            code,
+            message: message.into(),
+            extra: Map::new(),
+            headers: Vec::new(),
+        })
     }
 
     /// Adds a field to `detail` of a coded error.
@@ -71,7 +77,11 @@ impl ApiError {
 
     /// A single validation problem.
     pub fn invalid(loc: &[&str], kind: ViolationKind, input: Option<Value>) -> Self {
-        Self::Validation(vec![Violation { loc: loc.iter().map(|s| s.to_string()).collect(), kind, input }])
+        Self::Validation(vec![Violation {
+            loc: loc.iter().map(|s| s.to_string()).collect(),
+            kind,
+            input,
+        }])
     }
 
     /// An internal error from anything displayable.
@@ -127,21 +137,37 @@ impl From<sqlx::Error> for ApiError {
 pub fn render_violation(v: &Violation) -> Value {
     let (kind, msg, ctx): (&str, String, Option<Value>) = match &v.kind {
         ViolationKind::Missing => ("missing", "Field required".into(), None),
-        ViolationKind::GreaterThanEqual(n) => {
-            ("greater_than_equal", format!("Input should be greater than or equal to {n}"), Some(json!({"ge": n})))
-        }
-        ViolationKind::LessThanEqual(n) => {
-            ("less_than_equal", format!("Input should be less than or equal to {n}"), Some(json!({"le": n})))
-        }
-        ViolationKind::TooShort(n) => {
-            ("too_short", format!("Input should have at least {n} item(s) or character(s)"), Some(json!({"min_length": n})))
-        }
-        ViolationKind::TooLong(n) => {
-            ("too_long", format!("Input should have at most {n} item(s) or character(s)"), Some(json!({"max_length": n})))
-        }
+        ViolationKind::GreaterThanEqual(n) => (
+            "greater_than_equal",
+            format!("Input should be greater than or equal to {n}"),
+            Some(json!({"ge": n})),
+        ),
+        ViolationKind::LessThanEqual(n) => (
+            "less_than_equal",
+            format!("Input should be less than or equal to {n}"),
+            Some(json!({"le": n})),
+        ),
+        ViolationKind::TooShort(n) => (
+            "too_short",
+            format!("Input should have at least {n} item(s) or character(s)"),
+            Some(json!({"min_length": n})),
+        ),
+        ViolationKind::TooLong(n) => (
+            "too_long",
+            format!("Input should have at most {n} item(s) or character(s)"),
+            Some(json!({"max_length": n})),
+        ),
         ViolationKind::Enum(expected) => {
-            let list = expected.iter().map(|e| format!("'{e}'")).collect::<Vec<_>>().join(", ");
-            ("enum", format!("Input should be one of {list}"), Some(json!({"expected": list})))
+            let list = expected
+                .iter()
+                .map(|e| format!("'{e}'"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                "enum",
+                format!("Input should be one of {list}"),
+                Some(json!({"expected": list})),
+            )
         }
         ViolationKind::Rule { kind, message } => (kind, message.clone(), None),
     };
@@ -158,19 +184,31 @@ pub fn render_violation(v: &Violation) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body, headers) = match self {
-            ApiError::NotFound => (StatusCode::NOT_FOUND, json!({"detail": "Not found"}), vec![]),
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                json!({"detail": "Not found"}),
+                vec![],
+            ),
             ApiError::Unauthenticated => (
                 StatusCode::IM_A_TEAPOT,
                 json!({"detail": "Not authenticated"}),
                 vec![(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
             ),
-            ApiError::Forbidden(message) => (StatusCode::FORBIDDEN, json!({"detail": message}), vec![]),
-            ApiError::MethodNotAllowed => {
-                (StatusCode::METHOD_NOT_ALLOWED, json!({"detail": "Method Not Allowed"}), vec![])
+            ApiError::Forbidden(message) => {
+                (StatusCode::FORBIDDEN, json!({"detail": message}), vec![])
             }
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                json!({"detail": "Method Not Allowed"}),
+                vec![],
+            ),
             ApiError::Validation(violations) => {
                 let items: Vec<Value> = violations.iter().map(render_violation).collect();
-                (StatusCode::UNPROCESSABLE_ENTITY, json!({"detail": items}), vec![])
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"detail": items}),
+                    vec![],
+                )
             }
             ApiError::Coded(coded) => {
                 let mut detail = Map::new();

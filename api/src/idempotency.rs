@@ -41,10 +41,17 @@ impl IdempotencyKey {
             return Err(ApiError::invalid(&loc, ViolationKind::TooShort(1), None));
         }
         if key.chars().count() > MAX_KEY_CHARS {
-            return Err(ApiError::invalid(&loc, ViolationKind::TooLong(MAX_KEY_CHARS), None));
+            return Err(ApiError::invalid(
+                &loc,
+                ViolationKind::TooLong(MAX_KEY_CHARS),
+                None,
+            ));
         }
         if key.contains('\0') {
-            let kind = ViolationKind::Rule { kind: "value_error", message: "Idempotency-Key must not contain NUL".into() };
+            let kind = ViolationKind::Rule {
+                kind: "value_error",
+                message: "Idempotency-Key must not contain NUL".into(),
+            };
             return Err(ApiError::invalid(&loc, kind, None));
         }
         Ok(Self(key.to_string()))
@@ -66,7 +73,10 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
             Some(value) => Some(value.to_str().map_err(|_| {
                 ApiError::invalid(
                     &["header", "idempotency-key"],
-                    ViolationKind::Rule { kind: "value_error", message: "Idempotency-Key must be visible ASCII".into() },
+                    ViolationKind::Rule {
+                        kind: "value_error",
+                        message: "Idempotency-Key must be visible ASCII".into(),
+                    },
                     None,
                 )
             })?),
@@ -89,7 +99,10 @@ mod tests {
 
     #[test]
     fn keys_are_trimmed_and_bounded() {
-        assert_eq!(IdempotencyKey::parse(Some("  k1 ")).unwrap(), IdempotencyKey("k1".into()));
+        assert_eq!(
+            IdempotencyKey::parse(Some("  k1 ")).unwrap(),
+            IdempotencyKey("k1".into())
+        );
         assert!(IdempotencyKey::parse(Some("   ")).is_err());
         assert!(IdempotencyKey::parse(Some(&"x".repeat(128))).is_ok());
         assert!(IdempotencyKey::parse(Some(&"x".repeat(129))).is_err());
@@ -103,7 +116,13 @@ mod tests {
     #[test]
     fn request_hash_ignores_key_order() {
         let a: serde_json::Value = serde_json::from_str(r#"{"b":1,"a":[1,2]}"#).unwrap();
-        assert_eq!(request_hash(&a), request_hash(&json!({"a": [1, 2], "b": 1})));
-        assert_ne!(request_hash(&a), request_hash(&json!({"a": [2, 1], "b": 1})));
+        assert_eq!(
+            request_hash(&a),
+            request_hash(&json!({"a": [1, 2], "b": 1}))
+        );
+        assert_ne!(
+            request_hash(&a),
+            request_hash(&json!({"a": [2, 1], "b": 1}))
+        );
     }
 }

@@ -37,7 +37,10 @@ impl TransitKey {
         let private = RsaPrivateKey::from_pkcs8_pem(&pem)
             .with_context(|| format!("{} is not a PKCS#8 RSA private key", path.display()))?;
         let public_pem = RsaPublicKey::from(&private).to_public_key_pem(LineEnding::LF)?;
-        Ok(Self { private, public_pem })
+        Ok(Self {
+            private,
+            public_pem,
+        })
     }
 }
 
@@ -45,7 +48,10 @@ impl TransitKey {
 /// when missing).
 pub fn jwt_secret(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8>> {
     if let Some(secret) = configured {
-        anyhow::ensure!(secret.len() >= 32, "SANDBOX_JWT_SECRET must be at least 32 characters");
+        anyhow::ensure!(
+            secret.len() >= 32,
+            "SANDBOX_JWT_SECRET must be at least 32 characters"
+        );
         return Ok(secret.as_bytes().to_vec());
     }
     let secret = load_or_create(&dir.join("jwt.secret"), || {
@@ -58,7 +64,10 @@ pub fn jwt_secret(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8
 
 /// Reads the file, or creates it (mode 0600) from `generate` when it is missing. Two
 /// processes starting at once both end up with the first writer's contents.
-fn load_or_create(path: &Path, generate: impl FnOnce() -> anyhow::Result<Vec<u8>>) -> anyhow::Result<Vec<u8>> {
+fn load_or_create(
+    path: &Path,
+    generate: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<Vec<u8>> {
     match std::fs::read(path) {
         Ok(bytes) => return Ok(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -42,7 +42,11 @@ impl PageQuery {
     pub fn page<C: DeserializeOwned>(&self, default_size: i64) -> Result<Page<C>, ApiError> {
         let size = self.page_size.unwrap_or(default_size);
         if size < 1 {
-            return Err(ApiError::invalid(&["query", "page_size"], ViolationKind::GreaterThanEqual(1), Some(size.into())));
+            return Err(ApiError::invalid(
+                &["query", "page_size"],
+                ViolationKind::GreaterThanEqual(1),
+                Some(size.into()),
+            ));
         }
         if size > MAX_PAGE_SIZE {
             return Err(ApiError::invalid(
@@ -68,20 +72,34 @@ fn decode_token<C: DeserializeOwned>(token: &str) -> Result<C, ApiError> {
     let invalid = |message: &str| {
         ApiError::invalid(
             &["query", "page_token"],
-            ViolationKind::Rule { kind: "value_error", message: message.to_string() },
+            ViolationKind::Rule {
+                kind: "value_error",
+                message: message.to_string(),
+            },
             None,
         )
     };
     if token.chars().count() > MAX_TOKEN_CHARS {
-        return Err(ApiError::invalid(&["query", "page_token"], ViolationKind::TooLong(MAX_TOKEN_CHARS), None));
+        return Err(ApiError::invalid(
+            &["query", "page_token"],
+            ViolationKind::TooLong(MAX_TOKEN_CHARS),
+            None,
+        ));
     }
-    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid("page_token is not a token this service issued"))?;
-    serde_json::from_slice(&bytes).map_err(|_| invalid("page_token is not a token this service issued"))
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid("page_token is not a token this service issued"))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|_| invalid("page_token is not a token this service issued"))
 }
 
 /// Splits one extra row off a `size + 1` fetch and makes the next token from the last
 /// row kept.
-pub fn finish<T, C: Serialize>(mut rows: Vec<T>, size: i64, cursor_of: impl Fn(&T) -> C) -> (Vec<T>, Option<String>) {
+pub fn finish<T, C: Serialize>(
+    mut rows: Vec<T>,
+    size: i64,
+    cursor_of: impl Fn(&T) -> C,
+) -> (Vec<T>, Option<String>) {
     if rows.len() as i64 > size {
         rows.truncate(size as usize);
         let token = rows.last().map(|row| encode_token(&cursor_of(row)));
@@ -97,7 +115,10 @@ mod tests {
 
     #[test]
     fn page_size_bounds_and_default() {
-        let q = |size: Option<i64>| PageQuery { page_size: size, page_token: None };
+        let q = |size: Option<i64>| PageQuery {
+            page_size: size,
+            page_token: None,
+        };
         assert_eq!(q(None).page::<i64>(50).unwrap().size, 50);
         assert!(q(Some(0)).page::<i64>(50).is_err());
         assert!(q(Some(101)).page::<i64>(50).is_err());
@@ -107,10 +128,29 @@ mod tests {
     #[test]
     fn tokens_round_trip_and_reject_garbage() {
         let token = encode_token(&("2026-01-01", 7));
-        let page = PageQuery { page_size: None, page_token: Some(token) }.page::<(String, i64)>(20).unwrap();
+        let page = PageQuery {
+            page_size: None,
+            page_token: Some(token),
+        }
+        .page::<(String, i64)>(20)
+        .unwrap();
         assert_eq!(page.after, Some(("2026-01-01".to_string(), 7)));
-        assert!(PageQuery { page_size: None, page_token: Some("!!".into()) }.page::<i64>(20).is_err());
-        assert!(PageQuery { page_size: None, page_token: Some("a".repeat(513)) }.page::<i64>(20).is_err());
+        assert!(
+            PageQuery {
+                page_size: None,
+                page_token: Some("!!".into())
+            }
+            .page::<i64>(20)
+            .is_err()
+        );
+        assert!(
+            PageQuery {
+                page_size: None,
+                page_token: Some("a".repeat(513))
+            }
+            .page::<i64>(20)
+            .is_err()
+        );
     }
 
     #[test]

@@ -38,6 +38,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Context {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        Ok(Self { request_id, time: Utc::now() })
+        Ok(Self {
+            request_id,
+            time: Utc::now(),
+        })
     }
 }

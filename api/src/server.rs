@@ -84,10 +84,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         }
     };
     let result = run(&config, &url).await;
-    if let Some(mut cluster) = embedded {
-        if let Err(error) = cluster.stop().await {
-            tracing::error!(%error, "stopping the embedded PostgreSQL failed");
-        }
+    if let Some(mut cluster) = embedded
+        && let Err(error) = cluster.stop().await
+    {
+        tracing::error!(%error, "stopping the embedded PostgreSQL failed");
     }
     result
 }
@@ -101,7 +101,9 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     tracing::info!(listen = %config.listen, base_url = %config.base_url(), "sandbox-api is serving");
-    axum::serve(listener, app(started.state)).with_graceful_shutdown(shutdown_signal()).await?;
+    axum::serve(listener, app(started.state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     cancel.cancel();
     started.pump.await?;
     tracing::info!("sandbox-api stopped");

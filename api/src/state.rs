@@ -61,15 +61,25 @@ pub struct Started {
 
 impl AppState {
     /// Builds the state on a migrated pool and starts the pump.
-    pub async fn start(config: &Config, pool: PgPool, cancel: CancellationToken) -> anyhow::Result<Started> {
+    pub async fn start(
+        config: &Config,
+        pool: PgPool,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<Started> {
         std::fs::create_dir_all(&config.data_dir)?;
         crate::middleware::observe::metrics_handle();
-        let jwt = JwtKeys::new(&keys::jwt_secret(config.jwt_secret.as_deref(), &config.data_dir)?);
+        let jwt = JwtKeys::new(&keys::jwt_secret(
+            config.jwt_secret.as_deref(),
+            &config.data_dir,
+        )?);
         let transit = match config.transit_key {
             TransitKeyMode::Off => None,
             TransitKeyMode::Generate => {
                 let dir = config.data_dir.clone();
-                Some(tokio::task::spawn_blocking(move || TransitKey::load_or_generate(&dir)).await??)
+                Some(
+                    tokio::task::spawn_blocking(move || TransitKey::load_or_generate(&dir))
+                        .await??,
+                )
             }
         };
         let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
@@ -81,7 +91,16 @@ impl AppState {
             selectable_regions: config.selectable_regions(),
             enabled: config.enabled,
         };
-        let state = AppState(Arc::new(Inner { pool, bus, jwt, transit, deployment }));
-        Ok(Started { state, pump: pump_task })
+        let state = AppState(Arc::new(Inner {
+            pool,
+            bus,
+            jwt,
+            transit,
+            deployment,
+        }));
+        Ok(Started {
+            state,
+            pump: pump_task,
+        })
     }
 }

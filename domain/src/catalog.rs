@@ -24,7 +24,9 @@ impl FromStr for Provider {
         match s {
             "onprem" => Ok(Self::Onprem),
             "managed" => Ok(Self::Managed),
-            other => Err(format!("unknown provider `{other}` (expected onprem or managed)")),
+            other => Err(format!(
+                "unknown provider `{other}` (expected onprem or managed)"
+            )),
         }
     }
 }
@@ -44,17 +46,72 @@ pub struct Region {
 
 /// Every region code the API accepts as an enumeration value, in catalog order.
 pub const REGIONS: &[Region] = &[
-    Region { code: "asia-east1", display_name: "Taiwan", location: "Changhua County, Taiwan", tier: 1 },
-    Region { code: "asia-northeast1", display_name: "Tokyo", location: "Tokyo, Japan", tier: 1 },
-    Region { code: "asia-northeast2", display_name: "Osaka", location: "Osaka, Japan", tier: 2 },
-    Region { code: "asia-south1", display_name: "Mumbai", location: "Mumbai, India", tier: 2 },
-    Region { code: "asia-southeast3", display_name: "Bangkok", location: "Bangkok, Thailand", tier: 2 },
-    Region { code: "asia-east2", display_name: "Hong Kong", location: "Hong Kong", tier: 2 },
-    Region { code: "asia-northeast3", display_name: "Seoul", location: "Seoul, South Korea", tier: 2 },
-    Region { code: "asia-southeast1", display_name: "Singapore", location: "Jurong West, Singapore", tier: 2 },
-    Region { code: "asia-southeast2", display_name: "Jakarta", location: "Jakarta, Indonesia", tier: 2 },
-    Region { code: "asia-south2", display_name: "Delhi", location: "Delhi, India", tier: 2 },
-    Region { code: "onprem", display_name: "On-premises", location: "Operator data centre", tier: 3 },
+    Region {
+        code: "asia-east1",
+        display_name: "Taiwan",
+        location: "Changhua County, Taiwan",
+        tier: 1,
+    },
+    Region {
+        code: "asia-northeast1",
+        display_name: "Tokyo",
+        location: "Tokyo, Japan",
+        tier: 1,
+    },
+    Region {
+        code: "asia-northeast2",
+        display_name: "Osaka",
+        location: "Osaka, Japan",
+        tier: 2,
+    },
+    Region {
+        code: "asia-south1",
+        display_name: "Mumbai",
+        location: "Mumbai, India",
+        tier: 2,
+    },
+    Region {
+        code: "asia-southeast3",
+        display_name: "Bangkok",
+        location: "Bangkok, Thailand",
+        tier: 2,
+    },
+    Region {
+        code: "asia-east2",
+        display_name: "Hong Kong",
+        location: "Hong Kong",
+        tier: 2,
+    },
+    Region {
+        code: "asia-northeast3",
+        display_name: "Seoul",
+        location: "Seoul, South Korea",
+        tier: 2,
+    },
+    Region {
+        code: "asia-southeast1",
+        display_name: "Singapore",
+        location: "Jurong West, Singapore",
+        tier: 2,
+    },
+    Region {
+        code: "asia-southeast2",
+        display_name: "Jakarta",
+        location: "Jakarta, Indonesia",
+        tier: 2,
+    },
+    Region {
+        code: "asia-south2",
+        display_name: "Delhi",
+        location: "Delhi, India",
+        tier: 2,
+    },
+    Region {
+        code: "onprem",
+        display_name: "On-premises",
+        location: "Operator data centre",
+        tier: 3,
+    },
 ];
 
 /// The on-prem region code.
@@ -121,10 +178,46 @@ pub struct ProfileSpec {
 
 /// The profile table of spec section 2.
 pub const PROFILES: &[ProfileSpec] = &[
-    ProfileSpec { id: ResourceProfile::Standard, display_name: "Standard", vcpu: 1, provider_memory_mib: 2048, customer_memory_mib: 1280, workspace_mib: 512, tenant_selectable: true, is_default: true },
-    ProfileSpec { id: ResourceProfile::Performance, display_name: "Performance", vcpu: 2, provider_memory_mib: 4096, customer_memory_mib: 2560, workspace_mib: 1024, tenant_selectable: true, is_default: false },
-    ProfileSpec { id: ResourceProfile::Large, display_name: "Large", vcpu: 4, provider_memory_mib: 8192, customer_memory_mib: 5120, workspace_mib: 2048, tenant_selectable: true, is_default: false },
-    ProfileSpec { id: ResourceProfile::Xlarge, display_name: "Extra large", vcpu: 8, provider_memory_mib: 16384, customer_memory_mib: 10240, workspace_mib: 4096, tenant_selectable: false, is_default: false },
+    ProfileSpec {
+        id: ResourceProfile::Standard,
+        display_name: "Standard",
+        vcpu: 1,
+        provider_memory_mib: 2048,
+        customer_memory_mib: 1280,
+        workspace_mib: 512,
+        tenant_selectable: true,
+        is_default: true,
+    },
+    ProfileSpec {
+        id: ResourceProfile::Performance,
+        display_name: "Performance",
+        vcpu: 2,
+        provider_memory_mib: 4096,
+        customer_memory_mib: 2560,
+        workspace_mib: 1024,
+        tenant_selectable: true,
+        is_default: false,
+    },
+    ProfileSpec {
+        id: ResourceProfile::Large,
+        display_name: "Large",
+        vcpu: 4,
+        provider_memory_mib: 8192,
+        customer_memory_mib: 5120,
+        workspace_mib: 2048,
+        tenant_selectable: true,
+        is_default: false,
+    },
+    ProfileSpec {
+        id: ResourceProfile::Xlarge,
+        display_name: "Extra large",
+        vcpu: 8,
+        provider_memory_mib: 16384,
+        customer_memory_mib: 10240,
+        workspace_mib: 4096,
+        tenant_selectable: false,
+        is_default: false,
+    },
 ];
 
 impl ResourceProfile {
@@ -168,7 +261,11 @@ mod tests {
     fn managed_shows_every_cloud_region_and_no_onprem() {
         let regions = regions_for(Provider::Managed);
         assert_eq!(regions.len(), 10);
-        assert!(regions.iter().all(|r| r.code != "onprem" && (1..=2).contains(&r.tier)));
+        assert!(
+            regions
+                .iter()
+                .all(|r| r.code != "onprem" && (1..=2).contains(&r.tier))
+        );
     }
 
     #[test]

@@ -39,7 +39,10 @@ mod tests {
     fn derivation_is_stable_and_unambiguous() {
         assert_eq!(derive("company", &["acme"]), derive("company", &["acme"]));
         assert_ne!(derive("x", &["ab", "c"]), derive("x", &["a", "bc"]));
-        assert_ne!(derive("company", &["acme"]), derive("department", &["acme"]));
+        assert_ne!(
+            derive("company", &["acme"]),
+            derive("department", &["acme"])
+        );
     }
 
     #[test]
@@ -50,6 +53,9 @@ mod tests {
         assert_ne!(base, idempotent_target(c, "runs.retry", "user:1", "k"));
         assert_ne!(base, idempotent_target(c, "runs.submit", "user:2", "k"));
         assert_ne!(base, idempotent_target(c, "runs.submit", "user:1", "k2"));
-        assert_ne!(base, idempotent_target(Uuid::max(), "runs.submit", "user:1", "k"));
+        assert_ne!(
+            base,
+            idempotent_target(Uuid::max(), "runs.submit", "user:1", "k")
+        );
     }
 }

@@ -151,7 +151,8 @@ impl EventMetadata {
         map.insert("request_id".into(), self.request_id.clone());
         map.insert(
             "time".into(),
-            self.time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            self.time
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         );
         map
     }

@@ -53,13 +53,21 @@ impl Violations {
 
     /// Records a violation of a body field.
     pub fn push(&mut self, field: &str, kind: ViolationKind, input: Option<Value>) {
-        self.0.push(Violation { loc: vec!["body".into(), field.into()], kind, input });
+        self.0.push(Violation {
+            loc: vec!["body".into(), field.into()],
+            kind,
+            input,
+        });
     }
 
     /// Checks an integer against an inclusive range.
     pub fn range(&mut self, field: &str, value: i64, min: i64, max: i64) {
         if value < min {
-            self.push(field, ViolationKind::GreaterThanEqual(min), Some(value.into()));
+            self.push(
+                field,
+                ViolationKind::GreaterThanEqual(min),
+                Some(value.into()),
+            );
         } else if value > max {
             self.push(field, ViolationKind::LessThanEqual(max), Some(value.into()));
         }

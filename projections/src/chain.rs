@@ -44,7 +44,8 @@ pub fn link(previous: &[u8], event: &ChainInput<'_>) -> [u8; 32] {
         "payload": event.payload,
         "metadata": event.metadata,
     });
-    let canonical = serde_json_canonicalizer::to_vec(&document).expect("JSON values always canonicalize");
+    let canonical =
+        serde_json_canonicalizer::to_vec(&document).expect("JSON values always canonicalize");
     Sha256::digest(canonical).into()
 }
 
@@ -71,8 +72,17 @@ mod tests {
         let a: Value = serde_json::from_str(r#"{"x":1,"y":2}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"y":2,"x":1}"#).unwrap();
         let c = json!({"x": 1, "y": 3});
-        assert_eq!(link(&GENESIS, &input(&a, &meta)), link(&GENESIS, &input(&b, &meta)));
-        assert_ne!(link(&GENESIS, &input(&a, &meta)), link(&GENESIS, &input(&c, &meta)));
-        assert_ne!(link(&GENESIS, &input(&a, &meta)), link(&[1; 32], &input(&a, &meta)));
+        assert_eq!(
+            link(&GENESIS, &input(&a, &meta)),
+            link(&GENESIS, &input(&b, &meta))
+        );
+        assert_ne!(
+            link(&GENESIS, &input(&a, &meta)),
+            link(&GENESIS, &input(&c, &meta))
+        );
+        assert_ne!(
+            link(&GENESIS, &input(&a, &meta)),
+            link(&[1; 32], &input(&a, &meta))
+        );
     }
 }

@@ -6,8 +6,10 @@ use domain::AggregateExt;
 use serde_json::Value;
 use sqlx::PgConnection;
 
-/// One sealed event as projections and exports see it.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// One sealed event as projections and exports see it. Payload and metadata stay
+/// JSON text until someone reads them: a projection parses only the events it
+/// handles, straight into their types.
+#[derive(Debug, Clone)]
 pub struct StoredEvent {
     /// Global position (1-based, gap-free, commit-safe).
     pub position: i64,
@@ -21,10 +23,37 @@ pub struct StoredEvent {
     pub event_type: String,
     /// Event version.
     pub event_version: String,
-    /// The event, as stored.
-    pub payload: Value,
-    /// Who, when, which request.
-    pub metadata: Value,
+    /// The event, as stored (JSON text).
+    pub payload: String,
+    /// Who, when, which request (JSON text).
+    pub metadata: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    position: i64,
+    aggregate_type: String,
+    aggregate_id: String,
+    sequence: i64,
+    event_type: String,
+    event_version: String,
+    payload: String,
+    metadata: String,
+}
+
+impl From<Row> for StoredEvent {
+    fn from(row: Row) -> Self {
+        Self {
+            position: row.position,
+            aggregate_type: row.aggregate_type,
+            aggregate_id: row.aggregate_id,
+            sequence: row.sequence,
+            event_type: row.event_type,
+            event_version: row.event_version,
+            payload: row.payload,
+            metadata: row.metadata,
+        }
+    }
 }
 
 impl StoredEvent {
@@ -34,17 +63,22 @@ impl StoredEvent {
         if self.aggregate_type != A::TYPE {
             return Ok(None);
         }
-        let serialized = SerializedEvent::new(
-            self.aggregate_id.clone(),
-            self.sequence as usize,
-            self.aggregate_type.clone(),
-            self.event_type.clone(),
-            self.event_version.clone(),
-            self.payload.clone(),
-            self.metadata.clone(),
-        );
-        let upcasted = upcast(serialized, &A::upcasters());
-        let event = serde_json::from_value(upcasted.payload).map_err(|e| {
+        let upcasters = A::upcasters();
+        let decoded = if upcasters.is_empty() {
+            serde_json::from_str(&self.payload)
+        } else {
+            let serialized = SerializedEvent::new(
+                self.aggregate_id.clone(),
+                self.sequence as usize,
+                self.aggregate_type.clone(),
+                self.event_type.clone(),
+                self.event_version.clone(),
+                serde_json::from_str(&self.payload)?,
+                Value::Null,
+            );
+            serde_json::from_value(upcast(serialized, &upcasters).payload)
+        };
+        let event = decoded.map_err(|e| {
             anyhow::anyhow!(
                 "event at position {} ({} {} v{}) does not decode: {e}",
                 self.position,
@@ -56,15 +90,21 @@ impl StoredEvent {
         Ok(Some(event))
     }
 
-    /// A metadata field as text.
-    pub fn meta(&self, key: &str) -> Option<&str> {
-        self.metadata.get(key).and_then(Value::as_str)
+    /// The payload as a JSON value.
+    pub fn payload_value(&self) -> serde_json::Result<Value> {
+        serde_json::from_str(&self.payload)
+    }
+
+    /// The metadata as a map of strings (cqrs-es stores metadata that way).
+    pub fn metadata_map(&self) -> std::collections::HashMap<String, String> {
+        serde_json::from_str(&self.metadata).unwrap_or_default()
     }
 
     /// When the event was decided (metadata `time`), falling back to the epoch for
     /// events written without one.
     pub fn time(&self) -> chrono::DateTime<chrono::Utc> {
-        self.meta("time")
+        self.metadata_map()
+            .get("time")
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.with_timezone(&chrono::Utc))
             .unwrap_or_default()
@@ -72,9 +112,14 @@ impl StoredEvent {
 }
 
 /// Reads sealed events with `after < position <= until`, in order.
-pub async fn read_range(conn: &mut PgConnection, after: i64, until: i64) -> sqlx::Result<Vec<StoredEvent>> {
-    sqlx::query_as(
-        "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata
+pub async fn read_range(
+    conn: &mut PgConnection,
+    after: i64,
+    until: i64,
+) -> anyhow::Result<Vec<StoredEvent>> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version,
+                payload::text AS payload, metadata::text AS metadata
            FROM events
           WHERE position > $1 AND position <= $2
           ORDER BY position",
@@ -82,7 +127,11 @@ pub async fn read_range(conn: &mut PgConnection, after: i64, until: i64) -> sqlx
     .bind(after)
     .bind(until)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(StoredEvent::try_from)
+        .collect::<Result<_, _>>()?)
 }
 
 /// The highest sealed position (0 for an empty log).

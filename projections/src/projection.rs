@@ -19,6 +19,10 @@ pub trait Projection: Send + Sync {
     /// The tables this projection owns (rebuilds and digests use them).
     fn tables(&self) -> &'static [&'static str];
 
+    /// The aggregate types whose events it reads. A batch without any of them only
+    /// moves the checkpoint.
+    fn aggregate_types(&self) -> &'static [&'static str];
+
     /// Applies a batch of events in log order.
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()>;
 }

@@ -5,13 +5,19 @@
 //! checkpoint written beside its rows), commit. A projection that fails is rolled back
 //! to its savepoint, marked failing and retried later; the others go on. Only one
 //! process pumps a database at a time (an advisory lock); the others wait for it.
+//!
+//! After each cycle the pump publishes its [`Progress`] in memory. A command that
+//! knows the transaction id of its append can tell from it alone, without a query,
+//! when its events are sealed and projected; when another process pumps, the wait
+//! falls back to reading positions and checkpoints from the database.
 
-use crate::log;
+use crate::log::{self, StoredEvent};
 use crate::projection::Projection;
-use crate::sealer;
+use crate::sealer::{self, HEAD_SQL, Head};
 use crate::store::EventKey;
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, PgPool};
+use sqlx::types::Json;
+use sqlx::{Connection, PgConnection, PgPool};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
@@ -59,29 +65,68 @@ pub struct Cycle {
     pub more: bool,
 }
 
+/// What this process's pump has sealed and projected so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Every append of a transaction with a smaller id is sealed.
+    pub horizon: u64,
+    /// The log head when that horizon was reached.
+    pub horizon_head: i64,
+    /// The lowest checkpoint among healthy projections.
+    pub projected: i64,
+}
+
+impl Progress {
+    /// Whether the appends of this transaction are sealed and projected.
+    pub fn covers(&self, txid: u64) -> bool {
+        txid < self.horizon && self.projected >= self.horizon_head
+    }
+}
+
 /// The sealer and projector loop of one process.
 pub struct Pump {
     pool: PgPool,
     projections: Vec<Arc<dyn Projection>>,
     names: Vec<String>,
     kick: Notify,
-    progress: watch::Sender<u64>,
+    progress: watch::Sender<Progress>,
     config: PumpConfig,
 }
 
+/// The first row of a cycle: the sealed head, the horizon and the checkpoints.
 #[derive(sqlx::FromRow)]
+struct Header {
+    position: Option<i64>,
+    chain_hash: Option<Vec<u8>>,
+    horizon: String,
+    checkpoints: Json<Vec<Checkpoint>>,
+}
+
+#[derive(serde::Deserialize)]
 struct Checkpoint {
     name: String,
     position: i64,
     failing_since: Option<DateTime<Utc>>,
+    updated_at: DateTime<Utc>,
 }
 
 impl Pump {
     /// A pump over the given projections.
-    pub fn new(pool: PgPool, projections: Vec<Arc<dyn Projection>>, config: PumpConfig) -> Arc<Self> {
+    pub fn new(
+        pool: PgPool,
+        projections: Vec<Arc<dyn Projection>>,
+        config: PumpConfig,
+    ) -> Arc<Self> {
         let names = projections.iter().map(|p| p.name().to_string()).collect();
-        let (progress, _) = watch::channel(0);
-        Arc::new(Self { pool, projections, names, kick: Notify::new(), progress, config })
+        let (progress, _) = watch::channel(Progress::default());
+        Arc::new(Self {
+            pool,
+            projections,
+            names,
+            kick: Notify::new(),
+            progress,
+            config,
+        })
     }
 
     /// The projections it drives.
@@ -106,7 +151,10 @@ impl Pump {
     }
 
     /// Registers the projections and runs the loop until `cancel` fires.
-    pub async fn start(self: &Arc<Self>, cancel: CancellationToken) -> anyhow::Result<JoinHandle<()>> {
+    pub async fn start(
+        self: &Arc<Self>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<JoinHandle<()>> {
         self.register().await?;
         let pump = Arc::clone(self);
         Ok(tokio::spawn(async move {
@@ -146,91 +194,164 @@ impl Pump {
         if !locked {
             return Ok(None);
         }
-        let sealed = sealer::seal(&mut tx, self.config.seal_batch).await?;
-        let checkpoints: Vec<Checkpoint> = sqlx::query_as(
-            "SELECT name, position, failing_since FROM projection_checkpoints WHERE name = ANY($1)",
-        )
-        .bind(&self.names)
-        .fetch_all(&mut *tx)
-        .await?;
-        let backoff = chrono::Duration::from_std(self.config.failure_backoff)?;
-        let due: Vec<(&Arc<dyn Projection>, i64)> = self
+        // The head, the horizon and every checkpoint in one round trip.
+        let header: Header = sqlx::query_as(&format!(
+                "WITH head AS ({HEAD_SQL})
+                 SELECT head.*, (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c WHERE c.name = ANY($1)) AS checkpoints
+                   FROM head"
+            ))
+            .bind(&self.names)
+            .fetch_one(&mut *tx)
+            .await?;
+        let head = Head::from_columns(header.position, header.chain_hash, &header.horizon)?;
+        let checkpoints = header.checkpoints.0;
+        let sealed = sealer::seal(&mut tx, head, self.config.seal_batch).await?;
+        let mut states: Vec<State> = self
             .projections
             .iter()
             .filter_map(|p| {
                 let cp = checkpoints.iter().find(|c| c.name == p.name())?;
-                let resting = cp.failing_since.is_some_and(|since| Utc::now() - since < backoff);
-                (cp.position < sealed.head && !resting).then_some((p, cp.position))
+                Some(State {
+                    projection: p,
+                    position: cp.position,
+                    failing: cp.failing_since.is_some(),
+                    last_attempt: cp.updated_at,
+                })
             })
             .collect();
-        let mut positions: Vec<(&'static str, i64)> = checkpoints
+        let until = self.project(&mut tx, &mut states, &sealed).await?;
+        tx.commit().await?;
+
+        let projected = states
             .iter()
-            .filter_map(|c| self.projections.iter().find(|p| p.name() == c.name).map(|p| (p.name(), c.position)))
-            .collect();
-        let mut more = sealed.count as i64 == self.config.seal_batch;
-        if let Some(from) = due.iter().map(|(_, cp)| *cp).min() {
-            let until = sealed.head.min(from + self.config.project_batch);
-            more |= until < sealed.head;
-            let events = log::read_range(&mut tx, from, until).await?;
-            for (projection, cp) in due {
-                let start = events.partition_point(|e| e.position <= cp);
-                let batch = &events[start..];
-                let mut savepoint = Connection::begin(&mut *tx).await?;
-                match projection.apply(&mut savepoint, batch).await {
-                    Ok(()) => {
-                        sqlx::query(
-                            "UPDATE projection_checkpoints
-                                SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
-                              WHERE name = $1",
-                        )
-                        .bind(projection.name())
-                        .bind(until)
-                        .execute(&mut *savepoint)
-                        .await?;
-                        savepoint.commit().await?;
-                        if let Some(entry) = positions.iter_mut().find(|(name, _)| *name == projection.name()) {
-                            entry.1 = until;
-                        }
-                    }
-                    Err(error) => {
-                        savepoint.rollback().await?;
-                        let message = format!("{error:#}");
-                        tracing::error!(projection = projection.name(), error = %message, "projection failed");
-                        sqlx::query(
-                            "UPDATE projection_checkpoints
-                                SET failing_since = coalesce(failing_since, now()), last_error = $2
-                              WHERE name = $1",
-                        )
-                        .bind(projection.name())
-                        .bind(message)
-                        .execute(&mut *tx)
-                        .await?;
-                    }
+            .filter(|s| !s.failing)
+            .map(|s| s.position)
+            .min()
+            .unwrap_or(sealed.head);
+        self.progress.send_modify(|progress| {
+            if sealed.complete && sealed.horizon > progress.horizon {
+                progress.horizon = sealed.horizon;
+                progress.horizon_head = sealed.head;
+            }
+            progress.projected = projected;
+        });
+        metrics::gauge!("sandbox_log_head").set(sealed.head as f64);
+        for state in &states {
+            metrics::gauge!("sandbox_projection_lag_events", "projection" => state.projection.name())
+                .set((sealed.head - state.position) as f64);
+        }
+        let more = !sealed.complete || until.is_some_and(|u| u < sealed.head);
+        Ok(Some(Cycle {
+            sealed: sealed.events.len(),
+            head: sealed.head,
+            more,
+        }))
+    }
+
+    /// Applies the next batch to every projection that is behind and not resting;
+    /// returns the batch end, if there was a batch. In the steady state the batch is
+    /// exactly what was just sealed, and is not read again.
+    async fn project(
+        &self,
+        tx: &mut PgConnection,
+        states: &mut [State<'_>],
+        sealed: &sealer::Sealed,
+    ) -> anyhow::Result<Option<i64>> {
+        let head = sealed.head;
+        let backoff = chrono::Duration::from_std(self.config.failure_backoff)?;
+        let now = Utc::now();
+        // A failing projection rests between attempts (its last attempt is `updated_at`).
+        let due =
+            |s: &State<'_>| s.position < head && !(s.failing && now - s.last_attempt < backoff);
+        let Some(from) = states.iter().filter(|s| due(s)).map(|s| s.position).min() else {
+            return Ok(None);
+        };
+        let until = head.min(from + self.config.project_batch);
+        let just_sealed = sealed
+            .events
+            .first()
+            .is_some_and(|e| e.position == from + 1)
+            && until == head;
+        let read;
+        let events: &[StoredEvent] = if just_sealed {
+            &sealed.events
+        } else {
+            read = log::read_range(tx, from, until).await?;
+            &read
+        };
+        let mut advanced = Vec::new();
+        for state in states.iter_mut().filter(|s| due(s)) {
+            let batch = &events[events.partition_point(|e| e.position <= state.position)..];
+            let types = state.projection.aggregate_types();
+            if !batch
+                .iter()
+                .any(|e| types.contains(&e.aggregate_type.as_str()))
+            {
+                advanced.push(state.projection.name());
+                state.position = until;
+                continue;
+            }
+            let mut savepoint = Connection::begin(&mut *tx).await?;
+            match state.projection.apply(&mut savepoint, batch).await {
+                Ok(()) => {
+                    savepoint.commit().await?;
+                    advanced.push(state.projection.name());
+                    state.position = until;
+                    state.failing = false;
+                }
+                Err(error) => {
+                    savepoint.rollback().await?;
+                    let message = format!("{error:#}");
+                    tracing::error!(projection = state.projection.name(), error = %message, "projection failed");
+                    sqlx::query(
+                        "UPDATE projection_checkpoints
+                            SET failing_since = coalesce(failing_since, now()), updated_at = now(), last_error = $2
+                          WHERE name = $1",
+                    )
+                    .bind(state.projection.name())
+                    .bind(message)
+                    .execute(&mut *tx)
+                    .await?;
+                    state.failing = true;
                 }
             }
         }
-        tx.commit().await?;
-        self.progress.send_modify(|n| *n += 1);
-        metrics::gauge!("sandbox_log_head").set(sealed.head as f64);
-        for (name, position) in positions {
-            metrics::gauge!("sandbox_projection_lag_events", "projection" => name).set((sealed.head - position) as f64);
-        }
-        Ok(Some(Cycle { sealed: sealed.count, head: sealed.head, more }))
+        sqlx::query(
+            "UPDATE projection_checkpoints
+                SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
+              WHERE name = ANY($1)",
+        )
+        .bind(&advanced)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        Ok(Some(until))
     }
 
     /// Waits until the event is sealed and every healthy projection has applied it.
-    /// A timeout is logged, not returned: the command has committed either way.
-    pub async fn wait_for(&self, key: &EventKey) {
+    /// `txid`, when known, is the transaction that appended it, which lets the wait
+    /// use the in-memory progress. A timeout is logged, not returned: the command has
+    /// committed either way.
+    pub async fn wait_for(&self, key: &EventKey, txid: Option<u64>) {
         let deadline = tokio::time::Instant::now() + self.config.wait_timeout;
         let mut progress = self.progress.subscribe();
+        // Without a transaction id only the database can tell; with one, it is the
+        // fallback for when another process pumps.
+        let mut checked_database = txid.map(|_| tokio::time::Instant::now());
         loop {
-            progress.borrow_and_update();
-            match self.projected(key).await {
-                Ok(true) => return,
-                Ok(false) => {}
-                Err(error) => {
-                    tracing::error!(%error, "cannot read projection progress");
-                    return;
+            if txid.is_some_and(|txid| progress.borrow_and_update().covers(txid)) {
+                return;
+            }
+            // Another process may be the one pumping: then only the database knows.
+            if checked_database.is_none_or(|at| at.elapsed() >= Duration::from_millis(50)) {
+                checked_database = Some(tokio::time::Instant::now());
+                match self.projected(key).await {
+                    Ok(true) => return,
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::error!(%error, "cannot read projection progress");
+                        return;
+                    }
                 }
             }
             self.kick();
@@ -265,4 +386,12 @@ impl Pump {
             _ => false,
         })
     }
+}
+
+/// A projection's checkpoint during a cycle.
+struct State<'a> {
+    projection: &'a Arc<dyn Projection>,
+    position: i64,
+    failing: bool,
+    last_attempt: DateTime<Utc>,
 }

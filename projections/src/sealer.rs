@@ -8,19 +8,60 @@
 //! that starts later gets a larger id. Rows are sealed in (`txid`, `append_seq`)
 //! order with consecutive positions, so a reader of positions never skips anything.
 //! Only one sealer runs at a time (the pump holds an advisory lock), so positions are
-//! gap-free and the chain is linear.
+//! gap-free and the chain is linear. The horizon is read first and the rows selected
+//! below it, so the horizon a pass reports is exactly what it sealed.
 
 use crate::chain::{self, ChainInput, GENESIS};
+use crate::log::StoredEvent;
 use serde_json::Value;
 use sqlx::PgConnection;
 
+/// Where the sealed log ends, read at the start of a pass (see [`HEAD_SQL`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The highest sealed position (0 for an empty log).
+    pub position: i64,
+    /// Its chain hash ([`GENESIS`] for an empty log).
+    pub hash: Vec<u8>,
+    /// The oldest transaction id still running.
+    pub horizon: u64,
+}
+
 /// The result of one sealing pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Sealed {
-    /// How many events were sealed.
-    pub count: usize,
+    /// The events sealed, in position order.
+    pub events: Vec<StoredEvent>,
     /// The highest sealed position afterwards.
     pub head: i64,
+    /// Every event appended by a transaction with an id below this is sealed (when
+    /// the pass was not cut short by its limit; see `complete`).
+    pub horizon: u64,
+    /// Whether the pass sealed everything below the horizon.
+    pub complete: bool,
+}
+
+/// Selects the sealed head's position and hash and the horizon, in that order;
+/// callers may add columns after them.
+pub const HEAD_SQL: &str =
+    "SELECT last.position, last.chain_hash, pg_snapshot_xmin(pg_current_snapshot())::text
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT position, chain_hash FROM events WHERE position IS NOT NULL
+                      ORDER BY position DESC LIMIT 1) AS last ON true";
+
+impl Head {
+    /// The head from the first three columns of [`HEAD_SQL`].
+    pub fn from_columns(
+        position: Option<i64>,
+        hash: Option<Vec<u8>>,
+        horizon: &str,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            position: position.unwrap_or(0),
+            hash: hash.unwrap_or_else(|| GENESIS.to_vec()),
+            horizon: horizon.parse()?,
+        })
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -34,66 +75,78 @@ struct Unsealed {
     metadata: String,
 }
 
-/// Seals up to `limit` events inside the caller's transaction.
-pub async fn seal(conn: &mut PgConnection, limit: i64) -> anyhow::Result<Sealed> {
-    let last: Option<(i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT position, chain_hash FROM events WHERE position IS NOT NULL ORDER BY position DESC LIMIT 1",
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    let (mut head, mut previous) = last.unwrap_or((0, GENESIS.to_vec()));
+/// Seals up to `limit` events after `head`, inside the caller's transaction.
+pub async fn seal(conn: &mut PgConnection, head: Head, limit: i64) -> anyhow::Result<Sealed> {
     let rows: Vec<Unsealed> = sqlx::query_as(
         "SELECT aggregate_type, aggregate_id, sequence, event_type, event_version,
                 payload::text AS payload, metadata::text AS metadata
            FROM events
-          WHERE position IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())
+          WHERE position IS NULL AND txid < $2::text::xid8
           ORDER BY txid, append_seq
           LIMIT $1",
     )
     .bind(limit)
+    .bind(head.horizon.to_string())
     .fetch_all(&mut *conn)
     .await?;
-    if rows.is_empty() {
-        return Ok(Sealed { count: 0, head });
-    }
-    let mut types = Vec::with_capacity(rows.len());
-    let mut ids = Vec::with_capacity(rows.len());
-    let mut sequences = Vec::with_capacity(rows.len());
-    let mut positions = Vec::with_capacity(rows.len());
+    let complete = (rows.len() as i64) < limit;
+    let mut events = Vec::with_capacity(rows.len());
     let mut hashes = Vec::with_capacity(rows.len());
-    for row in &rows {
-        head += 1;
+    let mut previous = head.hash;
+    let mut position = head.position;
+    for row in rows {
+        position += 1;
         let payload: Value = serde_json::from_str(&row.payload)?;
         let metadata: Value = serde_json::from_str(&row.metadata)?;
-        let hash = chain::link(&previous, &ChainInput {
-            position: head,
-            aggregate_type: &row.aggregate_type,
-            aggregate_id: &row.aggregate_id,
-            sequence: row.sequence,
-            event_type: &row.event_type,
-            event_version: &row.event_version,
-            payload: &payload,
-            metadata: &metadata,
-        });
+        let hash = chain::link(
+            &previous,
+            &ChainInput {
+                position,
+                aggregate_type: &row.aggregate_type,
+                aggregate_id: &row.aggregate_id,
+                sequence: row.sequence,
+                event_type: &row.event_type,
+                event_version: &row.event_version,
+                payload: &payload,
+                metadata: &metadata,
+            },
+        );
         previous = hash.to_vec();
-        types.push(row.aggregate_type.as_str());
-        ids.push(row.aggregate_id.as_str());
-        sequences.push(row.sequence);
-        positions.push(head);
-        hashes.push(hash.to_vec());
+        hashes.push(previous.clone());
+        events.push(StoredEvent {
+            position,
+            aggregate_type: row.aggregate_type,
+            aggregate_id: row.aggregate_id,
+            sequence: row.sequence,
+            event_type: row.event_type,
+            event_version: row.event_version,
+            payload: row.payload,
+            metadata: row.metadata,
+        });
     }
-    sqlx::query(
-        "UPDATE events AS e SET position = u.p, chain_hash = u.h
-           FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(t, i, s, p, h)
-          WHERE e.aggregate_type = u.t AND e.aggregate_id = u.i AND e.sequence = u.s",
-    )
-    .bind(&types)
-    .bind(&ids)
-    .bind(&sequences)
-    .bind(&positions)
-    .bind(&hashes)
-    .execute(&mut *conn)
-    .await?;
-    metrics::counter!("sandbox_events_sealed_total").increment(rows.len() as u64);
-    Ok(Sealed { count: rows.len(), head })
+    if !events.is_empty() {
+        let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
+        let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
+        let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+        let positions: Vec<i64> = events.iter().map(|e| e.position).collect();
+        sqlx::query(
+            "UPDATE events AS e SET position = u.p, chain_hash = u.h
+               FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(t, i, s, p, h)
+              WHERE e.aggregate_type = u.t AND e.aggregate_id = u.i AND e.sequence = u.s",
+        )
+        .bind(&types)
+        .bind(&ids)
+        .bind(&sequences)
+        .bind(&positions)
+        .bind(&hashes)
+        .execute(&mut *conn)
+        .await?;
+        metrics::counter!("sandbox_events_sealed_total").increment(events.len() as u64);
+    }
+    Ok(Sealed {
+        events,
+        head: position,
+        horizon: head.horizon,
+        complete,
+    })
 }

@@ -4,7 +4,7 @@ use chrono::Utc;
 use domain::directory::company::{Company, CompanyCommand};
 use domain::directory::user::{User, UserCommand};
 use domain::principal::{Actor, EventMetadata};
-use domain::settings::{CompanySettings, PolicyValues, SettingsCommand};
+use domain::settings::{CompanySettings, PolicyChanges, PolicyValues, SettingsCommand};
 use projections::pump::PumpConfig;
 use projections::read_models;
 use projections::store::{LogRepository, SNAPSHOT_EVERY};
@@ -25,7 +25,9 @@ fn meta() -> EventMetadata {
 
 async fn bus(pool: &PgPool, projections: Vec<Arc<dyn Projection>>) -> CommandBus {
     let pump = Pump::new(pool.clone(), projections, PumpConfig::default());
-    pump.start(tokio_util::sync::CancellationToken::new()).await.unwrap();
+    pump.start(tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
     CommandBus::new(LogRepository::new(pool.clone()), pump)
 }
 
@@ -41,10 +43,12 @@ async fn insert_raw(conn: &mut PgConnection, id: &str) {
 }
 
 async fn sealed(pool: &PgPool) -> Vec<(String, i64)> {
-    sqlx::query_as("SELECT aggregate_id, position FROM events WHERE position IS NOT NULL ORDER BY position")
-        .fetch_all(pool)
-        .await
-        .unwrap()
+    sqlx::query_as(
+        "SELECT aggregate_id, position FROM events WHERE position IS NOT NULL ORDER BY position",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
 }
 
 /// A transaction that appended first but commits last must not be skipped: the event
@@ -60,11 +64,17 @@ async fn a_late_commit_is_never_skipped() {
     fast.commit().await.unwrap();
 
     pump.cycle().await.unwrap();
-    assert!(sealed(&db.pool).await.is_empty(), "nothing may be sealed while an older append is open");
+    assert!(
+        sealed(&db.pool).await.is_empty(),
+        "nothing may be sealed while an older append is open"
+    );
 
     slow.commit().await.unwrap();
     pump.cycle().await.unwrap();
-    assert_eq!(sealed(&db.pool).await, vec![("slow".into(), 1), ("fast".into(), 2)]);
+    assert_eq!(
+        sealed(&db.pool).await,
+        vec![("slow".into(), 1), ("fast".into(), 2)]
+    );
 }
 
 /// Many concurrent appenders: positions are gap-free, unique and cover every event.
@@ -107,9 +117,16 @@ async fn the_chain_links_every_sealed_event() {
     let bus = bus(&db.pool, vec![]).await;
     for n in 0..3 {
         let id = Uuid::from_u128(n);
-        bus.execute::<Company>(&id.to_string(), CompanyCommand::Define { company_id: id, name: "c".into() }, &meta())
-            .await
-            .unwrap();
+        bus.execute::<Company>(
+            &id.to_string(),
+            CompanyCommand::Define {
+                company_id: id,
+                name: "c".into(),
+            },
+            &meta(),
+        )
+        .await
+        .unwrap();
     }
     bus.pump().drain().await;
     let rows: Vec<(StoredEventRow, Vec<u8>)> = sqlx::query_as::<_, StoredEventRow>(
@@ -127,16 +144,19 @@ async fn the_chain_links_every_sealed_event() {
     .collect();
     let mut previous = projections::chain::GENESIS.to_vec();
     for (row, hash) in rows {
-        let expected = projections::chain::link(&previous, &projections::chain::ChainInput {
-            position: row.position,
-            aggregate_type: &row.aggregate_type,
-            aggregate_id: &row.aggregate_id,
-            sequence: row.sequence,
-            event_type: &row.event_type,
-            event_version: &row.event_version,
-            payload: &row.payload,
-            metadata: &row.metadata,
-        });
+        let expected = projections::chain::link(
+            &previous,
+            &projections::chain::ChainInput {
+                position: row.position,
+                aggregate_type: &row.aggregate_type,
+                aggregate_id: &row.aggregate_id,
+                sequence: row.sequence,
+                event_type: &row.event_type,
+                event_version: &row.event_version,
+                payload: &row.payload,
+                metadata: &row.metadata,
+            },
+        );
         assert_eq!(hash, expected.to_vec());
         previous = hash;
     }
@@ -164,14 +184,26 @@ async fn execute_reads_its_own_writes() {
     let user = Uuid::new_v4();
     bus.execute::<User>(
         &user.to_string(),
-        UserCommand::Define { user_id: user, company_id: company, username: "ann".into(), role: 3 },
+        UserCommand::Define {
+            user_id: user,
+            company_id: company,
+            username: "ann".into(),
+            role: 3,
+        },
         &meta(),
     )
     .await
     .unwrap();
-    let role: i32 = sqlx::query_scalar("SELECT role FROM users WHERE id = $1").bind(user).fetch_one(&db.pool).await.unwrap();
+    let role: i32 = sqlx::query_scalar("SELECT role FROM users WHERE id = $1")
+        .bind(user)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(role, 3);
-    let checkpoints: Vec<i64> = sqlx::query_scalar("SELECT position FROM projection_checkpoints").fetch_all(&db.pool).await.unwrap();
+    let checkpoints: Vec<i64> = sqlx::query_scalar("SELECT position FROM projection_checkpoints")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
     assert!(checkpoints.iter().all(|p| *p == 1), "{checkpoints:?}");
 }
 
@@ -184,18 +216,30 @@ async fn concurrent_commands_on_one_aggregate_both_land_or_conflict() {
     let company = Uuid::new_v4();
     let id = company.to_string();
     let defaults = PolicyValues::defaults(&["onprem".into()]);
-    bus.execute::<CompanySettings>(&id, SettingsCommand::RecordDefault { company_id: company, defaults: defaults.clone() }, &meta())
-        .await
-        .unwrap();
+    bus.execute::<CompanySettings>(
+        &id,
+        SettingsCommand::RecordDefault {
+            company_id: company,
+            defaults: defaults.clone(),
+        },
+        &meta(),
+    )
+    .await
+    .unwrap();
     let attempts: Vec<_> = (0..8)
         .map(|i| {
             let bus = bus.clone();
             let id = id.clone();
-            let values = PolicyValues { run_content_retention_days: 10 + i, ..defaults.clone() };
-            tokio::spawn(async move {
-                bus.execute::<CompanySettings>(&id, SettingsCommand::Update { expected_policy_version: 1, values }, &meta())
-                    .await
-            })
+            let command = SettingsCommand::Update {
+                company_id: company,
+                defaults: defaults.clone(),
+                expected_policy_version: 1,
+                changes: PolicyChanges {
+                    run_content_retention_days: Some(10 + i),
+                    ..PolicyChanges::default()
+                },
+            };
+            tokio::spawn(async move { bus.execute::<CompanySettings>(&id, command, &meta()).await })
         })
         .collect();
     let mut won = 0;
@@ -206,7 +250,10 @@ async fn concurrent_commands_on_one_aggregate_both_land_or_conflict() {
             Err(other) => panic!("unexpected {other}"),
         }
     }
-    assert_eq!(won, 1, "exactly one writer wins the optimistic lock on policy_version 1");
+    assert_eq!(
+        won, 1,
+        "exactly one writer wins the optimistic lock on policy_version 1"
+    );
 }
 
 /// State loaded from a snapshot plus the tail equals a full replay.
@@ -217,23 +264,42 @@ async fn snapshot_state_equals_full_replay() {
     let company = Uuid::new_v4();
     let id = company.to_string();
     let defaults = PolicyValues::defaults(&["onprem".into()]);
-    bus.append::<CompanySettings>(&id, SettingsCommand::RecordDefault { company_id: company, defaults: defaults.clone() }, &meta())
-        .await
-        .unwrap();
+    bus.append::<CompanySettings>(
+        &id,
+        SettingsCommand::RecordDefault {
+            company_id: company,
+            defaults: defaults.clone(),
+        },
+        &meta(),
+    )
+    .await
+    .unwrap();
     for version in 1..(SNAPSHOT_EVERY as i64 + 20) {
-        let values = PolicyValues { run_content_retention_days: (version % 300 + 1) as i32, ..defaults.clone() };
-        bus.append::<CompanySettings>(&id, SettingsCommand::Update { expected_policy_version: version, values }, &meta())
+        let command = SettingsCommand::Update {
+            company_id: company,
+            defaults: defaults.clone(),
+            expected_policy_version: version,
+            changes: PolicyChanges {
+                run_content_retention_days: Some((version % 300 + 1) as i32),
+                ..PolicyChanges::default()
+            },
+        };
+        bus.append::<CompanySettings>(&id, command, &meta())
             .await
             .unwrap();
     }
-    let snapshot_seq: i64 = sqlx::query_scalar("SELECT last_sequence FROM aggregate_snapshots WHERE aggregate_id = $1")
-        .bind(&id)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    let snapshot_seq: i64 =
+        sqlx::query_scalar("SELECT last_sequence FROM aggregate_snapshots WHERE aggregate_id = $1")
+            .bind(&id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
     assert_eq!(snapshot_seq, SNAPSHOT_EVERY as i64);
     let from_snapshot = bus.load::<CompanySettings>(&id).await.unwrap();
-    sqlx::query("DELETE FROM aggregate_snapshots").execute(&db.pool).await.unwrap();
+    sqlx::query("DELETE FROM aggregate_snapshots")
+        .execute(&db.pool)
+        .await
+        .unwrap();
     let full_replay = bus.load::<CompanySettings>(&id).await.unwrap();
     assert_eq!(from_snapshot, full_replay);
     assert_eq!(full_replay.policy_version, SNAPSHOT_EVERY as i64 + 20);
@@ -249,8 +315,13 @@ impl Projection for Failing {
     fn tables(&self) -> &'static [&'static str] {
         &[]
     }
+    fn aggregate_types(&self) -> &'static [&'static str] {
+        &["user"]
+    }
     async fn apply(&self, conn: &mut PgConnection, _: &[StoredEvent]) -> anyhow::Result<()> {
-        sqlx::query("SELECT * FROM no_such_table").execute(conn).await?;
+        sqlx::query("SELECT * FROM no_such_table")
+            .execute(conn)
+            .await?;
         Ok(())
     }
 }
@@ -266,18 +337,27 @@ async fn a_failing_projection_does_not_stop_the_others() {
     let user = Uuid::new_v4();
     bus.execute::<User>(
         &user.to_string(),
-        UserCommand::Define { user_id: user, company_id: Uuid::new_v4(), username: "bo".into(), role: 1 },
+        UserCommand::Define {
+            user_id: user,
+            company_id: Uuid::new_v4(),
+            username: "bo".into(),
+            role: 1,
+        },
         &meta(),
     )
     .await
     .unwrap();
-    let (position, error): (i64, Option<String>) =
-        sqlx::query_as("SELECT position, last_error FROM projection_checkpoints WHERE name = 'failing'")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
+    let (position, error): (i64, Option<String>) = sqlx::query_as(
+        "SELECT position, last_error FROM projection_checkpoints WHERE name = 'failing'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(position, 0);
     assert!(error.unwrap().contains("no_such_table"));
-    let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(&db.pool).await.unwrap();
+    let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(users, 1);
 }

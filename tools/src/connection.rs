@@ -17,10 +17,20 @@ pub struct Target {
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// The service's data directory.
-    #[arg(long, global = true, env = "SANDBOX_DATA_DIR", default_value = "./.sandbox")]
+    #[arg(
+        long,
+        global = true,
+        env = "SANDBOX_DATA_DIR",
+        default_value = "./.sandbox"
+    )]
     pub data_dir: PathBuf,
     /// The JWT secret (default: `<data dir>/jwt.secret`).
-    #[arg(long, global = true, env = "SANDBOX_JWT_SECRET", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "SANDBOX_JWT_SECRET",
+        hide_env_values = true
+    )]
     pub jwt_secret: Option<String>,
 }
 
@@ -47,7 +57,10 @@ impl Target {
 
     /// The JWT keys the server uses.
     pub fn jwt(&self) -> anyhow::Result<JwtKeys> {
-        Ok(JwtKeys::new(&api::keys::jwt_secret(self.jwt_secret.as_deref(), &self.data_dir)?))
+        Ok(JwtKeys::new(&api::keys::jwt_secret(
+            self.jwt_secret.as_deref(),
+            &self.data_dir,
+        )?))
     }
 }
 
@@ -57,7 +70,10 @@ pub async fn command_bus(pool: &PgPool) -> anyhow::Result<(CommandBus, Cancellat
     let cancel = CancellationToken::new();
     let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
     pump.start(cancel.clone()).await?;
-    Ok((CommandBus::new(LogRepository::new(pool.clone()), pump), cancel))
+    Ok((
+        CommandBus::new(LogRepository::new(pool.clone()), pump),
+        cancel,
+    ))
 }
 
 /// The name recorded as the operator in event metadata.

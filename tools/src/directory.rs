@@ -23,9 +23,10 @@ pub enum DirectoryCommand {
 /// Runs a directory command.
 pub async fn run(target: &Target, command: DirectoryCommand) -> anyhow::Result<()> {
     let DirectoryCommand::Apply { file, token_ttl } = command;
-    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    let directory: DirectoryFile =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a valid directory file", file.display()))?;
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let directory: DirectoryFile = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a valid directory file", file.display()))?;
     let pool = target.pool().await?;
     projections::db::migrate(&pool).await?;
     let (bus, cancel) = command_bus(&pool).await?;

@@ -4,6 +4,7 @@
 //! server wrote to `$SANDBOX_DATA_DIR/database.url` when it started its embedded
 //! cluster.
 
+mod bench;
 mod connection;
 mod db;
 mod directory;
@@ -24,6 +25,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Benchmarks that print the figures the issues ask for.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Database maintenance.
     #[command(subcommand)]
     Db(db::DbCommand),
@@ -40,6 +44,7 @@ async fn main() {
     api::server::init_tracing(api::config::LogFormat::Text);
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(command) => bench::run(&cli.target, command).await,
         Command::Db(command) => db::run(&cli.target, command).await,
         Command::Directory(command) => directory::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,

@@ -27,12 +27,21 @@ pub async fn run(target: &Target, command: TokenCommand) -> anyhow::Result<()> {
     let company = company_id(&company);
     let user_id = entry_id(company, "user", &user);
     let pool = target.pool().await?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND company_id = $2)")
-        .bind(user_id)
-        .bind(company)
-        .fetch_one(&pool)
-        .await?;
-    anyhow::ensure!(exists, "no user `{user}` in that company; apply the directory file first");
-    println!("{}", target.jwt()?.mint(user_id, company, chrono::Duration::from_std(ttl.into())?)?);
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND company_id = $2)")
+            .bind(user_id)
+            .bind(company)
+            .fetch_one(&pool)
+            .await?;
+    anyhow::ensure!(
+        exists,
+        "no user `{user}` in that company; apply the directory file first"
+    );
+    println!(
+        "{}",
+        target
+            .jwt()?
+            .mint(user_id, company, chrono::Duration::from_std(ttl.into())?)?
+    );
     Ok(())
 }

@@ -9,16 +9,16 @@
 use crate::auth::api_key::{generate_secret, hash_secret};
 use crate::auth::jwt::JwtKeys;
 use anyhow::{Context, bail};
+use domain::AggregateExt;
+use domain::directory::PrincipalRef;
 use domain::directory::api_key::{ApiKey, ApiKeyCommand, ApiKeyEvent, KeyAccess};
 use domain::directory::chatroom::{Chatroom, ChatroomCommand};
 use domain::directory::company::{Company, CompanyCommand};
 use domain::directory::department::{Department, DepartmentCommand};
 use domain::directory::social_client::{SocialClient, SocialClientCommand};
 use domain::directory::user::{User, UserCommand};
-use domain::directory::PrincipalRef;
 use domain::ids::derive;
 use domain::principal::{ApiKeyScope, EventMetadata, PrincipalType};
-use domain::AggregateExt;
 use projections::{CommandBus, store::EventKey};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -217,6 +217,9 @@ pub fn entry_id(company: Uuid, kind: &str, reference: &str) -> Uuid {
     derive(kind, &[&company.to_string(), reference])
 }
 
+/// The key and transaction of the latest append, which the final wait needs.
+type Appended = (EventKey, u64);
+
 /// What applying needs.
 pub struct Applier<'a> {
     /// The command bus.
@@ -239,13 +242,18 @@ impl Applier<'_> {
             last = key.or(last);
             applied.companies.insert(company.reference.clone(), out);
         }
-        if let Some(key) = last {
-            self.bus.pump().wait_for(&key).await;
+        if let Some((key, txid)) = last {
+            self.bus.pump().wait_for(&key, Some(txid)).await;
         }
         Ok(applied)
     }
 
-    async fn run<A>(&self, id: Uuid, command: A::Command, last: &mut Option<EventKey>) -> anyhow::Result<Vec<A::Event>>
+    async fn run<A>(
+        &self,
+        id: Uuid,
+        command: A::Command,
+        last: &mut Option<Appended>,
+    ) -> anyhow::Result<Vec<A::Event>>
     where
         A: AggregateExt<Services = ()>,
         A::Command: Clone,
@@ -256,31 +264,54 @@ impl Applier<'_> {
             .append::<A>(&id.to_string(), command, &self.metadata)
             .await
             .with_context(|| format!("{} {id}", A::TYPE))?;
-        if committed.last.is_some() {
-            *last = committed.last;
+        if let (Some(key), Some(txid)) = (committed.last, committed.txid) {
+            *last = Some((key, txid));
         }
         Ok(committed.events)
     }
 
-    async fn apply_company(&self, spec: &CompanySpec) -> anyhow::Result<(AppliedCompany, Option<EventKey>)> {
+    async fn apply_company(
+        &self,
+        spec: &CompanySpec,
+    ) -> anyhow::Result<(AppliedCompany, Option<Appended>)> {
         let company = company_id(&spec.reference);
         let refs = Refs::new(company, spec)?;
         let mut last = None;
-        let mut out = AppliedCompany { id: company, ..Default::default() };
-        self.run::<Company>(company, CompanyCommand::Define { company_id: company, name: spec.name.clone() }, &mut last)
-            .await?;
+        let mut out = AppliedCompany {
+            id: company,
+            ..Default::default()
+        };
+        self.run::<Company>(
+            company,
+            CompanyCommand::Define {
+                company_id: company,
+                name: spec.name.clone(),
+            },
+            &mut last,
+        )
+        .await?;
         for d in &spec.departments {
             let id = refs.department(&d.reference)?;
-            let command = DepartmentCommand::Define { department_id: id, company_id: company, name: d.name.clone() };
+            let command = DepartmentCommand::Define {
+                department_id: id,
+                company_id: company,
+                name: d.name.clone(),
+            };
             self.run::<Department>(id, command, &mut last).await?;
             out.departments.insert(d.reference.clone(), id);
         }
         for u in &spec.users {
             let id = refs.user(&u.reference)?;
-            let command = UserCommand::Define { user_id: id, company_id: company, username: u.username.clone(), role: u.role };
+            let command = UserCommand::Define {
+                user_id: id,
+                company_id: company,
+                username: u.username.clone(),
+                role: u.role,
+            };
             self.run::<User>(id, command, &mut last).await?;
             let token = self.jwt.mint(id, company, self.token_ttl)?;
-            out.users.insert(u.reference.clone(), AppliedUser { id, token });
+            out.users
+                .insert(u.reference.clone(), AppliedUser { id, token });
         }
         for c in &spec.social_clients {
             let id = refs.client(&c.reference)?;
@@ -289,20 +320,34 @@ impl Applier<'_> {
                 company_id: company,
                 platform: c.platform.clone(),
                 platform_user_id: c.platform_user_id.clone(),
-                display_name: c.display_name.clone().unwrap_or_else(|| c.platform_user_id.clone()),
+                display_name: c
+                    .display_name
+                    .clone()
+                    .unwrap_or_else(|| c.platform_user_id.clone()),
             };
             self.run::<SocialClient>(id, command, &mut last).await?;
-            out.social_clients.insert(c.reference.clone(), AppliedId { id });
+            out.social_clients
+                .insert(c.reference.clone(), AppliedId { id });
         }
         for d in &spec.departments {
             let id = refs.department(&d.reference)?;
             let members = refs.users_where(spec, |u| u.departments.contains(&d.reference))?;
-            let managers = refs.users_where(spec, |u| u.manages_departments.contains(&d.reference))?;
-            self.run::<Department>(id, DepartmentCommand::SetMembership { members, managers }, &mut last).await?;
+            let managers =
+                refs.users_where(spec, |u| u.manages_departments.contains(&d.reference))?;
+            self.run::<Department>(
+                id,
+                DepartmentCommand::SetMembership { members, managers },
+                &mut last,
+            )
+            .await?;
         }
         for r in &spec.chatrooms {
             let id = refs.chatroom(&r.reference)?;
-            let department_id = r.department.as_deref().map(|d| refs.department(d)).transpose()?;
+            let department_id = r
+                .department
+                .as_deref()
+                .map(|d| refs.department(d))
+                .transpose()?;
             let command = ChatroomCommand::Define {
                 chatroom_id: id,
                 company_id: company,
@@ -314,34 +359,75 @@ impl Applier<'_> {
             let mut members: BTreeSet<PrincipalRef> = refs
                 .users_where(spec, |u| u.chatrooms.contains(&r.reference))?
                 .into_iter()
-                .map(|id| PrincipalRef { kind: PrincipalType::User, id })
+                .map(|id| PrincipalRef {
+                    kind: PrincipalType::User,
+                    id,
+                })
                 .collect();
-            for c in spec.social_clients.iter().filter(|c| c.chatrooms.contains(&r.reference)) {
-                members.insert(PrincipalRef { kind: PrincipalType::SocialMediaClient, id: refs.client(&c.reference)? });
+            for c in spec
+                .social_clients
+                .iter()
+                .filter(|c| c.chatrooms.contains(&r.reference))
+            {
+                members.insert(PrincipalRef {
+                    kind: PrincipalType::SocialMediaClient,
+                    id: refs.client(&c.reference)?,
+                });
             }
-            let managers = refs.users_where(spec, |u| u.manages_chatrooms.contains(&r.reference))?;
-            self.run::<Chatroom>(id, ChatroomCommand::SetMembership { members, managers }, &mut last).await?;
+            let managers =
+                refs.users_where(spec, |u| u.manages_chatrooms.contains(&r.reference))?;
+            self.run::<Chatroom>(
+                id,
+                ChatroomCommand::SetMembership { members, managers },
+                &mut last,
+            )
+            .await?;
             out.chatrooms.insert(r.reference.clone(), id);
         }
         for k in &spec.api_keys {
             let id = entry_id(company, "api_key", &k.reference);
             let owner = match (&k.user, &k.social_client) {
-                (Some(user), None) => PrincipalRef { kind: PrincipalType::User, id: refs.user(user)? },
-                (None, Some(client)) => PrincipalRef { kind: PrincipalType::SocialMediaClient, id: refs.client(client)? },
-                _ => bail!("API key `{}` needs exactly one of `user` or `social_client`", k.reference),
+                (Some(user), None) => PrincipalRef {
+                    kind: PrincipalType::User,
+                    id: refs.user(user)?,
+                },
+                (None, Some(client)) => PrincipalRef {
+                    kind: PrincipalType::SocialMediaClient,
+                    id: refs.client(client)?,
+                },
+                _ => bail!(
+                    "API key `{}` needs exactly one of `user` or `social_client`",
+                    k.reference
+                ),
             };
-            let chatroom_ids = k.chatrooms.iter().map(|c| refs.chatroom(c)).collect::<anyhow::Result<_>>()?;
+            let chatroom_ids = k
+                .chatrooms
+                .iter()
+                .map(|c| refs.chatroom(c))
+                .collect::<anyhow::Result<_>>()?;
             let secret = generate_secret();
             let command = ApiKeyCommand::Issue {
                 key_id: id,
                 company_id: company,
                 owner,
                 secret_sha256: hash_secret(&secret),
-                access: KeyAccess { scope: Some(k.scope), chatroom_ids, domains: k.domains.clone() },
+                access: KeyAccess {
+                    scope: Some(k.scope),
+                    chatroom_ids,
+                    domains: k.domains.clone(),
+                },
             };
             let events = self.run::<ApiKey>(id, command, &mut last).await?;
-            let issued = events.iter().any(|e| matches!(e, ApiKeyEvent::ApiKeyIssued { .. }));
-            out.api_keys.insert(k.reference.clone(), AppliedKey { id, key: issued.then_some(secret) });
+            let issued = events
+                .iter()
+                .any(|e| matches!(e, ApiKeyEvent::ApiKeyIssued { .. }));
+            out.api_keys.insert(
+                k.reference.clone(),
+                AppliedKey {
+                    id,
+                    key: issued.then_some(secret),
+                },
+            );
         }
         Ok((out, last))
     }
@@ -358,7 +444,10 @@ struct Refs {
 
 impl Refs {
     fn new(company: Uuid, spec: &CompanySpec) -> anyhow::Result<Self> {
-        fn unique<'a>(kind: &str, refs: impl Iterator<Item = &'a String>) -> anyhow::Result<BTreeSet<String>> {
+        fn unique<'a>(
+            kind: &str,
+            refs: impl Iterator<Item = &'a String>,
+        ) -> anyhow::Result<BTreeSet<String>> {
             let mut set = BTreeSet::new();
             for r in refs {
                 if !set.insert(r.clone()) {
@@ -372,7 +461,10 @@ impl Refs {
             departments: unique("department", spec.departments.iter().map(|d| &d.reference))?,
             chatrooms: unique("chatroom", spec.chatrooms.iter().map(|c| &c.reference))?,
             users: unique("user", spec.users.iter().map(|u| &u.reference))?,
-            clients: unique("social client", spec.social_clients.iter().map(|c| &c.reference))?,
+            clients: unique(
+                "social client",
+                spec.social_clients.iter().map(|c| &c.reference),
+            )?,
         })
     }
 
@@ -397,14 +489,20 @@ impl Refs {
     }
 
     /// Users matching a predicate, after checking all their references exist.
-    fn users_where(&self, spec: &CompanySpec, keep: impl Fn(&UserSpec) -> bool) -> anyhow::Result<BTreeSet<Uuid>> {
+    fn users_where(
+        &self,
+        spec: &CompanySpec,
+        keep: impl Fn(&UserSpec) -> bool,
+    ) -> anyhow::Result<BTreeSet<Uuid>> {
         let mut ids = BTreeSet::new();
         for user in &spec.users {
             for d in user.departments.iter().chain(&user.manages_departments) {
-                self.department(d).with_context(|| format!("user `{}`", user.reference))?;
+                self.department(d)
+                    .with_context(|| format!("user `{}`", user.reference))?;
             }
             for c in user.chatrooms.iter().chain(&user.manages_chatrooms) {
-                self.chatroom(c).with_context(|| format!("user `{}`", user.reference))?;
+                self.chatroom(c)
+                    .with_context(|| format!("user `{}`", user.reference))?;
             }
             if keep(user) {
                 ids.insert(self.user(&user.reference)?);

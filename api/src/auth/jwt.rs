@@ -27,14 +27,31 @@ pub struct JwtKeys {
 impl JwtKeys {
     /// Keys from the shared secret.
     pub fn new(secret: &[u8]) -> Self {
-        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+        }
     }
 
     /// A token for the user, valid for `ttl`.
-    pub fn mint(&self, user_id: Uuid, company_id: Uuid, ttl: chrono::Duration) -> anyhow::Result<String> {
+    pub fn mint(
+        &self,
+        user_id: Uuid,
+        company_id: Uuid,
+        ttl: chrono::Duration,
+    ) -> anyhow::Result<String> {
         let now = chrono::Utc::now().timestamp();
-        let claims = Claims { sub: user_id, company_id, iat: now, exp: now + ttl.num_seconds() };
-        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+        let claims = Claims {
+            sub: user_id,
+            company_id,
+            iat: now,
+            exp: now + ttl.num_seconds(),
+        };
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.encoding,
+        )?)
     }
 
     /// The claims of a valid, unexpired token.
@@ -56,11 +73,19 @@ mod tests {
     fn tokens_verify_only_with_the_same_secret_and_before_expiry() {
         let keys = JwtKeys::new(b"0123456789abcdef0123456789abcdef");
         let (user, company) = (Uuid::new_v4(), Uuid::new_v4());
-        let token = keys.mint(user, company, chrono::Duration::hours(1)).unwrap();
+        let token = keys
+            .mint(user, company, chrono::Duration::hours(1))
+            .unwrap();
         let claims = keys.verify(&token).unwrap();
         assert_eq!((claims.sub, claims.company_id), (user, company));
-        assert!(JwtKeys::new(b"another secret of sufficient length!!").verify(&token).is_none());
-        let expired = keys.mint(user, company, chrono::Duration::seconds(-10)).unwrap();
+        assert!(
+            JwtKeys::new(b"another secret of sufficient length!!")
+                .verify(&token)
+                .is_none()
+        );
+        let expired = keys
+            .mint(user, company, chrono::Duration::seconds(-10))
+            .unwrap();
         assert!(keys.verify(&expired).is_none());
     }
 }

@@ -28,12 +28,20 @@ impl<S: Send + Sync> FromRequestParts<S> for Auth {
             .get::<Principal>()
             .cloned()
             .map(Auth)
-            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("route is not behind the authentication layer")))
+            .ok_or_else(|| {
+                ApiError::internal(anyhow::anyhow!(
+                    "route is not behind the authentication layer"
+                ))
+            })
     }
 }
 
 /// Middleware: resolves the principal or answers 418.
-pub async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     match resolve(&state, request.headers()).await {
         Ok(principal) => {
             tracing::Span::current().record("principal", principal.reference());
@@ -50,7 +58,10 @@ pub async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal,
         let token = value
             .to_str()
             .ok()
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .ok_or(ApiError::Unauthenticated)?;
         return from_jwt(state, token.trim()).await;
     }
@@ -64,11 +75,12 @@ pub async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal,
 
 async fn from_jwt(state: &AppState, token: &str) -> Result<Principal, ApiError> {
     let claims = state.jwt.verify(token).ok_or(ApiError::Unauthenticated)?;
-    let role: Option<i32> = sqlx::query_scalar("SELECT role FROM users WHERE id = $1 AND company_id = $2")
-        .bind(claims.sub)
-        .bind(claims.company_id)
-        .fetch_optional(&state.pool)
-        .await?;
+    let role: Option<i32> =
+        sqlx::query_scalar("SELECT role FROM users WHERE id = $1 AND company_id = $2")
+            .bind(claims.sub)
+            .bind(claims.company_id)
+            .fetch_optional(&state.pool)
+            .await?;
     let role = role.ok_or(ApiError::Unauthenticated)?;
     Ok(Principal {
         company_id: claims.company_id,
@@ -95,7 +107,11 @@ struct KeyRow {
     owner_exists: bool,
 }
 
-async fn from_api_key(state: &AppState, secret: &str, origin: Option<&str>) -> Result<Principal, ApiError> {
+async fn from_api_key(
+    state: &AppState,
+    secret: &str,
+    origin: Option<&str>,
+) -> Result<Principal, ApiError> {
     let row: Option<KeyRow> = sqlx::query_as(
         "SELECT k.id, k.company_id, k.owner_kind, k.owner_id, k.scope, k.chatroom_ids, k.domains, u.role,
                 (u.id IS NOT NULL OR s.id IS NOT NULL) AS owner_exists
@@ -108,15 +124,23 @@ async fn from_api_key(state: &AppState, secret: &str, origin: Option<&str>) -> R
     .bind(api_key::hash_secret(secret))
     .fetch_optional(&state.pool)
     .await?;
-    let row = row.filter(|r| r.owner_exists).ok_or(ApiError::Unauthenticated)?;
+    let row = row
+        .filter(|r| r.owner_exists)
+        .ok_or(ApiError::Unauthenticated)?;
     if !api_key::origin_allowed(&row.domains, origin) {
-        return Err(ApiError::Forbidden("The API key may not be used from this origin."));
+        return Err(ApiError::Forbidden(
+            "The API key may not be used from this origin.",
+        ));
     }
     let (principal_type, role) = match row.owner_kind.as_str() {
         "user" => (PrincipalType::User, row.role.unwrap_or(0)),
         _ => (PrincipalType::SocialMediaClient, 0),
     };
-    let scope = if row.scope == "sandbox" { ApiKeyScope::Sandbox } else { ApiKeyScope::Full };
+    let scope = if row.scope == "sandbox" {
+        ApiKeyScope::Sandbox
+    } else {
+        ApiKeyScope::Full
+    };
     Ok(Principal {
         company_id: row.company_id,
         principal_type,

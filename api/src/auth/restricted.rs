@@ -61,7 +61,9 @@ fn room_verdict(method: &Method, rest: &[&str]) -> Verdict {
         ["runs", _] | ["runs", _, "content" | "artifacts"] if get => Verdict::Allow,
         ["runs", _, "artifacts", _, "download"] | ["runs", _, "cancel"] if post => Verdict::Allow,
         ["runs", _, "artifacts", _, "public-link"] => Verdict::NotFound,
-        ["runs", _, "retry"] | ["runs", _, "log" | "output", "public-link"] => Verdict::MethodNotAllowed,
+        ["runs", _, "retry"] | ["runs", _, "log" | "output", "public-link"] => {
+            Verdict::MethodNotAllowed
+        }
         ["granted-jobs", ..] | ["bindings", ..] => Verdict::MethodNotAllowed,
         ["quick-run"] => Verdict::Forbidden(FORBIDDEN_PATH),
         _ => Verdict::MethodNotAllowed,
@@ -79,15 +81,26 @@ pub fn enforce(verdict: Verdict) -> Result<(), ApiError> {
 }
 
 /// Middleware on the sandbox router: applies the gate to restricted principals.
-pub async fn sandbox_gate(State(prefix): State<&'static str>, request: Request, next: Next) -> Response {
+pub async fn sandbox_gate(
+    State(prefix): State<&'static str>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(principal) = request.extensions().get::<Principal>() else {
         return next.run(request).await;
     };
-    if let Some(rooms) = principal.allowed_chatroom_ids.as_deref().filter(|_| principal.is_restricted()) {
+    if let Some(rooms) = principal
+        .allowed_chatroom_ids
+        .as_deref()
+        .filter(|_| principal.is_restricted())
+    {
         let full = request
             .extensions()
             .get::<axum::extract::OriginalUri>()
-            .map_or_else(|| request.uri().path().to_string(), |o| o.path().to_string());
+            .map_or_else(
+                || request.uri().path().to_string(),
+                |o| o.path().to_string(),
+            );
         let path = full.strip_prefix(prefix).unwrap_or(&full);
         if let Err(error) = enforce(sandbox_verdict(request.method(), path, rooms)) {
             return error.into_response();
@@ -104,7 +117,13 @@ mod tests {
     const OTHER: Uuid = Uuid::from_u128(2);
 
     fn verdict(method: Method, path: &str) -> Verdict {
-        sandbox_verdict(&method, &path.replace("{cid}", &ROOM.to_string()).replace("{other}", &OTHER.to_string()), &[ROOM])
+        sandbox_verdict(
+            &method,
+            &path
+                .replace("{cid}", &ROOM.to_string())
+                .replace("{other}", &OTHER.to_string()),
+            &[ROOM],
+        )
     }
 
     /// The whole matrix of spec sections 5.4 and 5.5, one row per route family.
@@ -119,23 +138,67 @@ mod tests {
             (M::GET, "/chatrooms/{cid}/runs/r1", Allow),
             (M::GET, "/chatrooms/{cid}/runs/r1/content", Allow),
             (M::GET, "/chatrooms/{cid}/runs/r1/artifacts", Allow),
-            (M::POST, "/chatrooms/{cid}/runs/r1/artifacts/a1/download", Allow),
+            (
+                M::POST,
+                "/chatrooms/{cid}/runs/r1/artifacts/a1/download",
+                Allow,
+            ),
             (M::POST, "/chatrooms/{cid}/runs/r1/cancel", Allow),
-            (M::POST, "/chatrooms/{cid}/runs/r1/artifacts/a1/public-link", NotFound),
-            (M::DELETE, "/chatrooms/{cid}/runs/r1/artifacts/a1/public-link", NotFound),
+            (
+                M::POST,
+                "/chatrooms/{cid}/runs/r1/artifacts/a1/public-link",
+                NotFound,
+            ),
+            (
+                M::DELETE,
+                "/chatrooms/{cid}/runs/r1/artifacts/a1/public-link",
+                NotFound,
+            ),
             (M::POST, "/chatrooms/{cid}/runs/r1/retry", MethodNotAllowed),
-            (M::POST, "/chatrooms/{cid}/runs/r1/log/public-link", MethodNotAllowed),
-            (M::DELETE, "/chatrooms/{cid}/runs/r1/output/public-link", MethodNotAllowed),
+            (
+                M::POST,
+                "/chatrooms/{cid}/runs/r1/log/public-link",
+                MethodNotAllowed,
+            ),
+            (
+                M::DELETE,
+                "/chatrooms/{cid}/runs/r1/output/public-link",
+                MethodNotAllowed,
+            ),
             (M::GET, "/chatrooms/{cid}/granted-jobs", MethodNotAllowed),
-            (M::POST, "/chatrooms/{cid}/granted-jobs/t1/enable", MethodNotAllowed),
-            (M::POST, "/chatrooms/{cid}/granted-jobs/t1/disable", MethodNotAllowed),
+            (
+                M::POST,
+                "/chatrooms/{cid}/granted-jobs/t1/enable",
+                MethodNotAllowed,
+            ),
+            (
+                M::POST,
+                "/chatrooms/{cid}/granted-jobs/t1/disable",
+                MethodNotAllowed,
+            ),
             (M::GET, "/chatrooms/{cid}/bindings", MethodNotAllowed),
-            (M::POST, "/chatrooms/{cid}/quick-run", Forbidden(FORBIDDEN_PATH)),
+            (
+                M::POST,
+                "/chatrooms/{cid}/quick-run",
+                Forbidden(FORBIDDEN_PATH),
+            ),
             (M::GET, "/chatrooms/{other}/menu", Forbidden(FORBIDDEN_ROOM)),
-            (M::POST, "/chatrooms/{other}/runs", Forbidden(FORBIDDEN_ROOM)),
-            (M::GET, "/chatrooms/not-a-uuid/menu", Forbidden(FORBIDDEN_ROOM)),
+            (
+                M::POST,
+                "/chatrooms/{other}/runs",
+                Forbidden(FORBIDDEN_ROOM),
+            ),
+            (
+                M::GET,
+                "/chatrooms/not-a-uuid/menu",
+                Forbidden(FORBIDDEN_ROOM),
+            ),
             (M::GET, "/environments", Forbidden(FORBIDDEN_PATH)),
-            (M::POST, "/environments/e1/context-uploads", Forbidden(FORBIDDEN_PATH)),
+            (
+                M::POST,
+                "/environments/e1/context-uploads",
+                Forbidden(FORBIDDEN_PATH),
+            ),
             (M::GET, "/tasks", Forbidden(FORBIDDEN_PATH)),
             (M::GET, "/tasks/t1/runs", Forbidden(FORBIDDEN_PATH)),
             (M::POST, "/tasks/t1/script-uploads", NotFound),
@@ -146,7 +209,11 @@ mod tests {
             (M::GET, "/bindings/b1", Forbidden(FORBIDDEN_PATH)),
             (M::POST, "/secrets", Forbidden(FORBIDDEN_PATH)),
             (M::POST, "/secret-approvals", Forbidden(FORBIDDEN_PATH)),
-            (M::POST, "/shared-task-secret-approvals", Forbidden(FORBIDDEN_PATH)),
+            (
+                M::POST,
+                "/shared-task-secret-approvals",
+                Forbidden(FORBIDDEN_PATH),
+            ),
             (M::GET, "/me", Forbidden(FORBIDDEN_PATH)),
             (M::GET, "/runs", Forbidden(FORBIDDEN_PATH)),
         ];

@@ -3,8 +3,8 @@
 
 use crate::error::ApiError;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use domain::validation::{Violation, ViolationKind};
 use serde::de::DeserializeOwned;
@@ -24,9 +24,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
 fn body_error(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::coded(StatusCode::PAYLOAD_TOO_LARGE, "request_too_large", "the request body is too large")
+        ApiError::coded(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request_too_large",
+            "the request body is too large",
+        )
     } else {
-        ApiError::coded(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
+        ApiError::coded(
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+            rejection.body_text(),
+        )
     }
 }
 
@@ -47,41 +55,69 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         );
         ApiError::Validation(vec![violation(loc, error.inner())])
     })?;
-    deserializer.end().map_err(|e| ApiError::Validation(vec![violation(vec!["body".into()], &e)]))?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::Validation(vec![violation(vec!["body".into()], &e)]))?;
     Ok(value)
 }
 
 /// Classifies a serde_json error the way pydantic names its error types.
 fn violation(mut loc: Vec<String>, error: &serde_json::Error) -> Violation {
     let message = error.to_string();
-    let text = message.split(" at line ").next().unwrap_or(&message).to_string();
+    let text = message
+        .split(" at line ")
+        .next()
+        .unwrap_or(&message)
+        .to_string();
     let field = |prefix: &str| {
         text.strip_prefix(prefix)
             .and_then(|rest| rest.split('`').nth(1))
             .map(str::to_string)
     };
     let kind = if error.is_syntax() || error.is_eof() {
-        ViolationKind::Rule { kind: "json_invalid", message: format!("Invalid JSON: {text}") }
+        ViolationKind::Rule {
+            kind: "json_invalid",
+            message: format!("Invalid JSON: {text}"),
+        }
     } else if let Some(name) = field("unknown field") {
         if loc.last() != Some(&name) {
             loc.push(name);
         }
-        ViolationKind::Rule { kind: "extra_forbidden", message: "Extra inputs are not permitted".into() }
+        ViolationKind::Rule {
+            kind: "extra_forbidden",
+            message: "Extra inputs are not permitted".into(),
+        }
     } else if let Some(name) = field("missing field") {
         if loc.last() != Some(&name) {
             loc.push(name);
         }
         ViolationKind::Missing
     } else if text.starts_with("duplicate field") {
-        ViolationKind::Rule { kind: "duplicate_key", message: text }
+        ViolationKind::Rule {
+            kind: "duplicate_key",
+            message: text,
+        }
     } else if text.starts_with("unknown variant") {
-        ViolationKind::Rule { kind: "enum", message: text }
+        ViolationKind::Rule {
+            kind: "enum",
+            message: text,
+        }
     } else if text.starts_with("invalid type") {
-        ViolationKind::Rule { kind: "type_error", message: text }
+        ViolationKind::Rule {
+            kind: "type_error",
+            message: text,
+        }
     } else {
-        ViolationKind::Rule { kind: "value_error", message: text }
+        ViolationKind::Rule {
+            kind: "value_error",
+            message: text,
+        }
     };
-    Violation { loc, kind, input: None }
+    Violation {
+        loc,
+        kind,
+        input: None,
+    }
 }
 
 #[cfg(test)]
@@ -115,16 +151,40 @@ mod tests {
     fn unknown_fields_name_their_path() {
         let v = first(r#"{"a": 1, "inner": {"b": "x", "zz": 1}}"#);
         assert_eq!(v.loc, vec!["body", "inner", "zz"]);
-        assert!(matches!(v.kind, ViolationKind::Rule { kind: "extra_forbidden", .. }));
+        assert!(matches!(
+            v.kind,
+            ViolationKind::Rule {
+                kind: "extra_forbidden",
+                ..
+            }
+        ));
     }
 
     #[test]
     fn missing_and_mistyped_fields() {
         assert_eq!(first(r#"{}"#).loc, vec!["body", "a"]);
         assert_eq!(first(r#"{}"#).kind, ViolationKind::Missing);
-        assert!(matches!(first(r#"{"a": "x"}"#).kind, ViolationKind::Rule { kind: "type_error", .. }));
-        assert!(matches!(first(r#"{"a": 1, "a": 2}"#).kind, ViolationKind::Rule { kind: "duplicate_key", .. }));
-        assert!(matches!(first(r#"{"a": "#).kind, ViolationKind::Rule { kind: "json_invalid", .. }));
+        assert!(matches!(
+            first(r#"{"a": "x"}"#).kind,
+            ViolationKind::Rule {
+                kind: "type_error",
+                ..
+            }
+        ));
+        assert!(matches!(
+            first(r#"{"a": 1, "a": 2}"#).kind,
+            ViolationKind::Rule {
+                kind: "duplicate_key",
+                ..
+            }
+        ));
+        assert!(matches!(
+            first(r#"{"a": "#).kind,
+            ViolationKind::Rule {
+                kind: "json_invalid",
+                ..
+            }
+        ));
         assert_eq!(first("  ").kind, ViolationKind::Missing);
     }
 }

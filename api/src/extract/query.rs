@@ -16,12 +16,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or("");
-        serde_html_form::from_str(query).map(ApiQuery).map_err(|error| {
-            ApiError::Validation(vec![Violation {
-                loc: vec!["query".to_string()],
-                kind: ViolationKind::Rule { kind: "value_error", message: error.to_string() },
-                input: None,
-            }])
-        })
+        serde_html_form::from_str(query)
+            .map(ApiQuery)
+            .map_err(|error| {
+                ApiError::Validation(vec![Violation {
+                    loc: vec!["query".to_string()],
+                    kind: ViolationKind::Rule {
+                        kind: "value_error",
+                        message: error.to_string(),
+                    },
+                    input: None,
+                }])
+            })
     }
 }

@@ -16,12 +16,21 @@ pub const DEFAULT_LIMIT: usize = 1024 * 1024;
 /// Checks the declared length against `limit`.
 pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
     let mut values = request.headers().get_all(header::CONTENT_LENGTH).iter();
-    let Some(first) = values.next() else { return Ok(()) };
+    let Some(first) = values.next() else {
+        return Ok(());
+    };
     let malformed = || {
-        ApiError::coded(StatusCode::BAD_REQUEST, "invalid_content_length", "the Content-Length header is malformed")
+        ApiError::coded(
+            StatusCode::BAD_REQUEST,
+            "invalid_content_length",
+            "the Content-Length header is malformed",
+        )
     };
     let text = first.to_str().map_err(|_| malformed())?;
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || values.any(|other| other != first) {
+    if text.is_empty()
+        || !text.bytes().all(|b| b.is_ascii_digit())
+        || values.any(|other| other != first)
+    {
         return Err(malformed());
     }
     let length: u64 = text.parse().map_err(|_| malformed())?;

@@ -21,8 +21,12 @@ pub async fn kill_switch(State(enabled): State<bool>, request: Request, next: Ne
     if passes(enabled, request.method(), request.uri().path()) {
         next.run(request).await
     } else {
-        ApiError::coded(StatusCode::SERVICE_UNAVAILABLE, "sandbox_disabled", "the sandbox is disabled by the operator")
-            .into_response()
+        ApiError::coded(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_disabled",
+            "the sandbox is disabled by the operator",
+        )
+        .into_response()
     }
 }
 
@@ -35,7 +39,11 @@ mod tests {
         assert!(passes(false, &Method::GET, "/settings"));
         assert!(passes(false, &Method::OPTIONS, "/settings"));
         assert!(passes(false, &Method::POST, "/chatrooms/c/runs/r/cancel"));
-        assert!(passes(false, &Method::POST, "/chatrooms/c/runs/r/artifacts/a/download"));
+        assert!(passes(
+            false,
+            &Method::POST,
+            "/chatrooms/c/runs/r/artifacts/a/download"
+        ));
         assert!(!passes(false, &Method::PUT, "/settings"));
         assert!(!passes(false, &Method::POST, "/chatrooms/c/runs"));
         assert!(passes(true, &Method::PUT, "/settings"));

@@ -17,14 +17,16 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
     let status = response.status().as_u16().to_string();
     let labels = [("method", method), ("route", route), ("status", status)];
     metrics::counter!("sandbox_http_requests_total", &labels).increment(1);
-    metrics::histogram!("sandbox_http_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    metrics::histogram!("sandbox_http_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
     response
 }
 
 /// The process-wide Prometheus recorder (installed once, shared by every server of
 /// the process).
 pub fn metrics_handle() -> metrics_exporter_prometheus::PrometheusHandle {
-    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> = std::sync::OnceLock::new();
+    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
+        std::sync::OnceLock::new();
     HANDLE
         .get_or_init(|| {
             let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();

@@ -11,7 +11,9 @@ use utoipa_axum::routes;
 
 /// Health and metrics routes.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(metrics))
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(metrics))
 }
 
 /// 200 when the database answers.
@@ -22,7 +24,10 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         Ok(_) => (StatusCode::OK, Json(json!({"status": "ok"}))),
         Err(error) => {
             tracing::warn!(%error, "health check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "database_unavailable"})))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"status": "database_unavailable"})),
+            )
         }
     }
 }

@@ -85,7 +85,12 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn regions(State(state): State<AppState>) -> Json<SandboxPublicRegionListResponse> {
     let items = catalog::regions_for(state.deployment.provider)
         .into_iter()
-        .map(|r| SandboxPublicRegion { code: r.code, display_name: r.display_name, location: r.location, tier: r.tier })
+        .map(|r| SandboxPublicRegion {
+            code: r.code,
+            display_name: r.display_name,
+            location: r.location,
+            tier: r.tier,
+        })
         .collect();
     Json(SandboxPublicRegionListResponse { items })
 }
@@ -121,5 +126,8 @@ async fn public_key(State(state): State<AppState>) -> ApiResult<Json<PublicKeyRe
             "no transit key pair is configured",
         )
     })?;
-    Ok(Json(PublicKeyResponse { public_key_pem: key.public_pem.clone(), algorithm: TRANSIT_ALGORITHM }))
+    Ok(Json(PublicKeyResponse {
+        public_key_pem: key.public_pem.clone(),
+        algorithm: TRANSIT_ALGORITHM,
+    }))
 }

@@ -17,23 +17,56 @@ async fn no_credentials_answer_418_with_www_authenticate() {
 async fn invalid_credentials_answer_418() {
     let app = TestApp::spawn().await;
     let seed = app.seed().await;
-    let forged = app.request(Method::GET, SETTINGS).bearer_token("not.a.jwt").send().await.unwrap();
+    let forged = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token("not.a.jwt")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(forged.status().as_u16(), 418);
-    let unknown_key = app.request(Method::GET, SETTINGS).api_key("sbx_unknown").send().await.unwrap();
+    let unknown_key = app
+        .request(Method::GET, SETTINGS)
+        .api_key("sbx_unknown")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unknown_key.status().as_u16(), 418);
     let other_secret = api::auth::jwt::JwtKeys::new(b"another-secret-another-secret-000000")
-        .mint(seed.user("acme", "boss"), seed.company("acme"), chrono::Duration::hours(1))
+        .mint(
+            seed.user("acme", "boss"),
+            seed.company("acme"),
+            chrono::Duration::hours(1),
+        )
         .unwrap();
-    let wrong_signature = app.request(Method::GET, SETTINGS).bearer_token(&other_secret).send().await.unwrap();
+    let wrong_signature = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&other_secret)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(wrong_signature.status().as_u16(), 418);
     let expired = app
         .state
         .jwt
-        .mint(seed.user("acme", "boss"), seed.company("acme"), chrono::Duration::seconds(-5))
+        .mint(
+            seed.user("acme", "boss"),
+            seed.company("acme"),
+            chrono::Duration::seconds(-5),
+        )
         .unwrap();
-    let expired = app.request(Method::GET, SETTINGS).bearer_token(&expired).send().await.unwrap();
+    let expired = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&expired)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(expired.status().as_u16(), 418);
-    let basic = app.request(Method::GET, SETTINGS).header("authorization", "Basic abc").send().await.unwrap();
+    let basic = app
+        .request(Method::GET, SETTINGS)
+        .header("authorization", "Basic abc")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(basic.status().as_u16(), 418);
 }
 
@@ -44,9 +77,18 @@ async fn a_token_for_a_user_of_another_company_is_refused() {
     let token = app
         .state
         .jwt
-        .mint(seed.user("acme", "boss"), seed.company("globex"), chrono::Duration::hours(1))
+        .mint(
+            seed.user("acme", "boss"),
+            seed.company("globex"),
+            chrono::Duration::hours(1),
+        )
         .unwrap();
-    let response = app.request(Method::GET, SETTINGS).bearer_token(&token).send().await.unwrap();
+    let response = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 418);
 }
 
@@ -54,9 +96,19 @@ async fn a_token_for_a_user_of_another_company_is_refused() {
 async fn jwt_and_full_api_key_both_authenticate_the_manager() {
     let app = TestApp::spawn().await;
     let seed = app.seed().await;
-    let by_token = app.request(Method::GET, SETTINGS).bearer_token(&seed.token("acme", "boss")).send().await.unwrap();
+    let by_token = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&seed.token("acme", "boss"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(by_token.status().as_u16(), 200);
-    let by_key = app.request(Method::GET, SETTINGS).api_key(&seed.key("acme", "full")).send().await.unwrap();
+    let by_key = app
+        .request(Method::GET, SETTINGS)
+        .api_key(&seed.key("acme", "full"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(by_key.status().as_u16(), 200);
 }
 
@@ -65,14 +117,29 @@ async fn an_api_key_with_domains_checks_the_origin() {
     let app = TestApp::spawn().await;
     let seed = app.seed().await;
     let key = seed.key("acme", "web");
-    let allowed = app.request(Method::GET, SETTINGS).api_key(&key).header("origin", "https://app.acme.test").send();
+    let allowed = app
+        .request(Method::GET, SETTINGS)
+        .api_key(&key)
+        .header("origin", "https://app.acme.test")
+        .send();
     assert_eq!(allowed.await.unwrap().status().as_u16(), 200);
-    let (status, body) =
-        json(app.request(Method::GET, SETTINGS).api_key(&key).header("origin", "https://evil.test").send().await.unwrap())
-            .await;
+    let (status, body) = json(
+        app.request(Method::GET, SETTINGS)
+            .api_key(&key)
+            .header("origin", "https://evil.test")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 403);
     assert!(body["detail"].is_string());
-    let no_origin = app.request(Method::GET, SETTINGS).api_key(&key).send().await.unwrap();
+    let no_origin = app
+        .request(Method::GET, SETTINGS)
+        .api_key(&key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(no_origin.status().as_u16(), 403);
 }
 
@@ -98,7 +165,10 @@ async fn events_record_the_principal_and_request() {
     .await
     .unwrap();
     assert_eq!(metadata["principal_type"], "user");
-    assert_eq!(metadata["principal_id"], seed.user("acme", "boss").to_string());
+    assert_eq!(
+        metadata["principal_id"],
+        seed.user("acme", "boss").to_string()
+    );
     assert_eq!(metadata["auth_method"], "api_key");
     assert_eq!(metadata["company_id"], seed.company("acme").to_string());
     assert_eq!(metadata["request_id"], "req-123");
@@ -114,7 +184,10 @@ async fn a_social_media_client_key_resolves_to_that_principal_type() {
         seed.key("acme", "line").parse().unwrap(),
     )]);
     let principal = api::auth::resolve(&app.state, &headers).await.unwrap();
-    assert_eq!(principal.principal_type, domain::principal::PrincipalType::SocialMediaClient);
+    assert_eq!(
+        principal.principal_type,
+        domain::principal::PrincipalType::SocialMediaClient
+    );
     assert_eq!(principal.company_id, seed.company("acme"));
     assert_eq!(principal.auth_method, domain::principal::AuthMethod::ApiKey);
     assert!(!principal.is_company_manager());
@@ -124,5 +197,8 @@ async fn a_social_media_client_key_resolves_to_that_principal_type() {
     )]);
     let restricted = api::auth::resolve(&app.state, &bot).await.unwrap();
     assert!(restricted.is_restricted());
-    assert_eq!(restricted.allowed_chatroom_ids, Some(vec![seed.room("acme", "lab")]));
+    assert_eq!(
+        restricted.allowed_chatroom_ids,
+        Some(vec![seed.room("acme", "lab")])
+    );
 }

@@ -14,9 +14,17 @@ async fn raw(app: &TestApp, request: String) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut response)).await;
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.read_to_end(&mut response),
+    )
+    .await;
     let text = String::from_utf8_lossy(&response).to_string();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     (status, text)
 }
 
@@ -55,7 +63,10 @@ async fn a_body_above_the_limit_is_413_before_it_is_read() {
 async fn a_chunked_body_above_the_limit_is_413() {
     let app = TestApp::spawn().await;
     let seed = app.seed().await;
-    let body = format!("{{\"policy_version\": 1, \"pad\": \"{}\"}}", "x".repeat(1_100_000));
+    let body = format!(
+        "{{\"policy_version\": 1, \"pad\": \"{}\"}}",
+        "x".repeat(1_100_000)
+    );
     let stream = futures::stream::iter(vec![Ok::<_, std::io::Error>(body.into_bytes())]);
     let response = app
         .request(Method::PUT, SETTINGS)
@@ -69,22 +80,45 @@ async fn a_chunked_body_above_the_limit_is_413() {
 
 #[tokio::test]
 async fn the_kill_switch_refuses_changes_but_not_reads_cancel_or_download() {
-    let app = TestApp::spawn_with(Options { enabled: false, ..Options::default() }).await;
+    let app = TestApp::spawn_with(Options {
+        enabled: false,
+        ..Options::default()
+    })
+    .await;
     let seed = app.seed().await;
     let token = seed.token("acme", "boss");
-    let read = app.request(Method::GET, SETTINGS).bearer_token(&token).send().await.unwrap();
+    let read = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&token)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(read.status().as_u16(), 200);
-    let write = app.request(Method::PUT, SETTINGS).bearer_token(&token).json(&serde_json::json!({"policy_version": 1}));
-    assert_code(&json(write.send().await.unwrap()).await, 503, "sandbox_disabled");
+    let write = app
+        .request(Method::PUT, SETTINGS)
+        .bearer_token(&token)
+        .json(&serde_json::json!({"policy_version": 1}));
+    assert_code(
+        &json(write.send().await.unwrap()).await,
+        503,
+        "sandbox_disabled",
+    );
     let room = seed.room("acme", "lab");
-    for path in [format!("/chatrooms/{room}/runs/r1/cancel"), format!("/chatrooms/{room}/runs/r1/artifacts/a1/download")] {
+    for path in [
+        format!("/chatrooms/{room}/runs/r1/cancel"),
+        format!("/chatrooms/{room}/runs/r1/artifacts/a1/download"),
+    ] {
         let response = app
             .request(Method::POST, &format!("/private/module/sandbox{path}"))
             .bearer_token(&token)
             .send()
             .await
             .unwrap();
-        assert_ne!(response.status().as_u16(), 503, "{path} passes the kill switch");
+        assert_ne!(
+            response.status().as_u16(),
+            503,
+            "{path} passes the kill switch"
+        );
     }
 }
 
@@ -93,15 +127,32 @@ async fn unknown_paths_answer_the_uniform_404() {
     let app = TestApp::spawn().await;
     let seed = app.seed().await;
     for path in ["/nothing-here", "/private/module/sandbox/nothing-here"] {
-        let got = json(app.request(Method::GET, path).bearer_token(&seed.token("acme", "boss")).send().await.unwrap()).await;
-        assert_eq!(got, (404, serde_json::json!({"detail": "Not found"})), "{path}");
+        let got = json(
+            app.request(Method::GET, path)
+                .bearer_token(&seed.token("acme", "boss"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            got,
+            (404, serde_json::json!({"detail": "Not found"})),
+            "{path}"
+        );
     }
 }
 
 #[tokio::test]
 async fn openapi_covers_every_route_with_the_spec_tags() {
     let app = TestApp::spawn().await;
-    let (status, doc) = json(app.request(Method::GET, "/openapi.json").send().await.unwrap()).await;
+    let (status, doc) = json(
+        app.request(Method::GET, "/openapi.json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.1.0");
     let paths = doc["paths"].as_object().unwrap();
@@ -113,11 +164,27 @@ async fn openapi_covers_every_route_with_the_spec_tags() {
         "/public/info/model_key/public_key",
         "/private/module/sandbox/settings",
     ] {
-        assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
+        assert!(
+            paths.contains_key(path),
+            "{path} missing from the OpenAPI document"
+        );
     }
     assert!(paths["/private/module/sandbox/settings"]["put"]["requestBody"].is_object());
-    let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    for tag in ["general", "settings", "environments", "tasks", "bindings", "secrets", "runs"] {
+    let tags: Vec<&str> = doc["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tag in [
+        "general",
+        "settings",
+        "environments",
+        "tasks",
+        "bindings",
+        "secrets",
+        "runs",
+    ] {
         assert!(tags.contains(&tag), "tag {tag}");
     }
     for (path, operations) in paths {
@@ -136,10 +203,24 @@ async fn health_and_metrics() {
     let seed = app.seed().await;
     let (status, body) = json(app.request(Method::GET, "/healthz").send().await.unwrap()).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
-    app.request(Method::GET, SETTINGS).bearer_token(&seed.token("acme", "boss")).send().await.unwrap();
-    let metrics = app.request(Method::GET, "/metrics").send().await.unwrap().text().await.unwrap();
+    app.request(Method::GET, SETTINGS)
+        .bearer_token(&seed.token("acme", "boss"))
+        .send()
+        .await
+        .unwrap();
+    let metrics = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("sandbox_http_requests_total"), "{metrics}");
-    assert!(metrics.contains("route=\"/private/module/sandbox/settings\""), "{metrics}");
+    assert!(
+        metrics.contains("route=\"/private/module/sandbox/settings\""),
+        "{metrics}"
+    );
     assert!(metrics.contains("sandbox_events_appended_total"));
     assert!(metrics.contains("sandbox_projection_lag_events"));
 }

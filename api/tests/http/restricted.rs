@@ -29,11 +29,27 @@ async fn restricted_key_matrix_over_http() {
         (Method::GET, format!("/chatrooms/{ops}/menu"), 403),
         (Method::POST, format!("/chatrooms/{ops}/runs"), 403),
         (Method::GET, format!("/chatrooms/{lab}/granted-jobs"), 405),
-        (Method::POST, format!("/chatrooms/{lab}/granted-jobs/t1/enable"), 405),
+        (
+            Method::POST,
+            format!("/chatrooms/{lab}/granted-jobs/t1/enable"),
+            405,
+        ),
         (Method::POST, format!("/chatrooms/{lab}/runs/r1/retry"), 405),
-        (Method::POST, format!("/chatrooms/{lab}/runs/r1/log/public-link"), 405),
-        (Method::POST, format!("/chatrooms/{lab}/runs/r1/output/public-link"), 405),
-        (Method::POST, format!("/chatrooms/{lab}/runs/r1/artifacts/a1/public-link"), 404),
+        (
+            Method::POST,
+            format!("/chatrooms/{lab}/runs/r1/log/public-link"),
+            405,
+        ),
+        (
+            Method::POST,
+            format!("/chatrooms/{lab}/runs/r1/output/public-link"),
+            405,
+        ),
+        (
+            Method::POST,
+            format!("/chatrooms/{lab}/runs/r1/artifacts/a1/public-link"),
+            404,
+        ),
     ];
     for (method, path, expected) in rows {
         let response = app
@@ -45,7 +61,10 @@ async fn restricted_key_matrix_over_http() {
         assert_eq!(response.status().as_u16(), expected, "{method} {path}");
         if expected == 403 {
             let body: serde_json::Value = response.json().await.unwrap();
-            assert!(body["detail"].is_string(), "403 carries an authentication-layer string: {body}");
+            assert!(
+                body["detail"].is_string(),
+                "403 carries an authentication-layer string: {body}"
+            );
         }
     }
 }

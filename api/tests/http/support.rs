@@ -47,7 +47,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { provider: Provider::Onprem, enabled: true, transit_key: true }
+        Self {
+            provider: Provider::Onprem,
+            enabled: true,
+            transit_key: true,
+        }
     }
 }
 
@@ -73,9 +77,12 @@ impl TestApp {
         let db = TestDatabase::fresh().await;
         let data = tempfile::tempdir().expect("temp dir");
         if options.transit_key {
-            std::fs::copy(cached_transit_key(), data.path().join("transit_key.pem")).expect("copy key");
+            std::fs::copy(cached_transit_key(), data.path().join("transit_key.pem"))
+                .expect("copy key");
         }
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().unwrap();
         let config = Config {
             data_dir: data.path().to_path_buf(),
@@ -86,15 +93,24 @@ impl TestApp {
             regions: Vec::new(),
             enabled: options.enabled,
             jwt_secret: Some(JWT_SECRET.into()),
-            transit_key: if options.transit_key { TransitKeyMode::Generate } else { TransitKeyMode::Off },
+            transit_key: if options.transit_key {
+                TransitKeyMode::Generate
+            } else {
+                TransitKeyMode::Off
+            },
             log_format: LogFormat::Text,
         };
         let cancel = CancellationToken::new();
-        let started = AppState::start(&config, db.pool.clone(), cancel.clone()).await.expect("state");
+        let started = AppState::start(&config, db.pool.clone(), cancel.clone())
+            .await
+            .expect("state");
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {
-            axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await.unwrap();
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await
+                .unwrap();
         });
         Self {
             base: format!("http://{addr}"),
@@ -125,12 +141,16 @@ impl TestApp {
 
     /// A request to a path below the base URL.
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.client.request(method, format!("{}{}", self.base, path))
+        self.client
+            .request(method, format!("{}{}", self.base, path))
     }
 
     /// The number of events in the log.
     pub async fn event_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&self.db.pool).await.unwrap()
+        sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
     }
 }
 
@@ -178,7 +198,10 @@ impl Seed {
 
     /// An API key's secret.
     pub fn key(&self, company: &str, key: &str) -> String {
-        self.0.companies[company].api_keys[key].key.clone().expect("key issued by this apply")
+        self.0.companies[company].api_keys[key]
+            .key
+            .clone()
+            .expect("key issued by this apply")
     }
 
     /// A chatroom id.
@@ -227,9 +250,13 @@ pub fn assert_code(got: &(u16, Value), status: u16, code: &str) -> Value {
 /// Asserts a validation array whose first item has the given type and location.
 pub fn assert_validation(got: &(u16, Value), kind: &str, loc: &[&str]) {
     assert_eq!(got.0, 422, "status of {}", got.1);
-    let items = got.1["detail"].as_array().unwrap_or_else(|| panic!("validation array expected: {}", got.1));
+    let items = got.1["detail"]
+        .as_array()
+        .unwrap_or_else(|| panic!("validation array expected: {}", got.1));
     assert!(
-        items.iter().any(|item| item["type"] == kind && item["loc"] == json!(loc)),
+        items
+            .iter()
+            .any(|item| item["type"] == kind && item["loc"] == json!(loc)),
         "no {kind} at {loc:?} in {}",
         got.1
     );

@@ -109,16 +109,29 @@ impl Aggregate for ApiKey {
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
         match command {
-            ApiKeyCommand::Issue { key_id, company_id, owner, secret_sha256, access } => {
+            ApiKeyCommand::Issue {
+                key_id,
+                company_id,
+                owner,
+                secret_sha256,
+                access,
+            } => {
                 same_company(self.company_id, company_id, "API key")?;
                 if self.revoked {
                     return Err(DirectoryError::KeyRevoked);
                 }
                 if self.company_id.is_none() {
-                    let event = ApiKeyEvent::ApiKeyIssued { key_id, company_id, owner, secret_sha256, access };
+                    let event = ApiKeyEvent::ApiKeyIssued {
+                        key_id,
+                        company_id,
+                        owner,
+                        secret_sha256,
+                        access,
+                    };
                     sink.write(event, self).await;
                 } else if self.access != access {
-                    sink.write(ApiKeyEvent::ApiKeyAccessChanged { access }, self).await;
+                    sink.write(ApiKeyEvent::ApiKeyAccessChanged { access }, self)
+                        .await;
                 }
             }
             ApiKeyCommand::Revoke => {
@@ -135,7 +148,9 @@ impl Aggregate for ApiKey {
 
     fn apply(&mut self, event: Self::Event) {
         match event {
-            ApiKeyEvent::ApiKeyIssued { company_id, access, .. } => {
+            ApiKeyEvent::ApiKeyIssued {
+                company_id, access, ..
+            } => {
                 self.company_id = Some(company_id);
                 self.access = access;
             }
@@ -157,19 +172,37 @@ mod tests {
         ApiKeyCommand::Issue {
             key_id: Uuid::from_u128(4),
             company_id: Uuid::from_u128(1),
-            owner: PrincipalRef { kind: PrincipalType::User, id: Uuid::from_u128(5) },
+            owner: PrincipalRef {
+                kind: PrincipalType::User,
+                id: Uuid::from_u128(5),
+            },
             secret_sha256: hash.into(),
-            access: KeyAccess { scope: Some(scope), chatroom_ids: BTreeSet::new(), domains: vec!["*".into()] },
+            access: KeyAccess {
+                scope: Some(scope),
+                chatroom_ids: BTreeSet::new(),
+                domains: vec!["*".into()],
+            },
         }
     }
 
     fn issued() -> ApiKeyEvent {
-        let ApiKeyCommand::Issue { key_id, company_id, owner, secret_sha256, access } =
-            issue("h1", ApiKeyScope::Full)
+        let ApiKeyCommand::Issue {
+            key_id,
+            company_id,
+            owner,
+            secret_sha256,
+            access,
+        } = issue("h1", ApiKeyScope::Full)
         else {
             unreachable!()
         };
-        ApiKeyEvent::ApiKeyIssued { key_id, company_id, owner, secret_sha256, access }
+        ApiKeyEvent::ApiKeyIssued {
+            key_id,
+            company_id,
+            owner,
+            secret_sha256,
+            access,
+        }
     }
 
     #[test]
@@ -178,7 +211,9 @@ mod tests {
             .given(vec![issued()])
             .when(issue("h2", ApiKeyScope::Full))
             .then_expect_events(vec![]);
-        let ApiKeyCommand::Issue { access, .. } = issue("h2", ApiKeyScope::Sandbox) else { unreachable!() };
+        let ApiKeyCommand::Issue { access, .. } = issue("h2", ApiKeyScope::Sandbox) else {
+            unreachable!()
+        };
         TestFramework::<ApiKey>::with(())
             .given(vec![issued()])
             .when(issue("h2", ApiKeyScope::Sandbox))

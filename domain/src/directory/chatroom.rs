@@ -135,17 +135,29 @@ impl Aggregate for Chatroom {
     ) -> Result<(), Self::Error> {
         use ChatroomEvent::*;
         match command {
-            ChatroomCommand::Define { chatroom_id, company_id, name, department_id, archived } => {
+            ChatroomCommand::Define {
+                chatroom_id,
+                company_id,
+                name,
+                department_id,
+                archived,
+            } => {
                 same_company(self.company_id, company_id, "chatroom")?;
                 if self.company_id.is_none() {
-                    let event = ChatroomRegistered { chatroom_id, company_id, name, department_id };
+                    let event = ChatroomRegistered {
+                        chatroom_id,
+                        company_id,
+                        name,
+                        department_id,
+                    };
                     sink.write(event, self).await;
                 } else {
                     if self.name != name {
                         sink.write(ChatroomRenamed { name }, self).await;
                     }
                     if self.department_id != department_id {
-                        sink.write(ChatroomDepartmentChanged { department_id }, self).await;
+                        sink.write(ChatroomDepartmentChanged { department_id }, self)
+                            .await;
                     }
                 }
                 match (self.archived, archived) {
@@ -180,7 +192,12 @@ impl Aggregate for Chatroom {
     fn apply(&mut self, event: Self::Event) {
         use ChatroomEvent::*;
         match event {
-            ChatroomRegistered { company_id, name, department_id, .. } => {
+            ChatroomRegistered {
+                company_id,
+                name,
+                department_id,
+                ..
+            } => {
                 self.company_id = Some(company_id);
                 self.name = name;
                 self.department_id = department_id;
@@ -239,7 +256,9 @@ mod tests {
             .given(vec![registered()])
             .when(define(true, dept))
             .then_expect_events(vec![
-                ChatroomEvent::ChatroomDepartmentChanged { department_id: dept },
+                ChatroomEvent::ChatroomDepartmentChanged {
+                    department_id: dept,
+                },
                 ChatroomEvent::ChatroomArchived,
             ]);
         TestFramework::<Chatroom>::with(())
@@ -250,10 +269,16 @@ mod tests {
 
     #[test]
     fn social_clients_and_users_are_members() {
-        let smc = PrincipalRef { kind: PrincipalType::SocialMediaClient, id: Uuid::from_u128(7) };
+        let smc = PrincipalRef {
+            kind: PrincipalType::SocialMediaClient,
+            id: Uuid::from_u128(7),
+        };
         TestFramework::<Chatroom>::with(())
             .given(vec![registered()])
-            .when(ChatroomCommand::SetMembership { members: [smc].into(), managers: BTreeSet::new() })
+            .when(ChatroomCommand::SetMembership {
+                members: [smc].into(),
+                managers: BTreeSet::new(),
+            })
             .then_expect_events(vec![ChatroomEvent::ChatroomMemberAdded { member: smc }]);
     }
 }

@@ -78,7 +78,8 @@ impl Aggregate for Company {
                     sink.write(CompanyEvent::CompanyRegistered { company_id, name }, self)
                         .await;
                 } else if self.name != name {
-                    sink.write(CompanyEvent::CompanyRenamed { name }, self).await;
+                    sink.write(CompanyEvent::CompanyRenamed { name }, self)
+                        .await;
                 }
                 Ok(())
             }
@@ -104,12 +105,18 @@ mod tests {
     use cqrs_es::test::TestFramework;
 
     fn define(name: &str) -> CompanyCommand {
-        CompanyCommand::Define { company_id: Uuid::nil(), name: name.into() }
+        CompanyCommand::Define {
+            company_id: Uuid::nil(),
+            name: name.into(),
+        }
     }
 
     #[test]
     fn define_registers_then_renames_then_is_idempotent() {
-        let registered = CompanyEvent::CompanyRegistered { company_id: Uuid::nil(), name: "Acme".into() };
+        let registered = CompanyEvent::CompanyRegistered {
+            company_id: Uuid::nil(),
+            name: "Acme".into(),
+        };
         TestFramework::<Company>::with(())
             .given_no_previous_events()
             .when(define("Acme"))
@@ -121,6 +128,8 @@ mod tests {
         TestFramework::<Company>::with(())
             .given(vec![registered])
             .when(define("Acme Corp"))
-            .then_expect_events(vec![CompanyEvent::CompanyRenamed { name: "Acme Corp".into() }]);
+            .then_expect_events(vec![CompanyEvent::CompanyRenamed {
+                name: "Acme Corp".into(),
+            }]);
     }
 }

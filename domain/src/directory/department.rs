@@ -113,11 +113,22 @@ impl Aggregate for Department {
     ) -> Result<(), Self::Error> {
         use DepartmentEvent::*;
         match command {
-            DepartmentCommand::Define { department_id, company_id, name } => {
+            DepartmentCommand::Define {
+                department_id,
+                company_id,
+                name,
+            } => {
                 same_company(self.company_id, company_id, "department")?;
                 if self.company_id.is_none() {
-                    sink.write(DepartmentRegistered { department_id, company_id, name }, self)
-                        .await;
+                    sink.write(
+                        DepartmentRegistered {
+                            department_id,
+                            company_id,
+                            name,
+                        },
+                        self,
+                    )
+                    .await;
                 } else if self.name != name {
                     sink.write(DepartmentRenamed { name }, self).await;
                 }
@@ -148,7 +159,9 @@ impl Aggregate for Department {
     fn apply(&mut self, event: Self::Event) {
         use DepartmentEvent::*;
         match event {
-            DepartmentRegistered { company_id, name, .. } => {
+            DepartmentRegistered {
+                company_id, name, ..
+            } => {
                 self.company_id = Some(company_id);
                 self.name = name;
             }
@@ -188,7 +201,10 @@ mod tests {
     fn membership_emits_only_differences() {
         let (a, b) = (Uuid::from_u128(10), Uuid::from_u128(11));
         TestFramework::<Department>::with(())
-            .given(vec![registered(), DepartmentEvent::DepartmentMemberAdded { user_id: a }])
+            .given(vec![
+                registered(),
+                DepartmentEvent::DepartmentMemberAdded { user_id: a },
+            ])
             .when(DepartmentCommand::SetMembership {
                 members: [b].into(),
                 managers: [b].into(),
@@ -204,7 +220,10 @@ mod tests {
     fn membership_needs_a_registered_department() {
         TestFramework::<Department>::with(())
             .given_no_previous_events()
-            .when(DepartmentCommand::SetMembership { members: BTreeSet::new(), managers: BTreeSet::new() })
+            .when(DepartmentCommand::SetMembership {
+                members: BTreeSet::new(),
+                managers: BTreeSet::new(),
+            })
             .then_expect_error(DirectoryError::NotRegistered("department"));
     }
 

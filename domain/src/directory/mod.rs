@@ -56,7 +56,10 @@ pub struct PrincipalRef {
 }
 
 /// The differences between a current and a desired set, as (added, removed).
-pub(crate) fn set_diff<T: Ord + Copy>(current: &BTreeSet<T>, desired: &BTreeSet<T>) -> (Vec<T>, Vec<T>) {
+pub(crate) fn set_diff<T: Ord + Copy>(
+    current: &BTreeSet<T>,
+    desired: &BTreeSet<T>,
+) -> (Vec<T>, Vec<T>) {
     let added = desired.difference(current).copied().collect();
     let removed = current.difference(desired).copied().collect();
     (added, removed)

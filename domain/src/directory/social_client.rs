@@ -91,8 +91,13 @@ impl Aggregate for SocialClient {
         _: &(),
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
-        let SocialClientCommand::Define { client_id, company_id, platform, platform_user_id, display_name } =
-            command;
+        let SocialClientCommand::Define {
+            client_id,
+            company_id,
+            platform,
+            platform_user_id,
+            display_name,
+        } = command;
         same_company(self.company_id, company_id, "social client")?;
         if self.company_id.is_none() {
             let event = SocialClientEvent::SocialClientRegistered {
@@ -106,7 +111,11 @@ impl Aggregate for SocialClient {
         } else if (&self.platform, &self.platform_user_id, &self.display_name)
             != (&platform, &platform_user_id, &display_name)
         {
-            let event = SocialClientEvent::SocialClientUpdated { platform, platform_user_id, display_name };
+            let event = SocialClientEvent::SocialClientUpdated {
+                platform,
+                platform_user_id,
+                display_name,
+            };
             sink.write(event, self).await;
         }
         Ok(())
@@ -114,13 +123,23 @@ impl Aggregate for SocialClient {
 
     fn apply(&mut self, event: Self::Event) {
         match event {
-            SocialClientEvent::SocialClientRegistered { company_id, platform, platform_user_id, display_name, .. } => {
+            SocialClientEvent::SocialClientRegistered {
+                company_id,
+                platform,
+                platform_user_id,
+                display_name,
+                ..
+            } => {
                 self.company_id = Some(company_id);
                 self.platform = platform;
                 self.platform_user_id = platform_user_id;
                 self.display_name = display_name;
             }
-            SocialClientEvent::SocialClientUpdated { platform, platform_user_id, display_name } => {
+            SocialClientEvent::SocialClientUpdated {
+                platform,
+                platform_user_id,
+                display_name,
+            } => {
                 self.platform = platform;
                 self.platform_user_id = platform_user_id;
                 self.display_name = display_name;

@@ -87,10 +87,20 @@ impl Aggregate for User {
         _: &(),
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
-        let UserCommand::Define { user_id, company_id, username, role } = command;
+        let UserCommand::Define {
+            user_id,
+            company_id,
+            username,
+            role,
+        } = command;
         same_company(self.company_id, company_id, "user")?;
         if self.company_id.is_none() {
-            let event = UserEvent::UserRegistered { user_id, company_id, username, role };
+            let event = UserEvent::UserRegistered {
+                user_id,
+                company_id,
+                username,
+                role,
+            };
             sink.write(event, self).await;
             return Ok(());
         }
@@ -105,7 +115,12 @@ impl Aggregate for User {
 
     fn apply(&mut self, event: Self::Event) {
         match event {
-            UserEvent::UserRegistered { company_id, username, role, .. } => {
+            UserEvent::UserRegistered {
+                company_id,
+                username,
+                role,
+                ..
+            } => {
                 self.company_id = Some(company_id);
                 self.username = username;
                 self.role = role;
@@ -127,8 +142,18 @@ mod tests {
     fn role_change_is_recorded() {
         let (user_id, company_id) = (Uuid::from_u128(5), Uuid::from_u128(1));
         TestFramework::<User>::with(())
-            .given(vec![UserEvent::UserRegistered { user_id, company_id, username: "u".into(), role: 1 }])
-            .when(UserCommand::Define { user_id, company_id, username: "u".into(), role: 3 })
+            .given(vec![UserEvent::UserRegistered {
+                user_id,
+                company_id,
+                username: "u".into(),
+                role: 1,
+            }])
+            .when(UserCommand::Define {
+                user_id,
+                company_id,
+                username: "u".into(),
+                role: 3,
+            })
             .then_expect_events(vec![UserEvent::UserRoleChanged { role: 3 }]);
     }
 }

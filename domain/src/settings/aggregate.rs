@@ -1,6 +1,6 @@
 //! The company settings aggregate (one per company, id = company id).
 
-use super::policy::{OperatorLimits, PolicyValues};
+use super::policy::{OperatorLimits, PolicyChanges, PolicyValues};
 use crate::AggregateExt;
 use crate::error::{ErrorClass, SpecError};
 use crate::validation::Violations;
@@ -19,13 +19,18 @@ pub enum SettingsCommand {
         /// The defaults to record.
         defaults: PolicyValues,
     },
-    /// Replaces the tenant-writable values if `expected_policy_version` is current.
+    /// Changes the tenant-writable values if `expected_policy_version` is current.
+    /// A company without a recorded policy gets the defaults recorded first.
     Update {
+        /// The company.
+        company_id: Uuid,
+        /// The defaults to record when no policy exists yet.
+        defaults: PolicyValues,
         /// The version the caller read.
         expected_policy_version: i64,
-        /// The new values; `allowed_regions` already intersected with the
+        /// The fields to change; `allowed_regions` already intersected with the
         /// selectable set.
-        values: PolicyValues,
+        changes: PolicyChanges,
     },
     /// The operator changes the company's limits.
     SetOperatorLimits {
@@ -92,21 +97,18 @@ pub enum SettingsError {
     /// A value is out of bounds.
     #[error("invalid settings")]
     Invalid(Violations),
-    /// An update arrived before any policy was recorded.
-    #[error("no policy recorded yet")]
-    NotRecorded,
 }
 
 impl SpecError for SettingsError {
     fn class(&self) -> ErrorClass {
         match self {
-            Self::PolicyVersionConflict { .. } | Self::NotRecorded => ErrorClass::Conflict,
+            Self::PolicyVersionConflict { .. } => ErrorClass::Conflict,
             Self::Invalid(_) => ErrorClass::Validation,
         }
     }
     fn code(&self) -> &'static str {
         match self {
-            Self::PolicyVersionConflict { .. } | Self::NotRecorded => "policy_version_conflict",
+            Self::PolicyVersionConflict { .. } => "policy_version_conflict",
             Self::Invalid(_) => "validation_error",
         }
     }
@@ -145,29 +147,64 @@ impl Aggregate for CompanySettings {
         sink: &EventSink<Self>,
     ) -> Result<(), Self::Error> {
         match command {
-            SettingsCommand::RecordDefault { company_id, defaults } => {
+            SettingsCommand::RecordDefault {
+                company_id,
+                defaults,
+            } => {
                 if self.values.is_none() {
-                    let event = SettingsEvent::DefaultPolicyRecorded { company_id, values: defaults, policy_version: 1 };
+                    let event = SettingsEvent::DefaultPolicyRecorded {
+                        company_id,
+                        values: defaults,
+                        policy_version: 1,
+                    };
                     sink.write(event, self).await;
                 }
             }
-            SettingsCommand::Update { expected_policy_version, values } => {
-                if self.values.is_none() {
-                    return Err(SettingsError::NotRecorded);
-                }
-                if expected_policy_version != self.policy_version {
+            SettingsCommand::Update {
+                company_id,
+                defaults,
+                expected_policy_version,
+                changes,
+            } => {
+                let current = self.values.clone().unwrap_or_else(|| defaults.clone());
+                let current_version = if self.values.is_some() {
+                    self.policy_version
+                } else {
+                    1
+                };
+                if expected_policy_version != current_version {
                     return Err(SettingsError::PolicyVersionConflict {
                         sent: expected_policy_version,
-                        current: self.policy_version,
+                        current: current_version,
                     });
                 }
+                let values = changes.apply_to(current);
                 values.validate().map_err(SettingsError::Invalid)?;
+                if self.values.is_none() {
+                    let event = SettingsEvent::DefaultPolicyRecorded {
+                        company_id,
+                        values: defaults,
+                        policy_version: 1,
+                    };
+                    sink.write(event, self).await;
+                }
                 let policy_version = self.policy_version + 1;
-                sink.write(SettingsEvent::PolicyUpdated { values, policy_version }, self).await;
+                sink.write(
+                    SettingsEvent::PolicyUpdated {
+                        values,
+                        policy_version,
+                    },
+                    self,
+                )
+                .await;
             }
             SettingsCommand::SetOperatorLimits { company_id, limits } => {
                 if self.limits != limits {
-                    sink.write(SettingsEvent::OperatorLimitsChanged { company_id, limits }, self).await;
+                    sink.write(
+                        SettingsEvent::OperatorLimitsChanged { company_id, limits },
+                        self,
+                    )
+                    .await;
                 }
             }
         }
@@ -176,12 +213,19 @@ impl Aggregate for CompanySettings {
 
     fn apply(&mut self, event: Self::Event) {
         match event {
-            SettingsEvent::DefaultPolicyRecorded { company_id, values, policy_version } => {
+            SettingsEvent::DefaultPolicyRecorded {
+                company_id,
+                values,
+                policy_version,
+            } => {
                 self.company_id = Some(company_id);
                 self.values = Some(values);
                 self.policy_version = policy_version;
             }
-            SettingsEvent::PolicyUpdated { values, policy_version } => {
+            SettingsEvent::PolicyUpdated {
+                values,
+                policy_version,
+            } => {
                 self.values = Some(values);
                 self.policy_version = policy_version;
             }
@@ -209,7 +253,22 @@ mod tests {
     }
 
     fn values(days: i32) -> PolicyValues {
-        PolicyValues { run_content_retention_days: days, ..PolicyValues::defaults(&["onprem".into()]) }
+        PolicyValues {
+            run_content_retention_days: days,
+            ..PolicyValues::defaults(&["onprem".into()])
+        }
+    }
+
+    fn update(version: i64, days: i32) -> SettingsCommand {
+        SettingsCommand::Update {
+            company_id: Uuid::nil(),
+            defaults: PolicyValues::defaults(&["onprem".into()]),
+            expected_policy_version: version,
+            changes: PolicyChanges {
+                run_content_retention_days: Some(days),
+                ..PolicyChanges::default()
+            },
+        }
     }
 
     #[test]
@@ -227,23 +286,43 @@ mod tests {
     fn update_bumps_the_version() {
         TestFramework::<CompanySettings>::with(())
             .given(vec![recorded()])
-            .when(SettingsCommand::Update { expected_policy_version: 1, values: values(7) })
-            .then_expect_events(vec![SettingsEvent::PolicyUpdated { values: values(7), policy_version: 2 }]);
+            .when(update(1, 7))
+            .then_expect_events(vec![SettingsEvent::PolicyUpdated {
+                values: values(7),
+                policy_version: 2,
+            }]);
     }
 
     #[test]
     fn stale_version_conflicts() {
         TestFramework::<CompanySettings>::with(())
             .given(vec![recorded()])
-            .when(SettingsCommand::Update { expected_policy_version: 3, values: values(7) })
-            .then_expect_error(SettingsError::PolicyVersionConflict { sent: 3, current: 1 });
+            .when(update(3, 7))
+            .then_expect_error(SettingsError::PolicyVersionConflict {
+                sent: 3,
+                current: 1,
+            });
+    }
+
+    #[test]
+    fn an_update_before_any_read_records_the_defaults_first() {
+        TestFramework::<CompanySettings>::with(())
+            .given_no_previous_events()
+            .when(update(1, 7))
+            .then_expect_events(vec![
+                recorded(),
+                SettingsEvent::PolicyUpdated {
+                    values: values(7),
+                    policy_version: 2,
+                },
+            ]);
     }
 
     #[test]
     fn out_of_bounds_is_invalid() {
         let result = TestFramework::<CompanySettings>::with(())
             .given(vec![recorded()])
-            .when(SettingsCommand::Update { expected_policy_version: 1, values: values(0) })
+            .when(update(1, 0))
             .inspect_result();
         assert!(matches!(result, Err(SettingsError::Invalid(_))));
     }

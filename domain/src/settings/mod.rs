@@ -5,4 +5,4 @@ mod aggregate;
 mod policy;
 
 pub use aggregate::{CompanySettings, SettingsCommand, SettingsError, SettingsEvent};
-pub use policy::{OperatorLimits, PolicyValues};
+pub use policy::{OperatorLimits, PolicyChanges, PolicyValues};

@@ -35,13 +35,53 @@ impl PolicyValues {
     pub fn validate(&self) -> Result<(), Violations> {
         let mut v = Violations::new();
         let (lo, hi) = Self::RUN_RETENTION;
-        v.range("run_content_retention_days", self.run_content_retention_days.into(), lo, hi);
+        v.range(
+            "run_content_retention_days",
+            self.run_content_retention_days.into(),
+            lo,
+            hi,
+        );
         let (lo, hi) = Self::IMAGE_RETENTION;
-        v.range("unreferenced_image_retention_days", self.unreferenced_image_retention_days.into(), lo, hi);
+        v.range(
+            "unreferenced_image_retention_days",
+            self.unreferenced_image_retention_days.into(),
+            lo,
+            hi,
+        );
         if self.allowed_regions.is_empty() {
-            v.push("allowed_regions", ViolationKind::TooShort(1), Some(serde_json::json!([])));
+            v.push(
+                "allowed_regions",
+                ViolationKind::TooShort(1),
+                Some(serde_json::json!([])),
+            );
         }
         v.into_result()
+    }
+}
+
+/// A partial change of the policy: absent fields keep their value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyChanges {
+    /// New run content retention.
+    pub run_content_retention_days: Option<i32>,
+    /// New image retention.
+    pub unreferenced_image_retention_days: Option<i32>,
+    /// New allowed regions.
+    pub allowed_regions: Option<Vec<String>>,
+}
+
+impl PolicyChanges {
+    /// The values after the change.
+    pub fn apply_to(self, current: PolicyValues) -> PolicyValues {
+        PolicyValues {
+            run_content_retention_days: self
+                .run_content_retention_days
+                .unwrap_or(current.run_content_retention_days),
+            unreferenced_image_retention_days: self
+                .unreferenced_image_retention_days
+                .unwrap_or(current.unreferenced_image_retention_days),
+            allowed_regions: self.allowed_regions.unwrap_or(current.allowed_regions),
+        }
     }
 }
 

@@ -58,7 +58,13 @@ impl EmbeddedPostgres {
         if socket_dir.as_os_str().len() > MAX_SOCKET_DIR {
             socket_dir = PathBuf::from(format!("/tmp/sandbox-pg-{hash}"));
         }
-        Ok(Self { bin_dir, cluster_dir, socket_dir, run_as, started_here: false })
+        Ok(Self {
+            bin_dir,
+            cluster_dir,
+            socket_dir,
+            run_as,
+            started_here: false,
+        })
     }
 
     /// Initialises the cluster if needed and starts it unless it already runs.
@@ -67,16 +73,28 @@ impl EmbeddedPostgres {
             std::fs::create_dir_all(dir)?;
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
             if let Some(account) = self.run_as {
-                nix::unistd::chown(dir.as_path(), Some(account.uid.into()), Some(account.gid.into()))?;
+                nix::unistd::chown(
+                    dir.as_path(),
+                    Some(account.uid.into()),
+                    Some(account.gid.into()),
+                )?;
             }
         }
         let data = self.cluster_dir.join("data");
         if !data.join("PG_VERSION").exists() {
-            self.run("initdb", &[
-                "-D".as_ref(), data.as_os_str(),
-                "-U".as_ref(), "postgres".as_ref(),
-                "--auth=trust".as_ref(), "--no-locale".as_ref(), "-E".as_ref(), "UTF8".as_ref(),
-            ])
+            self.run(
+                "initdb",
+                &[
+                    "-D".as_ref(),
+                    data.as_os_str(),
+                    "-U".as_ref(),
+                    "postgres".as_ref(),
+                    "--auth=trust".as_ref(),
+                    "--no-locale".as_ref(),
+                    "-E".as_ref(),
+                    "UTF8".as_ref(),
+                ],
+            )
             .await
             .context("initdb failed")?;
         }
@@ -88,12 +106,21 @@ impl EmbeddedPostgres {
             self.socket_dir.display()
         );
         let log = self.cluster_dir.join("postgres.log");
-        self.run("pg_ctl", &[
-            "-D".as_ref(), data.as_os_str(),
-            "-l".as_ref(), log.as_os_str(),
-            "-o".as_ref(), options.as_ref(),
-            "-w".as_ref(), "-t".as_ref(), "120".as_ref(), "start".as_ref(),
-        ])
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "120".as_ref(),
+                "start".as_ref(),
+            ],
+        )
         .await
         .with_context(|| format!("pg_ctl start failed; see {}", log.display()))?;
         self.started_here = true;
@@ -103,9 +130,12 @@ impl EmbeddedPostgres {
     /// Whether a postmaster serves this cluster.
     pub async fn is_running(&self) -> bool {
         let data = self.cluster_dir.join("data");
-        self.run("pg_ctl", &["-D".as_ref(), data.as_os_str(), "status".as_ref()])
-            .await
-            .is_ok()
+        self.run(
+            "pg_ctl",
+            &["-D".as_ref(), data.as_os_str(), "status".as_ref()],
+        )
+        .await
+        .is_ok()
     }
 
     /// Stops the cluster if this process started it.
@@ -114,9 +144,17 @@ impl EmbeddedPostgres {
             return Ok(());
         }
         let data = self.cluster_dir.join("data");
-        self.run("pg_ctl", &[
-            "-D".as_ref(), data.as_os_str(), "-m".as_ref(), "fast".as_ref(), "-w".as_ref(), "stop".as_ref(),
-        ])
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        )
         .await?;
         self.started_here = false;
         Ok(())
@@ -132,20 +170,27 @@ impl EmbeddedPostgres {
 
     /// The connection URL of a database in this cluster (Unix socket, trust auth).
     pub fn url(&self, database: &str) -> String {
-        format!("postgres://postgres@localhost/{database}?host={}", self.socket_dir.display())
+        format!(
+            "postgres://postgres@localhost/{database}?host={}",
+            self.socket_dir.display()
+        )
     }
 
     /// Creates the database unless it exists.
     pub async fn ensure_database(&self, database: &str) -> anyhow::Result<()> {
         let admin = super::connect(&self.url("postgres"), 1).await?;
-        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(database)
-            .fetch_one(&admin)
-            .await?;
-        if !exists {
-            sqlx::query(&format!("CREATE DATABASE \"{}\"", database.replace('"', "")))
-                .execute(&admin)
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+                .bind(database)
+                .fetch_one(&admin)
                 .await?;
+        if !exists {
+            sqlx::query(&format!(
+                "CREATE DATABASE \"{}\"",
+                database.replace('"', "")
+            ))
+            .execute(&admin)
+            .await?;
         }
         admin.close().await;
         Ok(())
@@ -153,11 +198,17 @@ impl EmbeddedPostgres {
 
     async fn run(&self, program: &str, args: &[&std::ffi::OsStr]) -> anyhow::Result<()> {
         let mut command = Command::new(self.bin_dir.join(program));
-        command.args(args).current_dir(&self.cluster_dir).kill_on_drop(true);
+        command
+            .args(args)
+            .current_dir(&self.cluster_dir)
+            .kill_on_drop(true);
         if let Some(account) = self.run_as {
             command.uid(account.uid).gid(account.gid);
         }
-        let output = command.output().await.with_context(|| format!("cannot run {program}"))?;
+        let output = command
+            .output()
+            .await
+            .with_context(|| format!("cannot run {program}"))?;
         if !output.status.success() {
             bail!(
                 "{program} exited with {}: {}",
@@ -203,15 +254,21 @@ fn run_as() -> anyhow::Result<Option<RunAs>> {
     if !nix::unistd::geteuid().is_root() {
         return Ok(None);
     }
-    let user = nix::unistd::User::from_name("postgres")?
-        .context("running as root needs an unprivileged `postgres` account to own the embedded cluster")?;
-    Ok(Some(RunAs { uid: user.uid.as_raw(), gid: user.gid.as_raw() }))
+    let user = nix::unistd::User::from_name("postgres")?.context(
+        "running as root needs an unprivileged `postgres` account to own the embedded cluster",
+    )?;
+    Ok(Some(RunAs {
+        uid: user.uid.as_raw(),
+        gid: user.gid.as_raw(),
+    }))
 }
 
 /// Whether the account can traverse every ancestor of `dir`.
 fn reachable_by(dir: &Path, account: RunAs) -> bool {
     dir.ancestors().all(|ancestor| {
-        let Ok(meta) = std::fs::metadata(ancestor) else { return false };
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            return false;
+        };
         let mode = meta.mode();
         mode & 0o001 != 0
             || (meta.uid() == account.uid && mode & 0o100 != 0)

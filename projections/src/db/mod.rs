@@ -27,7 +27,10 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
 
 /// Applies every pending migration.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await.context("database migration failed")
+    MIGRATOR
+        .run(pool)
+        .await
+        .context("database migration failed")
 }
 
 /// The URL without its password, for messages.
@@ -42,11 +45,48 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// The same URL with another database name (used for scratch and test databases).
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut out = format!("{}/{}", &base[..path_start], database);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_name_is_replaced() {
+        assert_eq!(
+            with_database("postgres://postgres@localhost/postgres?host=/tmp/x", "t1"),
+            "postgres://postgres@localhost/t1?host=/tmp/x"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h:5432/db", "t2"),
+            "postgres://u:p@h:5432/t2"
+        );
+    }
+
     #[test]
     fn redact_hides_the_password() {
-        assert_eq!(super::redact("postgres://u:secret@h/db"), "postgres://u@h/db");
-        assert_eq!(super::redact("postgres:///db?host=/tmp"), "postgres:///db?host=/tmp");
+        assert_eq!(
+            super::redact("postgres://u:secret@h/db"),
+            "postgres://u@h/db"
+        );
+        assert_eq!(
+            super::redact("postgres:///db?host=/tmp"),
+            "postgres:///db?host=/tmp"
+        );
     }
 }

@@ -15,13 +15,13 @@ const COMPANY_SETTINGS: Table = Table {
     name: "company_settings",
     key: &["company_id"],
     columns: &[
-        "company_id",
-        "recorded",
-        "run_content_retention_days",
-        "unreferenced_image_retention_days",
-        "allowed_regions",
-        "policy_version",
-        "limits",
+        ("company_id", "uuid"),
+        ("recorded", "boolean"),
+        ("run_content_retention_days", "integer"),
+        ("unreferenced_image_retention_days", "integer"),
+        ("allowed_regions", "text[]"),
+        ("policy_version", "bigint"),
+        ("limits", "jsonb"),
     ],
 };
 
@@ -55,20 +55,37 @@ impl Projection for CompanySettingsProjection {
         &["company_settings"]
     }
 
+    fn aggregate_types(&self) -> &'static [&'static str] {
+        &["company_settings"]
+    }
+
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
         let mut changes = Vec::new();
         for event in events {
             if let Some(change) = event.decode::<CompanySettings>()? {
-                let company_id = Uuid::parse_str(&event.aggregate_id).context("settings id is a company id")?;
+                let company_id =
+                    Uuid::parse_str(&event.aggregate_id).context("settings id is a company id")?;
                 changes.push((company_id, change));
             }
         }
         if changes.is_empty() {
             return Ok(());
         }
-        let keys: Vec<Key> = changes.iter().map(|(company_id, _)| Key { company_id: *company_id }).collect();
+        let keys: Vec<Key> = changes
+            .iter()
+            .map(|(company_id, _)| Key {
+                company_id: *company_id,
+            })
+            .collect();
         let loaded: Vec<Row> = COMPANY_SETTINGS.load(conn, &keys).await?;
-        let mut rows = RowSet::loaded(loaded.into_iter().map(|r| (Key { company_id: r.company_id }, r)));
+        let mut rows = RowSet::loaded(loaded.into_iter().map(|r| {
+            (
+                Key {
+                    company_id: r.company_id,
+                },
+                r,
+            )
+        }));
         for (company_id, event) in changes {
             let row = rows.upsert_with(Key { company_id }, || Row {
                 company_id,
@@ -80,11 +97,19 @@ impl Projection for CompanySettingsProjection {
                 limits: OperatorLimits::default(),
             });
             match event {
-                SettingsEvent::DefaultPolicyRecorded { values, policy_version, .. }
-                | SettingsEvent::PolicyUpdated { values, policy_version } => {
+                SettingsEvent::DefaultPolicyRecorded {
+                    values,
+                    policy_version,
+                    ..
+                }
+                | SettingsEvent::PolicyUpdated {
+                    values,
+                    policy_version,
+                } => {
                     row.recorded = true;
                     row.run_content_retention_days = values.run_content_retention_days;
-                    row.unreferenced_image_retention_days = values.unreferenced_image_retention_days;
+                    row.unreferenced_image_retention_days =
+                        values.unreferenced_image_retention_days;
                     row.allowed_regions = values.allowed_regions;
                     row.policy_version = policy_version;
                 }

@@ -17,14 +17,20 @@ pub struct RowSet<K, R> {
 
 impl<K: Hash + Eq + Clone, R> Default for RowSet<K, R> {
     fn default() -> Self {
-        Self { rows: HashMap::new(), dirty: Vec::new() }
+        Self {
+            rows: HashMap::new(),
+            dirty: Vec::new(),
+        }
     }
 }
 
 impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
     /// A working set holding the loaded rows.
     pub fn loaded(rows: impl IntoIterator<Item = (K, R)>) -> Self {
-        Self { rows: rows.into_iter().map(|(k, r)| (k, Some(r))).collect(), dirty: Vec::new() }
+        Self {
+            rows: rows.into_iter().map(|(k, r)| (k, Some(r))).collect(),
+            dirty: Vec::new(),
+        }
     }
 
     /// The row, for change.
@@ -37,7 +43,10 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
     /// The row, or a new one made by `make`, for change.
     pub fn upsert_with(&mut self, key: K, make: impl FnOnce() -> R) -> &mut R {
         self.dirty.push(key.clone());
-        self.rows.entry(key).or_insert(None).get_or_insert_with(make)
+        self.rows
+            .entry(key)
+            .or_insert(None)
+            .get_or_insert_with(make)
     }
 
     /// Marks the row deleted.

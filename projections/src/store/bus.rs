@@ -3,16 +3,18 @@
 //! cqrs-es's `CqrsFramework` is not used: it cannot retry on a conflict, does not
 //! return the new state, and runs its queries inline (their failures are dropped).
 //! Here a command loads the aggregate (from our snapshot when there is one), lets it
-//! decide, appends through cqrs-es's event store, retries once on a concurrent
-//! write, and finally waits until the projector has applied the new events, so a
-//! read right after the command sees them.
+//! decide, wraps and serializes the events as cqrs-es's event-store mode does, appends
+//! them in one statement, retries once on a concurrent write, and finally waits until
+//! the projector has applied the new events, so a read right after the command sees
+//! them. The append returns its transaction id, which lets the wait use the pump's
+//! in-memory progress instead of querying.
 
 use super::repository::LogRepository;
 use super::snapshot::{load_context, maybe_snapshot};
 use crate::pump::Pump;
 use cqrs_es::event_sink::EventSink;
-use cqrs_es::persist::PersistedEventStore;
-use cqrs_es::{Aggregate, AggregateError, EventStore};
+use cqrs_es::persist::{PersistenceError, SerializedEvent};
+use cqrs_es::{Aggregate, AggregateError, EventEnvelope};
 use domain::AggregateExt;
 use domain::principal::EventMetadata;
 use std::sync::Arc;
@@ -35,8 +37,11 @@ pub struct Committed<A: Aggregate> {
     pub state: A,
     /// The events the command appended (empty when it changed nothing).
     pub events: Vec<A::Event>,
-    /// The key of the last appended event.
+    /// The key of the aggregate's last event: the one appended last, or, when the
+    /// command appended nothing, the newest event its decision was based on.
     pub last: Option<EventKey>,
+    /// The transaction that appended the events (none when nothing was appended).
+    pub txid: Option<u64>,
 }
 
 /// Why a command did not commit.
@@ -71,7 +76,9 @@ impl CommandBus {
         &self.pump
     }
 
-    /// Executes a command and waits until every read model reflects it.
+    /// Executes a command and waits until every read model reflects it: its own
+    /// events, or, when it changed nothing, the state it decided on (another
+    /// request's concurrent change must not be invisible right after this one).
     pub async fn execute<A>(
         &self,
         aggregate_id: &str,
@@ -84,7 +91,7 @@ impl CommandBus {
     {
         let committed = self.append::<A>(aggregate_id, command, metadata).await?;
         if let Some(key) = &committed.last {
-            self.pump.wait_for(key).await;
+            self.pump.wait_for(key, committed.txid).await;
         }
         Ok(committed)
     }
@@ -101,8 +108,13 @@ impl CommandBus {
         A: AggregateExt<Services = ()>,
         A::Command: Clone,
     {
-        match self.try_once::<A>(aggregate_id, command.clone(), metadata).await {
-            Err(CommandError::Conflict) => self.try_once::<A>(aggregate_id, command, metadata).await,
+        match self
+            .try_once::<A>(aggregate_id, command.clone(), metadata)
+            .await
+        {
+            Err(CommandError::Conflict) => {
+                self.try_once::<A>(aggregate_id, command, metadata).await
+            }
             other => other,
         }
     }
@@ -112,7 +124,9 @@ impl CommandBus {
     where
         A: AggregateExt,
     {
-        let context = load_context::<A>(&self.repo, aggregate_id).await.map_err(map_error)?;
+        let context = load_context::<A>(&self.repo, aggregate_id)
+            .await
+            .map_err(map_error)?;
         Ok(context.aggregate)
     }
 
@@ -125,7 +139,9 @@ impl CommandBus {
     where
         A: AggregateExt<Services = ()>,
     {
-        let mut context = load_context::<A>(&self.repo, aggregate_id).await.map_err(map_error)?;
+        let mut context = load_context::<A>(&self.repo, aggregate_id)
+            .await
+            .map_err(map_error)?;
         let before = context.current_sequence;
         let sink = EventSink::<A>::default();
         context
@@ -134,26 +150,49 @@ impl CommandBus {
             .await
             .map_err(CommandError::Rejected)?;
         let events = sink.collect().await;
-        let state = context.aggregate.clone();
+        let state = context.aggregate;
+        let key = |sequence: usize| EventKey {
+            aggregate_type: A::TYPE.to_string(),
+            aggregate_id: aggregate_id.to_string(),
+            sequence: sequence as i64,
+        };
         if events.is_empty() {
-            return Ok(Committed { state, events, last: None });
+            let last = (before > 0).then(|| key(before));
+            return Ok(Committed {
+                state,
+                events,
+                last,
+                txid: None,
+            });
         }
-        let store = PersistedEventStore::<LogRepository, A>::new_event_store(self.repo.clone());
-        let appended = store
-            .commit(events, context, metadata.to_map())
+        let metadata = metadata.to_map();
+        let serialized = events
+            .iter()
+            .enumerate()
+            .map(|(i, payload)| {
+                let envelope = EventEnvelope::<A> {
+                    aggregate_id: aggregate_id.to_string(),
+                    sequence: before + i + 1,
+                    payload: payload.clone(),
+                    metadata: metadata.clone(),
+                };
+                SerializedEvent::try_from(&envelope)
+            })
+            .collect::<Result<Vec<_>, PersistenceError>>()
+            .map_err(|e| map_error(e.into()))?;
+        let txid = self
+            .repo
+            .append(&serialized)
             .await
-            .map_err(map_error)?;
+            .map_err(|e| map_error(e.into()))?;
         self.pump.kick();
-        let after = appended.last().map_or(before, |e| e.sequence);
+        let after = before + events.len();
         maybe_snapshot(&self.repo, aggregate_id, before, after, &state).await;
         Ok(Committed {
             state,
-            last: Some(EventKey {
-                aggregate_type: A::TYPE.to_string(),
-                aggregate_id: aggregate_id.to_string(),
-                sequence: after as i64,
-            }),
-            events: appended.into_iter().map(|e| e.payload).collect(),
+            last: Some(key(after)),
+            txid: Some(txid),
+            events,
         })
     }
 }

@@ -18,7 +18,8 @@ const INSERT_EVENTS: &str = "
 INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
 SELECT t, i, s, et, ev, p::json, m::json
   FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[])
-    AS u(t, i, s, et, ev, p, m)";
+    AS u(t, i, s, et, ev, p, m)
+RETURNING txid::text";
 
 /// The repository behind every aggregate's event store.
 #[derive(Clone)]
@@ -39,16 +40,17 @@ impl LogRepository {
         &self.pool
     }
 
-    /// Appends events with one statement per call, in one transaction.
-    pub async fn append(&self, events: &[SerializedEvent]) -> Result<(), PersistenceError> {
+    /// Appends events with one statement (one transaction) and returns the id of the
+    /// transaction that appended them, which the sealer orders by.
+    pub async fn append(&self, events: &[SerializedEvent]) -> Result<u64, PersistenceError> {
         if events.is_empty() {
-            return Ok(());
+            return Err(PersistenceError::UnknownError("nothing to append".into()));
         }
         let mut columns = Columns::with_capacity(events.len());
         for event in events {
             columns.push(event)?;
         }
-        sqlx::query(INSERT_EVENTS)
+        let txids: Vec<String> = sqlx::query_scalar(INSERT_EVENTS)
             .bind(columns.aggregate_types)
             .bind(columns.aggregate_ids)
             .bind(columns.sequences)
@@ -56,11 +58,13 @@ impl LogRepository {
             .bind(columns.event_versions)
             .bind(columns.payloads)
             .bind(columns.metadata)
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .map_err(map_sqlx)?;
         metrics::counter!("sandbox_events_appended_total").increment(events.len() as u64);
-        Ok(())
+        txids.first().and_then(|t| t.parse().ok()).ok_or_else(|| {
+            PersistenceError::UnknownError("the append returned no transaction id".into())
+        })
     }
 }
 
@@ -127,7 +131,9 @@ impl PersistedEventRepository for LogRepository {
         aggregate_id: &str,
         last_sequence: usize,
     ) -> Result<Vec<SerializedEvent>, PersistenceError> {
-        self.reader.get_last_events::<A>(aggregate_id, last_sequence).await
+        self.reader
+            .get_last_events::<A>(aggregate_id, last_sequence)
+            .await
     }
 
     /// Snapshots are ours (see `snapshot.rs`), never cqrs-es's: its snapshot modes
@@ -144,7 +150,10 @@ impl PersistedEventRepository for LogRepository {
         events: &[SerializedEvent],
         _snapshot_update: Option<(String, Value, usize)>,
     ) -> Result<(), PersistenceError> {
-        self.append(events).await
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.append(events).await.map(|_| ())
     }
 
     async fn stream_events<A: Aggregate>(

@@ -8,45 +8,91 @@
 
 use super::repository::LogRepository;
 use super::upcast::upcast;
-use cqrs_es::persist::{EventStoreAggregateContext, PersistedEventRepository, PersistenceError};
 use cqrs_es::AggregateError;
+use cqrs_es::persist::{EventStoreAggregateContext, PersistedEventRepository, PersistenceError};
 use domain::AggregateExt;
 
 /// A snapshot is written each time an aggregate's sequence crosses a multiple of this.
 pub const SNAPSHOT_EVERY: usize = 100;
 
-/// Loads the aggregate: snapshot (when usable) plus the events after it.
+/// One row of the combined load: the snapshot (sequence NULL) or an event.
+#[derive(sqlx::FromRow)]
+struct LoadRow {
+    sequence: Option<i64>,
+    snapshot_sequence: Option<i64>,
+    payload: serde_json::Value,
+}
+
+/// Loads the aggregate with one query: its snapshot of the current schema (when
+/// there is one) plus the events after it. A snapshot that no longer deserializes is
+/// ignored and the aggregate is replayed in full.
 pub async fn load_context<A: AggregateExt>(
     repo: &LogRepository,
     aggregate_id: &str,
 ) -> Result<EventStoreAggregateContext<A>, AggregateError<A::Error>> {
+    let rows: Vec<LoadRow> = sqlx::query_as(
+        "WITH s AS (SELECT last_sequence, state FROM aggregate_snapshots
+                     WHERE aggregate_type = $1 AND aggregate_id = $2 AND schema_version = $3)
+         SELECT NULL::bigint AS sequence, last_sequence AS snapshot_sequence, state::json AS payload FROM s
+         UNION ALL
+         SELECT e.sequence, NULL, e.payload FROM events e
+          WHERE e.aggregate_type = $1 AND e.aggregate_id = $2
+            AND e.sequence > coalesce((SELECT last_sequence FROM s), 0)
+         ORDER BY sequence NULLS FIRST",
+    )
+    .bind(A::TYPE)
+    .bind(aggregate_id)
+    .bind(A::SNAPSHOT_SCHEMA)
+    .fetch_all(repo.pool())
+    .await
+    .map_err(|e| AggregateError::DatabaseConnectionError(Box::new(e)))?;
     let mut context = EventStoreAggregateContext {
         aggregate_id: aggregate_id.to_string(),
         aggregate: A::default(),
         current_sequence: 0,
         current_snapshot: None,
     };
-    let snapshot: Option<(i64, i32, serde_json::Value)> = sqlx::query_as(
-        "SELECT last_sequence, schema_version, state FROM aggregate_snapshots
-          WHERE aggregate_type = $1 AND aggregate_id = $2",
-    )
-    .bind(A::TYPE)
-    .bind(aggregate_id)
-    .fetch_optional(repo.pool())
-    .await
-    .map_err(|e| AggregateError::DatabaseConnectionError(Box::new(e)))?;
-    if let Some((last_sequence, schema, state)) = snapshot
-        && schema == A::SNAPSHOT_SCHEMA
-        && let Ok(aggregate) = serde_json::from_value::<A>(state)
-    {
-        context.aggregate = aggregate;
-        context.current_sequence = last_sequence as usize;
+    let mut rows = rows.into_iter().peekable();
+    if let Some(snapshot) = rows.next_if(|r| r.sequence.is_none()) {
+        match serde_json::from_value::<A>(snapshot.payload) {
+            Ok(aggregate) => {
+                context.aggregate = aggregate;
+                context.current_sequence = snapshot.snapshot_sequence.unwrap_or_default() as usize;
+            }
+            Err(_) => return load_in_full(repo, context).await,
+        }
     }
-    let events = if context.current_sequence == 0 {
-        repo.get_events::<A>(aggregate_id).await?
+    if A::upcasters().is_empty() {
+        for row in rows {
+            let payload: A::Event = serde_json::from_value(row.payload)
+                .map_err(|e| AggregateError::from(PersistenceError::from(e)))?;
+            context.aggregate.apply(payload);
+            context.current_sequence = row.sequence.unwrap_or_default() as usize;
+        }
+        Ok(context)
     } else {
-        repo.get_last_events::<A>(aggregate_id, context.current_sequence).await?
-    };
+        // Old event versions need their type and version to be upcast.
+        let events = repo
+            .get_last_events::<A>(aggregate_id, context.current_sequence)
+            .await?;
+        apply_events(context, events)
+    }
+}
+
+async fn load_in_full<A: AggregateExt>(
+    repo: &LogRepository,
+    mut context: EventStoreAggregateContext<A>,
+) -> Result<EventStoreAggregateContext<A>, AggregateError<A::Error>> {
+    context.aggregate = A::default();
+    context.current_sequence = 0;
+    let events = repo.get_events::<A>(&context.aggregate_id).await?;
+    apply_events(context, events)
+}
+
+fn apply_events<A: AggregateExt>(
+    mut context: EventStoreAggregateContext<A>,
+    events: Vec<cqrs_es::persist::SerializedEvent>,
+) -> Result<EventStoreAggregateContext<A>, AggregateError<A::Error>> {
     let upcasters = A::upcasters();
     for event in events {
         let event = upcast(event, &upcasters);
@@ -71,7 +117,9 @@ pub async fn maybe_snapshot<A: AggregateExt>(
     if after / SNAPSHOT_EVERY == before / SNAPSHOT_EVERY {
         return;
     }
-    let Ok(state) = serde_json::to_value(state) else { return };
+    let Ok(state) = serde_json::to_value(state) else {
+        return;
+    };
     let result = sqlx::query(
         "INSERT INTO aggregate_snapshots (aggregate_type, aggregate_id, last_sequence, schema_version, state)
          VALUES ($1, $2, $3, $4, $5)

@@ -11,7 +11,9 @@ use axum::Json;
 use axum::extract::State;
 use domain::catalog;
 use domain::principal::Principal;
-use domain::settings::{CompanySettings, OperatorLimits, PolicyValues, SettingsCommand};
+use domain::settings::{
+    CompanySettings, OperatorLimits, PolicyChanges, PolicyValues, SettingsCommand,
+};
 use domain::validation::{ViolationKind, Violations};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -131,7 +133,17 @@ async fn get_settings(
 ) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
     require_company_manager(&principal)?;
     let row = recorded(&state, &ctx, &principal).await?;
-    Ok(Json(respond(&state, row)))
+    let values = PolicyValues {
+        run_content_retention_days: row.run_content_retention_days,
+        unreferenced_image_retention_days: row.unreferenced_image_retention_days,
+        allowed_regions: row.allowed_regions,
+    };
+    Ok(Json(respond(
+        &state,
+        values,
+        row.policy_version,
+        row.limits.0,
+    )))
 }
 
 /// Replaces the writable settings when `policy_version` is current.
@@ -147,27 +159,47 @@ async fn put_settings(
     ApiJson(update): ApiJson<SandboxCompanySettingsUpdate>,
 ) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
     require_company_manager(&principal)?;
-    let regions = update.allowed_regions.as_deref().map(|r| allowed_regions(&state, r)).transpose()?;
-    let current = recorded(&state, &ctx, &principal).await?;
-    let values = PolicyValues {
-        run_content_retention_days: update.run_content_retention_days.unwrap_or(current.run_content_retention_days),
-        unreferenced_image_retention_days: update
-            .unreferenced_image_retention_days
-            .unwrap_or(current.unreferenced_image_retention_days),
-        allowed_regions: regions.unwrap_or(current.allowed_regions),
+    let changes = PolicyChanges {
+        run_content_retention_days: update.run_content_retention_days,
+        unreferenced_image_retention_days: update.unreferenced_image_retention_days,
+        allowed_regions: update
+            .allowed_regions
+            .as_deref()
+            .map(|r| allowed_regions(&state, r))
+            .transpose()?,
     };
-    let command = SettingsCommand::Update { expected_policy_version: update.policy_version, values };
-    state
+    let command = SettingsCommand::Update {
+        company_id: principal.company_id,
+        defaults: PolicyValues::defaults(&state.deployment.selectable_regions),
+        expected_policy_version: update.policy_version,
+        changes,
+    };
+    let committed = state
         .bus
-        .execute::<CompanySettings>(&principal.company_id.to_string(), command, &ctx.metadata(&principal))
+        .execute::<CompanySettings>(
+            &principal.company_id.to_string(),
+            command,
+            &ctx.metadata(&principal),
+        )
         .await?;
-    let row = read(&state, &principal).await?.ok_or_else(|| ApiError::internal(anyhow::anyhow!("settings row missing")))?;
-    Ok(Json(respond(&state, row)))
+    let settings = committed.state;
+    let values = settings
+        .values
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("an update leaves a policy")))?;
+    Ok(Json(respond(
+        &state,
+        values,
+        settings.policy_version,
+        settings.limits,
+    )))
 }
 
 /// Validates region codes and intersects them with the selectable set.
 fn allowed_regions(state: &AppState, requested: &[String]) -> ApiResult<Vec<String>> {
-    let codes: Vec<String> = catalog::REGIONS.iter().map(|r| r.code.to_string()).collect();
+    let codes: Vec<String> = catalog::REGIONS
+        .iter()
+        .map(|r| r.code.to_string())
+        .collect();
     let mut violations = Violations::new();
     for (index, code) in requested.iter().enumerate() {
         if !codes.contains(code) {
@@ -179,9 +211,15 @@ fn allowed_regions(state: &AppState, requested: &[String]) -> ApiResult<Vec<Stri
         }
     }
     if requested.is_empty() {
-        violations.push("allowed_regions", ViolationKind::TooShort(1), Some(serde_json::json!([])));
+        violations.push(
+            "allowed_regions",
+            ViolationKind::TooShort(1),
+            Some(serde_json::json!([])),
+        );
     }
-    violations.into_result().map_err(|v| ApiError::Validation(v.0))?;
+    violations
+        .into_result()
+        .map_err(|v| ApiError::Validation(v.0))?;
     let mut kept: Vec<String> = Vec::new();
     for code in requested {
         if state.deployment.selectable_regions.contains(code) && !kept.contains(code) {
@@ -193,7 +231,8 @@ fn allowed_regions(state: &AppState, requested: &[String]) -> ApiResult<Vec<Stri
             &["body", "allowed_regions"],
             ViolationKind::Rule {
                 kind: "value_error",
-                message: "allowed_regions must name at least one region this deployment offers".into(),
+                message: "allowed_regions must name at least one region this deployment offers"
+                    .into(),
             },
             Some(requested.to_vec().into()),
         ));
@@ -222,24 +261,46 @@ async fn recorded(state: &AppState, ctx: &Context, principal: &Principal) -> Api
     };
     state
         .bus
-        .execute::<CompanySettings>(&principal.company_id.to_string(), command, &ctx.metadata(principal))
+        .execute::<CompanySettings>(
+            &principal.company_id.to_string(),
+            command,
+            &ctx.metadata(principal),
+        )
         .await?;
-    read(state, principal).await?.ok_or_else(|| ApiError::internal(anyhow::anyhow!("default policy not projected")))
+    read(state, principal)
+        .await?
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("default policy not projected")))
 }
 
-fn respond(state: &AppState, row: Row) -> SandboxCompanySettingsResponse {
-    let limits = row.limits.0;
+fn respond(
+    state: &AppState,
+    values: PolicyValues,
+    policy_version: i64,
+    limits: OperatorLimits,
+) -> SandboxCompanySettingsResponse {
     let selectable = state.deployment.selectable_regions.clone();
     let region_readiness = selectable
         .iter()
         .filter_map(|code| catalog::region(code))
-        .map(|r| (r.code.to_string(), SandboxRegionReadiness { ready: true, tier: r.tier }))
+        .map(|r| {
+            (
+                r.code.to_string(),
+                SandboxRegionReadiness {
+                    ready: true,
+                    tier: r.tier,
+                },
+            )
+        })
         .collect();
     SandboxCompanySettingsResponse {
-        run_content_retention_days: row.run_content_retention_days,
-        unreferenced_image_retention_days: row.unreferenced_image_retention_days,
-        allowed_regions: row.allowed_regions.into_iter().filter(|r| selectable.contains(r)).collect(),
-        policy_version: row.policy_version,
+        run_content_retention_days: values.run_content_retention_days,
+        unreferenced_image_retention_days: values.unreferenced_image_retention_days,
+        allowed_regions: values
+            .allowed_regions
+            .into_iter()
+            .filter(|r| selectable.contains(r))
+            .collect(),
+        policy_version,
         timeout_ceiling_seconds: limits.timeout_ceiling_seconds,
         active_environment_limit: limits.active_environment_limit,
         capacity_retained_version_limit: limits.capacity_retained_version_limit,
@@ -248,12 +309,22 @@ fn respond(state: &AppState, row: Row) -> SandboxCompanySettingsResponse {
         active_build_limit: limits.active_build_limit,
         queued_build_limit: limits.queued_build_limit,
         placement_scope: "runtime_execution_only",
-        does_not_govern: vec!["build", "validator", "registry", "object_storage", "log", "control_plane"],
+        does_not_govern: vec![
+            "build",
+            "validator",
+            "registry",
+            "object_storage",
+            "log",
+            "control_plane",
+        ],
         residency_guaranteed: false,
         regional_job_capacity_grace_days_fixed: 7,
         selectable_regions: selectable,
         pricing: None,
-        egress_policy: SandboxEgressPolicy { runtime: "none", build: "public_internet" },
+        egress_policy: SandboxEgressPolicy {
+            runtime: "none",
+            build: "public_internet",
+        },
         region_readiness,
     }
 }

@@ -8,16 +8,17 @@ use crate::projection::Projection;
 use crate::read_models::RowSet;
 use anyhow::Context;
 use async_trait::async_trait;
+use domain::directory::PrincipalRef;
 use domain::directory::api_key::{ApiKey, ApiKeyEvent};
 use domain::directory::chatroom::{Chatroom, ChatroomEvent};
 use domain::directory::company::{Company, CompanyEvent};
 use domain::directory::department::{Department, DepartmentEvent};
 use domain::directory::social_client::{SocialClient, SocialClientEvent};
 use domain::directory::user::{User, UserEvent};
-use domain::directory::PrincipalRef;
-use domain::principal::ApiKeyScope;
+use domain::principal::{ApiKeyScope, PrincipalType};
 use rows::*;
 use sqlx::PgConnection;
+use std::collections::HashSet;
 use uuid::Uuid;
 
 /// Projects the directory aggregates.
@@ -40,9 +41,13 @@ fn decode(event: &StoredEvent) -> anyhow::Result<Option<Change>> {
     };
     Ok(Some(match event.aggregate_type.as_str() {
         "company" => Change::Company(id()?, event.decode::<Company>()?.context("company")?),
-        "department" => Change::Department(id()?, event.decode::<Department>()?.context("department")?),
+        "department" => {
+            Change::Department(id()?, event.decode::<Department>()?.context("department")?)
+        }
         "user" => Change::User(id()?, event.decode::<User>()?.context("user")?),
-        "social_client" => Change::SocialClient(id()?, event.decode::<SocialClient>()?.context("client")?),
+        "social_client" => {
+            Change::SocialClient(id()?, event.decode::<SocialClient>()?.context("client")?)
+        }
         "chatroom" => Change::Chatroom(id()?, event.decode::<Chatroom>()?.context("chatroom")?),
         "api_key" => Change::ApiKey(id()?, event.decode::<ApiKey>()?.context("api key")?),
         _ => return Ok(None),
@@ -63,7 +68,11 @@ struct Workset {
 }
 
 fn member_key(chatroom_id: Uuid, member: &PrincipalRef) -> ChatroomMemberKey {
-    ChatroomMemberKey { chatroom_id, member_kind: member.kind.as_str().into(), member_id: member.id }
+    ChatroomMemberKey {
+        chatroom_id,
+        member_kind: member.kind.as_str().into(),
+        member_id: member.id,
+    }
 }
 
 fn scope_name(scope: Option<ApiKeyScope>) -> String {
@@ -74,71 +83,153 @@ fn scope_name(scope: Option<ApiKeyScope>) -> String {
     .into()
 }
 
-impl Workset {
-    async fn load(conn: &mut PgConnection, changes: &[Change]) -> anyhow::Result<Self> {
-        let mut keys: [Vec<Id>; 6] = Default::default();
-        let mut dept_members = Vec::new();
-        let mut room_members = Vec::new();
+/// The aggregates a batch creates: their rows, and memberships naming them, cannot
+/// exist yet, so they are not loaded (in a cold rebuild that is most of them).
+fn created(changes: &[Change]) -> HashSet<Uuid> {
+    changes
+        .iter()
+        .filter_map(|change| match change {
+            Change::Company(id, CompanyEvent::CompanyRegistered { .. })
+            | Change::Department(id, DepartmentEvent::DepartmentRegistered { .. })
+            | Change::User(id, UserEvent::UserRegistered { .. })
+            | Change::SocialClient(id, SocialClientEvent::SocialClientRegistered { .. })
+            | Change::Chatroom(id, ChatroomEvent::ChatroomRegistered { .. })
+            | Change::ApiKey(id, ApiKeyEvent::ApiKeyIssued { .. }) => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The keys of the rows a batch must load before folding.
+#[derive(Default)]
+struct Keys {
+    companies: Vec<Id>,
+    departments: Vec<Id>,
+    users: Vec<Id>,
+    social_clients: Vec<Id>,
+    chatrooms: Vec<Id>,
+    api_keys: Vec<Id>,
+    department_members: Vec<DepartmentMemberKey>,
+    chatroom_members: Vec<ChatroomMemberKey>,
+}
+
+impl Keys {
+    fn of(changes: &[Change]) -> Self {
+        let created = created(changes);
+        let old = |id: &Uuid| !created.contains(id);
+        let mut keys = Self::default();
         for change in changes {
             match change {
-                Change::Company(id, _) => keys[0].push(Id { id: *id }),
+                Change::Company(id, _) if old(id) => keys.companies.push(Id { id: *id }),
+                Change::User(id, _) if old(id) => keys.users.push(Id { id: *id }),
+                Change::SocialClient(id, _) if old(id) => keys.social_clients.push(Id { id: *id }),
+                Change::ApiKey(id, _) if old(id) => keys.api_keys.push(Id { id: *id }),
                 Change::Department(id, event) => {
-                    keys[1].push(Id { id: *id });
-                    if let DepartmentEvent::DepartmentMemberAdded { user_id }
-                    | DepartmentEvent::DepartmentMemberRemoved { user_id }
-                    | DepartmentEvent::DepartmentManagerGranted { user_id }
-                    | DepartmentEvent::DepartmentManagerRevoked { user_id } = event
-                    {
-                        dept_members.push(DepartmentMemberKey { department_id: *id, user_id: *user_id });
+                    let member = match event {
+                        DepartmentEvent::DepartmentMemberAdded { user_id }
+                        | DepartmentEvent::DepartmentMemberRemoved { user_id }
+                        | DepartmentEvent::DepartmentManagerGranted { user_id }
+                        | DepartmentEvent::DepartmentManagerRevoked { user_id } => Some(*user_id),
+                        _ => None,
+                    };
+                    match member {
+                        Some(user_id) if old(id) && old(&user_id) => {
+                            keys.department_members.push(DepartmentMemberKey {
+                                department_id: *id,
+                                user_id,
+                            })
+                        }
+                        Some(_) => {}
+                        None if old(id) => keys.departments.push(Id { id: *id }),
+                        None => {}
                     }
                 }
-                Change::User(id, _) => keys[2].push(Id { id: *id }),
-                Change::SocialClient(id, _) => keys[3].push(Id { id: *id }),
                 Change::Chatroom(id, event) => {
-                    keys[4].push(Id { id: *id });
-                    match event {
+                    let member = match event {
                         ChatroomEvent::ChatroomMemberAdded { member }
-                        | ChatroomEvent::ChatroomMemberRemoved { member } => room_members.push(member_key(*id, member)),
+                        | ChatroomEvent::ChatroomMemberRemoved { member } => Some(*member),
                         ChatroomEvent::ChatroomManagerGranted { user_id }
-                        | ChatroomEvent::ChatroomManagerRevoked { user_id } => room_members.push(ChatroomMemberKey {
-                            chatroom_id: *id,
-                            member_kind: "user".into(),
-                            member_id: *user_id,
+                        | ChatroomEvent::ChatroomManagerRevoked { user_id } => Some(PrincipalRef {
+                            kind: PrincipalType::User,
+                            id: *user_id,
                         }),
-                        _ => {}
+                        _ => None,
+                    };
+                    match member {
+                        Some(member) if old(id) && old(&member.id) => {
+                            keys.chatroom_members.push(member_key(*id, &member))
+                        }
+                        Some(_) => {}
+                        None if old(id) => keys.chatrooms.push(Id { id: *id }),
+                        None => {}
                     }
                 }
-                Change::ApiKey(id, _) => keys[5].push(Id { id: *id }),
+                _ => {}
             }
         }
-        let [companies, departments, users, clients, chatrooms, api_keys] = keys;
+        keys
+    }
+}
+
+impl Workset {
+    async fn load(conn: &mut PgConnection, changes: &[Change]) -> anyhow::Result<Self> {
+        let keys = Keys::of(changes);
+        let department_members = DEPARTMENT_MEMBERS
+            .load::<_, DepartmentMemberRow>(conn, &keys.department_members)
+            .await?
+            .into_iter()
+            .map(|r| {
+                (
+                    DepartmentMemberKey {
+                        department_id: r.department_id,
+                        user_id: r.user_id,
+                    },
+                    r,
+                )
+            });
+        let chatroom_members = CHATROOM_MEMBERS
+            .load::<_, ChatroomMemberRow>(conn, &keys.chatroom_members)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let key = ChatroomMemberKey {
+                    chatroom_id: r.chatroom_id,
+                    member_kind: r.member_kind.clone(),
+                    member_id: r.member_id,
+                };
+                (key, r)
+            });
         Ok(Self {
-            companies: RowSet::loaded(by_id(COMPANIES.load::<_, CompanyRow>(conn, &companies).await?, |r| r.id)),
-            departments: RowSet::loaded(by_id(DEPARTMENTS.load::<_, DepartmentRow>(conn, &departments).await?, |r| r.id)),
-            users: RowSet::loaded(by_id(USERS.load::<_, UserRow>(conn, &users).await?, |r| r.id)),
-            social_clients: RowSet::loaded(by_id(SOCIAL_CLIENTS.load::<_, SocialClientRow>(conn, &clients).await?, |r| r.id)),
-            chatrooms: RowSet::loaded(by_id(CHATROOMS.load::<_, ChatroomRow>(conn, &chatrooms).await?, |r| r.id)),
-            api_keys: RowSet::loaded(by_id(API_KEYS.load::<_, ApiKeyRow>(conn, &api_keys).await?, |r| r.id)),
-            department_members: RowSet::loaded(
-                DEPARTMENT_MEMBERS
-                    .load::<_, DepartmentMemberRow>(conn, &dept_members)
-                    .await?
-                    .into_iter()
-                    .map(|r| (DepartmentMemberKey { department_id: r.department_id, user_id: r.user_id }, r)),
+            department_members: RowSet::loaded(department_members),
+            chatroom_members: RowSet::loaded(chatroom_members),
+            companies: by_id(
+                COMPANIES
+                    .load::<_, CompanyRow>(conn, &keys.companies)
+                    .await?,
+                |r| r.id,
             ),
-            chatroom_members: RowSet::loaded(
-                CHATROOM_MEMBERS
-                    .load::<_, ChatroomMemberRow>(conn, &room_members)
-                    .await?
-                    .into_iter()
-                    .map(|r| {
-                        let key = ChatroomMemberKey {
-                            chatroom_id: r.chatroom_id,
-                            member_kind: r.member_kind.clone(),
-                            member_id: r.member_id,
-                        };
-                        (key, r)
-                    }),
+            departments: by_id(
+                DEPARTMENTS
+                    .load::<_, DepartmentRow>(conn, &keys.departments)
+                    .await?,
+                |r| r.id,
+            ),
+            users: by_id(USERS.load::<_, UserRow>(conn, &keys.users).await?, |r| r.id),
+            social_clients: by_id(
+                SOCIAL_CLIENTS
+                    .load::<_, SocialClientRow>(conn, &keys.social_clients)
+                    .await?,
+                |r| r.id,
+            ),
+            chatrooms: by_id(
+                CHATROOMS
+                    .load::<_, ChatroomRow>(conn, &keys.chatrooms)
+                    .await?,
+                |r| r.id,
+            ),
+            api_keys: by_id(
+                API_KEYS.load::<_, ApiKeyRow>(conn, &keys.api_keys).await?,
+                |r| r.id,
             ),
         })
     }
@@ -146,14 +237,30 @@ impl Workset {
     fn fold(&mut self, change: Change) {
         match change {
             Change::Company(id, event) => match event {
-                CompanyEvent::CompanyRegistered { name, .. } | CompanyEvent::CompanyRenamed { name } => {
-                    self.companies.upsert_with(Id { id }, || CompanyRow { id, name: String::new() }).name = name;
+                CompanyEvent::CompanyRegistered { name, .. }
+                | CompanyEvent::CompanyRenamed { name } => {
+                    self.companies
+                        .upsert_with(Id { id }, || CompanyRow {
+                            id,
+                            name: String::new(),
+                        })
+                        .name = name;
                 }
             },
             Change::Department(id, event) => self.fold_department(id, event),
             Change::User(id, event) => match event {
-                UserEvent::UserRegistered { company_id, username, role, .. } => {
-                    self.users.upsert_with(Id { id }, || UserRow { id, company_id, username, role });
+                UserEvent::UserRegistered {
+                    company_id,
+                    username,
+                    role,
+                    ..
+                } => {
+                    self.users.upsert_with(Id { id }, || UserRow {
+                        id,
+                        company_id,
+                        username,
+                        role,
+                    });
                 }
                 UserEvent::UserRenamed { username } => {
                     if let Some(row) = self.users.get_mut(&Id { id }) {
@@ -167,19 +274,42 @@ impl Workset {
                 }
             },
             Change::SocialClient(id, event) => match event {
-                SocialClientEvent::SocialClientRegistered { company_id, platform, platform_user_id, display_name, .. } => {
-                    let row = SocialClientRow { id, company_id, platform, platform_user_id, display_name };
+                SocialClientEvent::SocialClientRegistered {
+                    company_id,
+                    platform,
+                    platform_user_id,
+                    display_name,
+                    ..
+                } => {
+                    let row = SocialClientRow {
+                        id,
+                        company_id,
+                        platform,
+                        platform_user_id,
+                        display_name,
+                    };
                     self.social_clients.upsert_with(Id { id }, || row);
                 }
-                SocialClientEvent::SocialClientUpdated { platform, platform_user_id, display_name } => {
+                SocialClientEvent::SocialClientUpdated {
+                    platform,
+                    platform_user_id,
+                    display_name,
+                } => {
                     if let Some(row) = self.social_clients.get_mut(&Id { id }) {
-                        (row.platform, row.platform_user_id, row.display_name) = (platform, platform_user_id, display_name);
+                        (row.platform, row.platform_user_id, row.display_name) =
+                            (platform, platform_user_id, display_name);
                     }
                 }
             },
             Change::Chatroom(id, event) => self.fold_chatroom(id, event),
             Change::ApiKey(id, event) => match event {
-                ApiKeyEvent::ApiKeyIssued { company_id, owner, secret_sha256, access, .. } => {
+                ApiKeyEvent::ApiKeyIssued {
+                    company_id,
+                    owner,
+                    secret_sha256,
+                    access,
+                    ..
+                } => {
                     let row = ApiKeyRow {
                         id,
                         company_id,
@@ -211,30 +341,53 @@ impl Workset {
 
     fn fold_department(&mut self, id: Uuid, event: DepartmentEvent) {
         use DepartmentEvent::*;
-        let membership = |user_id: Uuid| DepartmentMemberKey { department_id: id, user_id };
+        let membership = |user_id: Uuid| DepartmentMemberKey {
+            department_id: id,
+            user_id,
+        };
         match event {
-            DepartmentRegistered { company_id, name, .. } => {
-                self.departments.upsert_with(Id { id }, || DepartmentRow { id, company_id, name });
+            DepartmentRegistered {
+                company_id, name, ..
+            } => {
+                self.departments.upsert_with(Id { id }, || DepartmentRow {
+                    id,
+                    company_id,
+                    name,
+                });
             }
             DepartmentRenamed { name } => {
                 if let Some(row) = self.departments.get_mut(&Id { id }) {
                     row.name = name;
                 }
             }
-            DepartmentMemberAdded { user_id } => self.department_flag(membership(user_id), |r| r.is_member = true),
-            DepartmentMemberRemoved { user_id } => self.department_flag(membership(user_id), |r| r.is_member = false),
-            DepartmentManagerGranted { user_id } => self.department_flag(membership(user_id), |r| r.is_manager = true),
-            DepartmentManagerRevoked { user_id } => self.department_flag(membership(user_id), |r| r.is_manager = false),
+            DepartmentMemberAdded { user_id } => {
+                self.department_flag(membership(user_id), |r| r.is_member = true)
+            }
+            DepartmentMemberRemoved { user_id } => {
+                self.department_flag(membership(user_id), |r| r.is_member = false)
+            }
+            DepartmentManagerGranted { user_id } => {
+                self.department_flag(membership(user_id), |r| r.is_manager = true)
+            }
+            DepartmentManagerRevoked { user_id } => {
+                self.department_flag(membership(user_id), |r| r.is_manager = false)
+            }
         }
     }
 
-    fn department_flag(&mut self, key: DepartmentMemberKey, change: impl FnOnce(&mut DepartmentMemberRow)) {
-        let row = self.department_members.upsert_with(key.clone(), || DepartmentMemberRow {
-            department_id: key.department_id,
-            user_id: key.user_id,
-            is_member: false,
-            is_manager: false,
-        });
+    fn department_flag(
+        &mut self,
+        key: DepartmentMemberKey,
+        change: impl FnOnce(&mut DepartmentMemberRow),
+    ) {
+        let row = self
+            .department_members
+            .upsert_with(key.clone(), || DepartmentMemberRow {
+                department_id: key.department_id,
+                user_id: key.user_id,
+                is_member: false,
+                is_manager: false,
+            });
         change(row);
         if !row.is_member && !row.is_manager {
             self.department_members.remove(&key);
@@ -243,20 +396,45 @@ impl Workset {
 
     fn fold_chatroom(&mut self, id: Uuid, event: ChatroomEvent) {
         use ChatroomEvent::*;
-        let manager = |user_id: Uuid| ChatroomMemberKey { chatroom_id: id, member_kind: "user".into(), member_id: user_id };
+        let manager = |user_id: Uuid| ChatroomMemberKey {
+            chatroom_id: id,
+            member_kind: "user".into(),
+            member_id: user_id,
+        };
         match event {
-            ChatroomRegistered { company_id, name, department_id, .. } => {
-                let row = ChatroomRow { id, company_id, department_id, name, archived: false };
+            ChatroomRegistered {
+                company_id,
+                name,
+                department_id,
+                ..
+            } => {
+                let row = ChatroomRow {
+                    id,
+                    company_id,
+                    department_id,
+                    name,
+                    archived: false,
+                };
                 self.chatrooms.upsert_with(Id { id }, || row);
             }
             ChatroomRenamed { name } => self.room(id, |r| r.name = name),
-            ChatroomDepartmentChanged { department_id } => self.room(id, |r| r.department_id = department_id),
+            ChatroomDepartmentChanged { department_id } => {
+                self.room(id, |r| r.department_id = department_id)
+            }
             ChatroomArchived => self.room(id, |r| r.archived = true),
             ChatroomRestored => self.room(id, |r| r.archived = false),
-            ChatroomMemberAdded { member } => self.room_flag(member_key(id, &member), |r| r.is_member = true),
-            ChatroomMemberRemoved { member } => self.room_flag(member_key(id, &member), |r| r.is_member = false),
-            ChatroomManagerGranted { user_id } => self.room_flag(manager(user_id), |r| r.is_manager = true),
-            ChatroomManagerRevoked { user_id } => self.room_flag(manager(user_id), |r| r.is_manager = false),
+            ChatroomMemberAdded { member } => {
+                self.room_flag(member_key(id, &member), |r| r.is_member = true)
+            }
+            ChatroomMemberRemoved { member } => {
+                self.room_flag(member_key(id, &member), |r| r.is_member = false)
+            }
+            ChatroomManagerGranted { user_id } => {
+                self.room_flag(manager(user_id), |r| r.is_manager = true)
+            }
+            ChatroomManagerRevoked { user_id } => {
+                self.room_flag(manager(user_id), |r| r.is_manager = false)
+            }
         }
     }
 
@@ -267,13 +445,15 @@ impl Workset {
     }
 
     fn room_flag(&mut self, key: ChatroomMemberKey, change: impl FnOnce(&mut ChatroomMemberRow)) {
-        let row = self.chatroom_members.upsert_with(key.clone(), || ChatroomMemberRow {
-            chatroom_id: key.chatroom_id,
-            member_kind: key.member_kind.clone(),
-            member_id: key.member_id,
-            is_member: false,
-            is_manager: false,
-        });
+        let row = self
+            .chatroom_members
+            .upsert_with(key.clone(), || ChatroomMemberRow {
+                chatroom_id: key.chatroom_id,
+                member_kind: key.member_kind.clone(),
+                member_id: key.member_id,
+                is_member: false,
+                is_manager: false,
+            });
         change(row);
         if !row.is_member && !row.is_manager {
             self.chatroom_members.remove(&key);
@@ -286,14 +466,16 @@ impl Workset {
         USERS.store(conn, self.users).await?;
         SOCIAL_CLIENTS.store(conn, self.social_clients).await?;
         CHATROOMS.store(conn, self.chatrooms).await?;
-        DEPARTMENT_MEMBERS.store(conn, self.department_members).await?;
+        DEPARTMENT_MEMBERS
+            .store(conn, self.department_members)
+            .await?;
         CHATROOM_MEMBERS.store(conn, self.chatroom_members).await?;
         API_KEYS.store(conn, self.api_keys).await
     }
 }
 
-fn by_id<R>(rows: Vec<R>, id: impl Fn(&R) -> Uuid) -> impl Iterator<Item = (Id, R)> {
-    rows.into_iter().map(move |row| (Id { id: id(&row) }, row))
+fn by_id<R>(rows: Vec<R>, id: impl Fn(&R) -> Uuid) -> RowSet<Id, R> {
+    RowSet::loaded(rows.into_iter().map(move |row| (Id { id: id(&row) }, row)))
 }
 
 #[async_trait]
@@ -312,6 +494,17 @@ impl Projection for DirectoryProjection {
             "department_members",
             "chatroom_members",
             "api_keys",
+        ]
+    }
+
+    fn aggregate_types(&self) -> &'static [&'static str] {
+        &[
+            "company",
+            "department",
+            "user",
+            "social_client",
+            "chatroom",
+            "api_key",
         ]
     }
 

@@ -4,36 +4,82 @@ use crate::read_models::Table;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-pub(super) const COMPANIES: Table = Table { name: "companies", key: &["id"], columns: &["id", "name"] };
-pub(super) const DEPARTMENTS: Table =
-    Table { name: "departments", key: &["id"], columns: &["id", "company_id", "name"] };
-pub(super) const USERS: Table =
-    Table { name: "users", key: &["id"], columns: &["id", "company_id", "username", "role"] };
+pub(super) const COMPANIES: Table = Table {
+    name: "companies",
+    key: &["id"],
+    columns: &[("id", "uuid"), ("name", "text")],
+};
+pub(super) const DEPARTMENTS: Table = Table {
+    name: "departments",
+    key: &["id"],
+    columns: &[("id", "uuid"), ("company_id", "uuid"), ("name", "text")],
+};
+pub(super) const USERS: Table = Table {
+    name: "users",
+    key: &["id"],
+    columns: &[
+        ("id", "uuid"),
+        ("company_id", "uuid"),
+        ("username", "text"),
+        ("role", "integer"),
+    ],
+};
 pub(super) const SOCIAL_CLIENTS: Table = Table {
     name: "social_clients",
     key: &["id"],
-    columns: &["id", "company_id", "platform", "platform_user_id", "display_name"],
+    columns: &[
+        ("id", "uuid"),
+        ("company_id", "uuid"),
+        ("platform", "text"),
+        ("platform_user_id", "text"),
+        ("display_name", "text"),
+    ],
 };
 pub(super) const CHATROOMS: Table = Table {
     name: "chatrooms",
     key: &["id"],
-    columns: &["id", "company_id", "department_id", "name", "archived"],
+    columns: &[
+        ("id", "uuid"),
+        ("company_id", "uuid"),
+        ("department_id", "uuid"),
+        ("name", "text"),
+        ("archived", "boolean"),
+    ],
 };
 pub(super) const DEPARTMENT_MEMBERS: Table = Table {
     name: "department_members",
     key: &["department_id", "user_id"],
-    columns: &["department_id", "user_id", "is_member", "is_manager"],
+    columns: &[
+        ("department_id", "uuid"),
+        ("user_id", "uuid"),
+        ("is_member", "boolean"),
+        ("is_manager", "boolean"),
+    ],
 };
 pub(super) const CHATROOM_MEMBERS: Table = Table {
     name: "chatroom_members",
     key: &["chatroom_id", "member_kind", "member_id"],
-    columns: &["chatroom_id", "member_kind", "member_id", "is_member", "is_manager"],
+    columns: &[
+        ("chatroom_id", "uuid"),
+        ("member_kind", "text"),
+        ("member_id", "uuid"),
+        ("is_member", "boolean"),
+        ("is_manager", "boolean"),
+    ],
 };
 pub(super) const API_KEYS: Table = Table {
     name: "api_keys",
     key: &["id"],
     columns: &[
-        "id", "company_id", "owner_kind", "owner_id", "secret_sha256", "scope", "chatroom_ids", "domains", "revoked",
+        ("id", "uuid"),
+        ("company_id", "uuid"),
+        ("owner_kind", "text"),
+        ("owner_id", "uuid"),
+        ("secret_sha256", "text"),
+        ("scope", "text"),
+        ("chatroom_ids", "uuid[]"),
+        ("domains", "text[]"),
+        ("revoked", "boolean"),
     ],
 };
 

@@ -1,0 +1,100 @@
+//! `sandboxctl bench`: benchmarks that print the figures the issues ask for.
+//!
+//! Each benchmark creates a scratch database on the same cluster, so it never
+//! touches live data, and drops it afterwards.
+
+mod append;
+mod catchup;
+mod http;
+mod raw;
+mod stats;
+
+use crate::connection::Target;
+use clap::{Args, Subcommand};
+use std::time::Duration;
+
+/// Benchmark commands.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The command path: raw Postgres cycle, HTTP commands, 10-event appends and
+    /// projector catch-up.
+    Append(AppendArgs),
+}
+
+/// Options of `bench append`.
+#[derive(Debug, Clone, Args)]
+pub struct AppendArgs {
+    /// How long each throughput measurement runs.
+    #[arg(long, default_value = "5s")]
+    pub duration: humantime::Duration,
+    /// Concurrent clients of the concurrent runs.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Events in the synthetic log for the catch-up measurement.
+    #[arg(long, default_value_t = 200_000)]
+    pub catchup_events: usize,
+}
+
+/// Runs a benchmark command.
+pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
+    let BenchCommand::Append(args) = command;
+    let scratch = raw::Scratch::create(&target.url()?).await?;
+    let result = run_append(&scratch, &args).await;
+    scratch.drop_database().await?;
+    result?;
+    // Catch-up gets a log of its own per mix, holding only directory and settings events.
+    for mix in [catchup::Mix::Creations, catchup::Mix::Lifecycles] {
+        let scratch = raw::Scratch::create(&target.url()?).await?;
+        let result = catchup::cold_catch_up(&scratch.pool, args.catchup_events, mix).await;
+        scratch.drop_database().await?;
+        let catchup = result?;
+        println!(
+            "(d) projector catch-up from a cold checkpoint, {mix:?} mix: {} events in {:.2} s = {:.0} events/s (target >= 50,000)",
+            catchup.events,
+            catchup.seconds,
+            catchup.events as f64 / catchup.seconds
+        );
+    }
+    Ok(())
+}
+
+async fn run_append(scratch: &raw::Scratch, args: &AppendArgs) -> anyhow::Result<()> {
+    let duration: Duration = args.duration.into();
+    println!(
+        "bench append: {} per measurement, {} concurrent clients",
+        humantime::format_duration(duration),
+        args.clients
+    );
+    let raw_one = raw::command_cycle(&scratch.pool, 1, duration).await?;
+    let raw_many = raw::command_cycle(&scratch.pool, args.clients, duration).await?;
+    println!(
+        "(a) raw cycle (read 50-event aggregate, insert 1 event, commit), 1 client:  {raw_one:.0} ops/s"
+    );
+    println!(
+        "(a) raw cycle, {} clients: {raw_many:.0} ops/s",
+        args.clients
+    );
+    let http_one = http::commands(scratch, 1, duration).await?;
+    let http_many = http::commands(scratch, args.clients, duration).await?;
+    println!(
+        "(b) HTTP command (auth, load, decide, append, projection catch-up, response), 1 client:  {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms; {:.0}% of (a)",
+        http_one.ops_per_second,
+        http_one.p50_ms,
+        http_one.p99_ms,
+        100.0 * http_one.ops_per_second / raw_one
+    );
+    println!(
+        "(b) HTTP command, {} clients: {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms; {:.0}% of (a) (target >= 40%, p99 < 25 ms)",
+        args.clients,
+        http_many.ops_per_second,
+        http_many.p50_ms,
+        http_many.p99_ms,
+        100.0 * http_many.ops_per_second / raw_many
+    );
+    let (multi, single) = append::ten_event_commands(&scratch.pool, duration).await?;
+    println!(
+        "(c) 10-event command: one multi-row statement {multi:.0} commands/s, postgres-es row by row {single:.0} commands/s; ratio {:.2}",
+        multi / single
+    );
+    Ok(())
+}

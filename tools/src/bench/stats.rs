@@ -1,0 +1,31 @@
+//! Latency percentiles.
+
+use std::time::Duration;
+
+/// Throughput and latency of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary {
+    /// Completed operations per second.
+    pub ops_per_second: f64,
+    /// Median latency.
+    pub p50_ms: f64,
+    /// 99th percentile latency.
+    pub p99_ms: f64,
+}
+
+/// Summarizes latencies collected over `elapsed`.
+pub fn summarize(mut latencies: Vec<Duration>, elapsed: Duration) -> Summary {
+    latencies.sort();
+    let at = |q: f64| {
+        if latencies.is_empty() {
+            return 0.0;
+        }
+        let index = ((latencies.len() as f64 - 1.0) * q).round() as usize;
+        latencies[index].as_secs_f64() * 1000.0
+    };
+    Summary {
+        ops_per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50_ms: at(0.50),
+        p99_ms: at(0.99),
+    }
+}

@@ -1,0 +1,186 @@
+//! `sandboxctl` as an operator runs it: a real process against a real database.
+
+use projections::testing::TestDatabase;
+use serde_json::{Value, json};
+use std::process::Command;
+
+struct Cli {
+    db: TestDatabase,
+    data: tempfile::TempDir,
+}
+
+impl Cli {
+    async fn new() -> Self {
+        Self {
+            db: TestDatabase::empty().await,
+            data: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_sandboxctl"))
+            .args(args)
+            .env("DATABASE_URL", &self.db.url)
+            .env("SANDBOX_DATA_DIR", self.data.path())
+            .env_remove("SANDBOX_JWT_SECRET")
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    }
+
+    fn apply(&self, file: &Value) -> Value {
+        let path = self.data.path().join("directory.json");
+        std::fs::write(&path, file.to_string()).unwrap();
+        let (ok, stdout, stderr) = self.run(&["directory", "apply", path.to_str().unwrap()]);
+        assert!(ok, "{stderr}");
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+
+    async fn events(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+}
+
+fn directory() -> Value {
+    json!({"companies": [{"ref": "acme", "name": "Acme",
+      "departments": [{"ref": "rnd", "name": "R&D"}],
+      "chatrooms": [{"ref": "lab", "name": "lab", "department": "rnd"}],
+      "users": [
+        {"ref": "boss", "username": "boss", "role": 3},
+        {"ref": "dm", "username": "dm", "role": 1, "departments": ["rnd"], "manages_departments": ["rnd"], "chatrooms": ["lab"], "manages_chatrooms": ["lab"]},
+        {"ref": "member", "username": "member", "role": 1, "departments": ["rnd"], "chatrooms": ["lab"]}],
+      "api_keys": [
+        {"ref": "bot", "user": "member", "scope": "sandbox", "chatrooms": ["lab"], "domains": ["*"]},
+        {"ref": "full", "user": "boss", "scope": "full", "domains": ["*"]}],
+      "social_clients": [{"ref": "line1", "platform": "line", "platform_user_id": "U1", "chatrooms": ["lab"]}]}]})
+}
+
+#[tokio::test]
+async fn directory_apply_is_idempotent_and_prints_credentials_once() {
+    let cli = Cli::new().await;
+    let (ok, _, stderr) = cli.run(&["db", "migrate"]);
+    assert!(ok, "{stderr}");
+    let first = cli.apply(&directory());
+    let acme = &first["companies"]["acme"];
+    assert!(acme["id"].as_str().unwrap().parse::<uuid::Uuid>().is_ok());
+    assert!(acme["departments"]["rnd"].is_string());
+    assert!(acme["chatrooms"]["lab"].is_string());
+    assert!(
+        acme["users"]["boss"]["token"]
+            .as_str()
+            .unwrap()
+            .split('.')
+            .count()
+            == 3
+    );
+    assert!(
+        acme["api_keys"]["bot"]["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("sbx_")
+    );
+    assert!(acme["social_clients"]["line1"]["id"].is_string());
+    let events = cli.events().await;
+    assert!(events > 10);
+
+    let second = cli.apply(&directory());
+    assert_eq!(cli.events().await, events, "a second apply changes nothing");
+    assert_eq!(second["companies"]["acme"]["id"], acme["id"]);
+    assert_eq!(
+        second["companies"]["acme"]["users"]["dm"]["id"],
+        acme["users"]["dm"]["id"]
+    );
+    assert!(second["companies"]["acme"]["api_keys"]["bot"]["key"].is_null());
+    assert_eq!(
+        second["companies"]["acme"]["api_keys"]["bot"]["id"],
+        acme["api_keys"]["bot"]["id"]
+    );
+
+    let members: i64 = sqlx::query_scalar("SELECT count(*) FROM chatroom_members WHERE is_member")
+        .fetch_one(&cli.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(members, 3, "dm, member and the LINE client are in the lab");
+}
+
+#[tokio::test]
+async fn a_changed_file_applies_only_the_difference() {
+    let cli = Cli::new().await;
+    cli.apply(&directory());
+    let events = cli.events().await;
+    let mut changed = directory();
+    changed["companies"][0]["users"][2]["role"] = json!(3);
+    cli.apply(&changed);
+    assert_eq!(cli.events().await, events + 1);
+    let role: i32 = sqlx::query_scalar("SELECT role FROM users WHERE username = 'member'")
+        .fetch_one(&cli.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(role, 3);
+}
+
+#[tokio::test]
+async fn token_mint_prints_a_token_for_a_directory_user() {
+    let cli = Cli::new().await;
+    let applied = cli.apply(&directory());
+    let (ok, stdout, stderr) = cli.run(&[
+        "token",
+        "mint",
+        "--company",
+        "acme",
+        "--user",
+        "dm",
+        "--ttl",
+        "1h",
+    ]);
+    assert!(ok, "{stderr}");
+    let secret = std::fs::read(cli.data.path().join("jwt.secret")).unwrap();
+    let claims = api::auth::jwt::JwtKeys::new(secret.trim_ascii())
+        .verify(stdout.trim())
+        .expect("a valid token");
+    assert_eq!(
+        claims.sub.to_string(),
+        applied["companies"]["acme"]["users"]["dm"]["id"]
+            .as_str()
+            .unwrap()
+    );
+    assert!(claims.exp - claims.iat <= 3600);
+    let (ok, _, stderr) = cli.run(&["token", "mint", "--company", "acme", "--user", "nobody"]);
+    assert!(!ok);
+    assert!(stderr.contains("no user"), "{stderr}");
+}
+
+#[tokio::test]
+async fn unknown_references_are_refused_with_a_clear_message() {
+    let cli = Cli::new().await;
+    let mut bad = directory();
+    bad["companies"][0]["users"][1]["chatrooms"] = json!(["nowhere"]);
+    let path = cli.data.path().join("bad.json");
+    std::fs::write(&path, bad.to_string()).unwrap();
+    let (ok, _, stderr) = cli.run(&["directory", "apply", path.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("unknown chatroom reference `nowhere`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_database_the_cli_says_what_to_do() {
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sandboxctl"))
+        .args(["db", "migrate"])
+        .env_remove("DATABASE_URL")
+        .env("SANDBOX_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("sandbox-api serve"));
+}
