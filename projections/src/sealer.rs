@@ -44,7 +44,7 @@ pub struct Sealed {
 /// Selects the sealed head's position and hash and the horizon, in that order;
 /// callers may add columns after them.
 pub const HEAD_SQL: &str =
-    "SELECT last.position, last.chain_hash, pg_snapshot_xmin(pg_current_snapshot())::text
+    "SELECT last.position, last.chain_hash, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (SELECT position, chain_hash FROM events WHERE position IS NOT NULL
                       ORDER BY position DESC LIMIT 1) AS last ON true";

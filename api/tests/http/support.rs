@@ -74,6 +74,10 @@ impl TestApp {
 
     /// A server with the given options.
     pub async fn spawn_with(options: Options) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .try_init();
         let db = TestDatabase::fresh().await;
         let data = tempfile::tempdir().expect("temp dir");
         if options.transit_key {
