@@ -13,7 +13,7 @@ use cqrs_es::persist::{EventStoreAggregateContext, PersistedEventRepository, Per
 use domain::AggregateExt;
 
 /// A snapshot is written each time an aggregate's sequence crosses a multiple of this.
-pub const SNAPSHOT_EVERY: usize = 100;
+pub const SNAPSHOT_EVERY: usize = 32;
 
 /// One row of the combined load: the snapshot (sequence NULL) or an event.
 #[derive(sqlx::FromRow)]

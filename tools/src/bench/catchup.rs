@@ -116,22 +116,30 @@ pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Res
         Mix::Lifecycles => written += lifecycles(&mut log, &world, total - written).await?,
     }
     log.flush().await?;
-    Pump::new(pool.clone(), Vec::new(), PumpConfig::default())
-        .drain()
-        .await;
-    let projections = read_models::all();
+    // Seal (and project) everything, then forget the read models and time a
+    // projection of the whole log from position 0. One pump does both: it keeps
+    // the leadership of the database.
+    let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
+    pump.register().await?;
+    loop {
+        pump.drain().await;
+        let sealed: i64 = sqlx::query_scalar("SELECT count(position) FROM events")
+            .fetch_one(pool)
+            .await?;
+        if sealed as usize == written {
+            break;
+        }
+    }
     let mut tables = Vec::new();
-    for projection in &projections {
+    for projection in pump.projections() {
         tables.extend(projection.tables().iter().copied());
     }
     sqlx::query(&format!("TRUNCATE {}", tables.join(", ")))
         .execute(pool)
         .await?;
-    sqlx::query("DELETE FROM projection_checkpoints")
+    sqlx::query("UPDATE projection_checkpoints SET position = 0")
         .execute(pool)
         .await?;
-    let pump = Pump::new(pool.clone(), projections, PumpConfig::default());
-    pump.register().await?;
     let started = Instant::now();
     pump.drain().await;
     let seconds = started.elapsed().as_secs_f64();

@@ -1,31 +1,28 @@
 //! The pump: seals new events and applies them to every projection, checkpointed.
 //!
-//! One cycle is one transaction: take the pump lock, seal what committed, apply the
-//! next batch to each projection that is behind (each in a savepoint, with its
-//! checkpoint written beside its rows), commit. A projection that fails is rolled back
-//! to its savepoint, marked failing and retried later; the others go on. Only one
-//! process pumps a database at a time (an advisory lock); the others wait for it.
+//! One cycle is one transaction: seal what committed, apply the next batch to each
+//! projection that is behind (with its checkpoint written beside its rows), commit
+//! (see `cycle.rs`). Only one process pumps a database at a time: the leader holds a
+//! session advisory lock on a dedicated connection (see `leader.rs`); the others
+//! wait for it.
 //!
 //! After each cycle the pump publishes its [`Progress`] in memory. A command that
 //! knows the transaction id of its append can tell from it alone, without a query,
 //! when its events are sealed and projected; when another process pumps, the wait
 //! falls back to reading positions and checkpoints from the database.
 
-use crate::log::{self, StoredEvent};
+mod cycle;
+mod leader;
+
 use crate::projection::Projection;
-use crate::sealer::{self, HEAD_SQL, Head};
 use crate::store::EventKey;
-use chrono::{DateTime, Utc};
-use sqlx::types::Json;
-use sqlx::{Connection, PgConnection, PgPool};
+use leader::Leader;
+use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// Advisory lock key held by the process that pumps.
-const PUMP_LOCK: i64 = 0x5A4D_B0C5;
 
 /// Tuning of the pump.
 #[derive(Debug, Clone, Copy)]
@@ -91,23 +88,7 @@ pub struct Pump {
     kick: Notify,
     progress: watch::Sender<Progress>,
     config: PumpConfig,
-}
-
-/// The first row of a cycle: the sealed head, the horizon and the checkpoints.
-#[derive(sqlx::FromRow)]
-struct Header {
-    position: Option<i64>,
-    chain_hash: Option<Vec<u8>>,
-    horizon: String,
-    checkpoints: Json<Vec<Checkpoint>>,
-}
-
-#[derive(serde::Deserialize)]
-struct Checkpoint {
-    name: String,
-    position: i64,
-    failing_since: Option<DateTime<Utc>>,
-    updated_at: DateTime<Utc>,
+    leader: tokio::sync::Mutex<Leader>,
 }
 
 impl Pump {
@@ -126,6 +107,7 @@ impl Pump {
             kick: Notify::new(),
             progress,
             config,
+            leader: tokio::sync::Mutex::new(Leader::default()),
         })
     }
 
@@ -182,150 +164,6 @@ impl Pump {
                 }
             }
         }
-    }
-
-    /// One transaction: seal, then project. `None` when another process pumps.
-    pub async fn cycle(&self) -> anyhow::Result<Option<Cycle>> {
-        let mut tx = self.pool.begin().await?;
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
-            .bind(PUMP_LOCK)
-            .fetch_one(&mut *tx)
-            .await?;
-        if !locked {
-            return Ok(None);
-        }
-        // The head, the horizon and every checkpoint in one round trip.
-        let header: Header = sqlx::query_as(&format!(
-                "WITH head AS ({HEAD_SQL})
-                 SELECT head.*, (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c WHERE c.name = ANY($1)) AS checkpoints
-                   FROM head"
-            ))
-            .bind(&self.names)
-            .fetch_one(&mut *tx)
-            .await?;
-        let head = Head::from_columns(header.position, header.chain_hash, &header.horizon)?;
-        let checkpoints = header.checkpoints.0;
-        let sealed = sealer::seal(&mut tx, head, self.config.seal_batch).await?;
-        let mut states: Vec<State> = self
-            .projections
-            .iter()
-            .filter_map(|p| {
-                let cp = checkpoints.iter().find(|c| c.name == p.name())?;
-                Some(State {
-                    projection: p,
-                    position: cp.position,
-                    failing: cp.failing_since.is_some(),
-                    last_attempt: cp.updated_at,
-                })
-            })
-            .collect();
-        let until = self.project(&mut tx, &mut states, &sealed).await?;
-        tx.commit().await?;
-
-        let projected = states
-            .iter()
-            .filter(|s| !s.failing)
-            .map(|s| s.position)
-            .min()
-            .unwrap_or(sealed.head);
-        self.progress.send_modify(|progress| {
-            if sealed.complete && sealed.horizon > progress.horizon {
-                progress.horizon = sealed.horizon;
-                progress.horizon_head = sealed.head;
-            }
-            progress.projected = projected;
-        });
-        metrics::gauge!("sandbox_log_head").set(sealed.head as f64);
-        for state in &states {
-            metrics::gauge!("sandbox_projection_lag_events", "projection" => state.projection.name())
-                .set((sealed.head - state.position) as f64);
-        }
-        let more = !sealed.complete || until.is_some_and(|u| u < sealed.head);
-        Ok(Some(Cycle {
-            sealed: sealed.events.len(),
-            head: sealed.head,
-            more,
-        }))
-    }
-
-    /// Applies the next batch to every projection that is behind and not resting;
-    /// returns the batch end, if there was a batch. In the steady state the batch is
-    /// exactly what was just sealed, and is not read again.
-    async fn project(
-        &self,
-        tx: &mut PgConnection,
-        states: &mut [State<'_>],
-        sealed: &sealer::Sealed,
-    ) -> anyhow::Result<Option<i64>> {
-        let head = sealed.head;
-        let backoff = chrono::Duration::from_std(self.config.failure_backoff)?;
-        let now = Utc::now();
-        // A failing projection rests between attempts (its last attempt is `updated_at`).
-        let due =
-            |s: &State<'_>| s.position < head && !(s.failing && now - s.last_attempt < backoff);
-        let Some(from) = states.iter().filter(|s| due(s)).map(|s| s.position).min() else {
-            return Ok(None);
-        };
-        let until = head.min(from + self.config.project_batch);
-        let just_sealed = sealed
-            .events
-            .first()
-            .is_some_and(|e| e.position == from + 1)
-            && until == head;
-        let read;
-        let events: &[StoredEvent] = if just_sealed {
-            &sealed.events
-        } else {
-            read = log::read_range(tx, from, until).await?;
-            &read
-        };
-        let mut advanced = Vec::new();
-        for state in states.iter_mut().filter(|s| due(s)) {
-            let batch = &events[events.partition_point(|e| e.position <= state.position)..];
-            let types = state.projection.aggregate_types();
-            if !batch
-                .iter()
-                .any(|e| types.contains(&e.aggregate_type.as_str()))
-            {
-                advanced.push(state.projection.name());
-                state.position = until;
-                continue;
-            }
-            let mut savepoint = Connection::begin(&mut *tx).await?;
-            match state.projection.apply(&mut savepoint, batch).await {
-                Ok(()) => {
-                    savepoint.commit().await?;
-                    advanced.push(state.projection.name());
-                    state.position = until;
-                    state.failing = false;
-                }
-                Err(error) => {
-                    savepoint.rollback().await?;
-                    let message = format!("{error:#}");
-                    tracing::error!(projection = state.projection.name(), error = %message, "projection failed");
-                    sqlx::query(
-                        "UPDATE projection_checkpoints
-                            SET failing_since = coalesce(failing_since, now()), updated_at = now(), last_error = $2
-                          WHERE name = $1",
-                    )
-                    .bind(state.projection.name())
-                    .bind(message)
-                    .execute(&mut *tx)
-                    .await?;
-                    state.failing = true;
-                }
-            }
-        }
-        sqlx::query(
-            "UPDATE projection_checkpoints
-                SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
-              WHERE name = ANY($1)",
-        )
-        .bind(&advanced)
-        .bind(until)
-        .execute(&mut *tx)
-        .await?;
-        Ok(Some(until))
     }
 
     /// Waits until the event is sealed and every healthy projection has applied it.
@@ -386,12 +224,4 @@ impl Pump {
             _ => false,
         })
     }
-}
-
-/// A projection's checkpoint during a cycle.
-struct State<'a> {
-    projection: &'a Arc<dyn Projection>,
-    position: i64,
-    failing: bool,
-    last_attempt: DateTime<Utc>,
 }
