@@ -7,8 +7,10 @@
 pub mod aggregate_ext;
 pub mod catalog;
 pub mod directory;
+pub mod environments;
 pub mod error;
 pub mod ids;
+pub mod objects;
 pub mod principal;
 pub mod settings;
 pub mod validation;

@@ -1,0 +1,15 @@
+//! Environment versions and their build attempts, in one aggregate so that "one
+//! non-terminal attempt per version" and the version's state move together.
+
+mod aggregate;
+mod events;
+mod model;
+#[cfg(test)]
+mod tests;
+
+pub use aggregate::{EnvironmentVersion, VersionError};
+pub use events::{RETRY_WINDOW_DAYS, VersionCommand, VersionEvent};
+pub use model::{
+    Attempt, BuildFailure, BuildPhase, BuildProfile, BuildReport, BuildStatus, SecurityState, TerminalClass,
+    VersionCreated, VersionState,
+};
