@@ -153,7 +153,12 @@ impl Aggregate for OwnedObject {
     type Error = ObjectError;
     type Services = ();
 
-    async fn handle(&mut self, command: Self::Command, _: &(), sink: &EventSink<Self>) -> Result<(), Self::Error> {
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
         match command {
             ObjectCommand::Record(stored) => match &self.stored {
                 None => sink.write(ObjectEvent::ObjectStored(stored), self).await,
@@ -179,7 +184,9 @@ impl Aggregate for OwnedObject {
     fn apply(&mut self, event: Self::Event) {
         match event {
             ObjectEvent::ObjectStored(stored) => self.stored = Some(stored),
-            ObjectEvent::ObjectDeletionRequested => self.deletion_state = DeletionState::DeletePending,
+            ObjectEvent::ObjectDeletionRequested => {
+                self.deletion_state = DeletionState::DeletePending
+            }
             ObjectEvent::ObjectDeleted => self.deletion_state = DeletionState::Deleted,
         }
     }

@@ -24,31 +24,48 @@ pub struct DockerfileRejection {
 }
 
 fn refuse(rule: &'static str, message: impl Into<String>) -> DockerfileRejection {
-    DockerfileRejection { rule, message: message.into() }
+    DockerfileRejection {
+        rule,
+        message: message.into(),
+    }
 }
 
 /// Checks a Dockerfile against every rule.
 pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
     if bytes.len() > MAX_DOCKERFILE_BYTES {
-        return Err(refuse("dockerfile_too_large", format!("{} bytes; at most {MAX_DOCKERFILE_BYTES}", bytes.len())));
+        return Err(refuse(
+            "dockerfile_too_large",
+            format!("{} bytes; at most {MAX_DOCKERFILE_BYTES}", bytes.len()),
+        ));
     }
-    let text = std::str::from_utf8(bytes).map_err(|_| refuse("dockerfile_not_utf8", "the Dockerfile is not UTF-8"))?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| refuse("dockerfile_not_utf8", "the Dockerfile is not UTF-8"))?;
     for (number, line) in text.lines().enumerate() {
         if is_syntax_directive(line) {
-            return Err(refuse("syntax_directive", format!("line {} is a `# syntax=` directive", number + 1)));
+            return Err(refuse(
+                "syntax_directive",
+                format!("line {} is a `# syntax=` directive", number + 1),
+            ));
         }
     }
-    let dockerfile =
-        parse_dockerfile::parse(text).map_err(|e| refuse("dockerfile_unparsable", e.to_string()))?;
+    let dockerfile = parse_dockerfile::parse(text)
+        .map_err(|e| refuse("dockerfile_unparsable", e.to_string()))?;
     let mut stages: Vec<Option<String>> = Vec::new();
     for instruction in &dockerfile.instructions {
         match instruction {
             Instruction::From(from) => {
                 let image = from.image.value.as_ref();
                 if image.contains('$') {
-                    return Err(refuse("dynamic_from", format!("FROM {image} names its image through a variable")));
+                    return Err(refuse(
+                        "dynamic_from",
+                        format!("FROM {image} names its image through a variable"),
+                    ));
                 }
-                stages.push(from.as_.as_ref().map(|(_, name)| name.value.to_ascii_lowercase()));
+                stages.push(
+                    from.as_
+                        .as_ref()
+                        .map(|(_, name)| name.value.to_ascii_lowercase()),
+                );
             }
             Instruction::Add(add) => {
                 for source in &add.src {
@@ -63,7 +80,10 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
                 if let Some(from) = flag(&copy.options, "from")
                     && !reviewed(&stages, &from)
                 {
-                    return Err(refuse("copy_from_unreviewed_stage", format!("COPY --from={from}")));
+                    return Err(refuse(
+                        "copy_from_unreviewed_stage",
+                        format!("COPY --from={from}"),
+                    ));
                 }
             }
             Instruction::Run(run) => check_run_flags(&run.options, &stages)?,
@@ -78,25 +98,40 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
     Ok(())
 }
 
-fn check_run_flags(options: &[Flag<'_>], stages: &[Option<String>]) -> Result<(), DockerfileRejection> {
+fn check_run_flags(
+    options: &[Flag<'_>],
+    stages: &[Option<String>],
+) -> Result<(), DockerfileRejection> {
     for option in options {
         let name = option.name.value.as_ref();
-        let value = option.value.as_ref().map(|v| v.value.as_ref()).unwrap_or("");
+        let value = option
+            .value
+            .as_ref()
+            .map(|v| v.value.as_ref())
+            .unwrap_or("");
         if name == "network" && value.eq_ignore_ascii_case("host") {
             return Err(refuse("run_network_host", "RUN --network=host"));
         }
         if name == "mount" {
             let fields = mount_fields(value);
-            let kind = fields.iter().find(|(k, _)| *k == "type").map(|(_, v)| v.to_ascii_lowercase());
+            let kind = fields
+                .iter()
+                .find(|(k, _)| *k == "type")
+                .map(|(_, v)| v.to_ascii_lowercase());
             match kind.as_deref() {
-                Some("secret") => return Err(refuse("run_mount_secret", format!("RUN --mount={value}"))),
+                Some("secret") => {
+                    return Err(refuse("run_mount_secret", format!("RUN --mount={value}")));
+                }
                 Some("ssh") => return Err(refuse("run_mount_ssh", format!("RUN --mount={value}"))),
                 _ => {}
             }
             if let Some((_, from)) = fields.iter().find(|(k, _)| *k == "from")
                 && !reviewed(stages, from)
             {
-                return Err(refuse("run_mount_unreviewed_stage", format!("RUN --mount={value}")));
+                return Err(refuse(
+                    "run_mount_unreviewed_stage",
+                    format!("RUN --mount={value}"),
+                ));
             }
         }
     }
@@ -112,10 +147,12 @@ fn mount_fields(value: &str) -> Vec<(&str, &str)> {
 }
 
 fn flag(options: &[Flag<'_>], name: &str) -> Option<String> {
-    options
-        .iter()
-        .find(|o| o.name.value == name)
-        .map(|o| o.value.as_ref().map(|v| v.value.to_string()).unwrap_or_default())
+    options.iter().find(|o| o.name.value == name).map(|o| {
+        o.value
+            .as_ref()
+            .map(|v| v.value.to_string())
+            .unwrap_or_default()
+    })
 }
 
 /// Whether `reference` names a stage defined earlier (by `AS` name or index).
@@ -132,12 +169,16 @@ fn reviewed(stages: &[Option<String>], reference: &str) -> bool {
 
 fn is_network_source(source: &str) -> bool {
     let lower = source.to_ascii_lowercase();
-    ["http://", "https://", "git://", "git@", "ssh://", "ftp://"].iter().any(|p| lower.starts_with(p))
+    ["http://", "https://", "git://", "git@", "ssh://", "ftp://"]
+        .iter()
+        .any(|p| lower.starts_with(p))
 }
 
 /// `# syntax=...` (any spacing, any case of `syntax`).
 fn is_syntax_directive(line: &str) -> bool {
-    let Some(rest) = line.trim_start().strip_prefix('#') else { return false };
+    let Some(rest) = line.trim_start().strip_prefix('#') else {
+        return false;
+    };
     let rest = rest.trim_start();
     rest.len() >= 6
         && rest[..6].eq_ignore_ascii_case("syntax")
@@ -155,56 +196,123 @@ mod tests {
     #[test]
     fn public_images_and_scratch_are_allowed() {
         assert_eq!(rule("FROM scratch\nCOPY busybox /bin/busybox\n"), None);
-        assert_eq!(rule("FROM debian:12-slim\nRUN apt-get update && \\\n    apt-get install -y curl\n"), None);
-        assert_eq!(rule("FROM alpine AS build\nRUN echo hi\nFROM scratch\nCOPY --from=build /x /x\nCOPY --from=0 /y /y\n"), None);
-        assert_eq!(rule("FROM alpine\nRUN --mount=type=cache,target=/root/.cache echo ok\n"), None);
+        assert_eq!(
+            rule("FROM debian:12-slim\nRUN apt-get update && \\\n    apt-get install -y curl\n"),
+            None
+        );
+        assert_eq!(
+            rule(
+                "FROM alpine AS build\nRUN echo hi\nFROM scratch\nCOPY --from=build /x /x\nCOPY --from=0 /y /y\n"
+            ),
+            None
+        );
+        assert_eq!(
+            rule("FROM alpine\nRUN --mount=type=cache,target=/root/.cache echo ok\n"),
+            None
+        );
         assert_eq!(rule("FROM alpine\nRUN <<EOF\necho heredoc\nEOF\n"), None);
-        assert_eq!(rule("FROM alpine\nRUN [\"/bin/sh\", \"-c\", \"echo json form\"]\n"), None);
-        assert_eq!(rule("ARG BASE=alpine\nFROM alpine\nARG BASE\nRUN echo $BASE\n"), None);
+        assert_eq!(
+            rule("FROM alpine\nRUN [\"/bin/sh\", \"-c\", \"echo json form\"]\n"),
+            None
+        );
+        assert_eq!(
+            rule("ARG BASE=alpine\nFROM alpine\nARG BASE\nRUN echo $BASE\n"),
+            None
+        );
     }
 
     #[test]
     fn a_dynamic_from_is_refused() {
         assert_eq!(rule("ARG BASE=alpine\nFROM $BASE\n"), Some("dynamic_from"));
-        assert_eq!(rule("ARG TAG=3\nFROM alpine:${TAG}\n"), Some("dynamic_from"));
+        assert_eq!(
+            rule("ARG TAG=3\nFROM alpine:${TAG}\n"),
+            Some("dynamic_from")
+        );
     }
 
     #[test]
     fn syntax_directives_are_refused_anywhere() {
-        assert_eq!(rule("# syntax=docker/dockerfile:1\nFROM alpine\n"), Some("syntax_directive"));
-        assert_eq!(rule("FROM alpine\n#   Syntax = evil/frontend\n"), Some("syntax_directive"));
-        assert_eq!(rule("FROM alpine\n# the syntax of this file is plain\n"), None);
+        assert_eq!(
+            rule("# syntax=docker/dockerfile:1\nFROM alpine\n"),
+            Some("syntax_directive")
+        );
+        assert_eq!(
+            rule("FROM alpine\n#   Syntax = evil/frontend\n"),
+            Some("syntax_directive")
+        );
+        assert_eq!(
+            rule("FROM alpine\n# the syntax of this file is plain\n"),
+            None
+        );
     }
 
     #[test]
     fn add_from_the_network_is_refused() {
-        assert_eq!(rule("FROM alpine\nADD https://example.com/x.tgz /x\n"), Some("add_network_source"));
-        assert_eq!(rule("FROM alpine\nADD git@github.com:o/r.git /r\n"), Some("add_network_source"));
+        assert_eq!(
+            rule("FROM alpine\nADD https://example.com/x.tgz /x\n"),
+            Some("add_network_source")
+        );
+        assert_eq!(
+            rule("FROM alpine\nADD git@github.com:o/r.git /r\n"),
+            Some("add_network_source")
+        );
         assert_eq!(rule("FROM alpine\nADD local.tgz /x\n"), None);
     }
 
     #[test]
     fn run_network_host_and_secret_or_ssh_mounts_are_refused() {
-        assert_eq!(rule("FROM alpine\nRUN --network=host wget x\n"), Some("run_network_host"));
-        assert_eq!(rule("FROM alpine\nRUN --mount=type=secret,id=t cat /run/secrets/t\n"), Some("run_mount_secret"));
-        assert_eq!(rule("FROM alpine\nRUN --mount=type=ssh git clone x\n"), Some("run_mount_ssh"));
+        assert_eq!(
+            rule("FROM alpine\nRUN --network=host wget x\n"),
+            Some("run_network_host")
+        );
+        assert_eq!(
+            rule("FROM alpine\nRUN --mount=type=secret,id=t cat /run/secrets/t\n"),
+            Some("run_mount_secret")
+        );
+        assert_eq!(
+            rule("FROM alpine\nRUN --mount=type=ssh git clone x\n"),
+            Some("run_mount_ssh")
+        );
         assert_eq!(rule("FROM alpine\nRUN --network=none echo ok\n"), None);
     }
 
     #[test]
     fn unreviewed_stages_are_refused() {
-        assert_eq!(rule("FROM alpine\nCOPY --from=nginx:latest /etc/nginx /x\n"), Some("copy_from_unreviewed_stage"));
-        assert_eq!(rule("FROM alpine\nCOPY --from=later /x /x\nFROM alpine AS later\n"), Some("copy_from_unreviewed_stage"));
-        assert_eq!(rule("FROM alpine\nCOPY --from=1 /x /x\n"), Some("copy_from_unreviewed_stage"));
-        assert_eq!(rule("FROM alpine\nRUN --mount=type=bind,from=busybox,target=/b ls\n"), Some("run_mount_unreviewed_stage"));
-        assert_eq!(rule("FROM alpine AS tools\nFROM alpine\nRUN --mount=type=bind,from=tools,target=/t ls\n"), None);
+        assert_eq!(
+            rule("FROM alpine\nCOPY --from=nginx:latest /etc/nginx /x\n"),
+            Some("copy_from_unreviewed_stage")
+        );
+        assert_eq!(
+            rule("FROM alpine\nCOPY --from=later /x /x\nFROM alpine AS later\n"),
+            Some("copy_from_unreviewed_stage")
+        );
+        assert_eq!(
+            rule("FROM alpine\nCOPY --from=1 /x /x\n"),
+            Some("copy_from_unreviewed_stage")
+        );
+        assert_eq!(
+            rule("FROM alpine\nRUN --mount=type=bind,from=busybox,target=/b ls\n"),
+            Some("run_mount_unreviewed_stage")
+        );
+        assert_eq!(
+            rule(
+                "FROM alpine AS tools\nFROM alpine\nRUN --mount=type=bind,from=tools,target=/t ls\n"
+            ),
+            None
+        );
     }
 
     #[test]
     fn size_encoding_and_syntax_errors_are_refused() {
         let big = format!("FROM alpine\n#{}\n", "x".repeat(1 << 20));
         assert_eq!(rule(&big), Some("dockerfile_too_large"));
-        assert_eq!(check(&[0xff, 0xfe, b'F']).unwrap_err().rule, "dockerfile_not_utf8");
-        assert_eq!(rule("FROM alpine\nNOTAKEYWORD x\n"), Some("dockerfile_unparsable"));
+        assert_eq!(
+            check(&[0xff, 0xfe, b'F']).unwrap_err().rule,
+            "dockerfile_not_utf8"
+        );
+        assert_eq!(
+            rule("FROM alpine\nNOTAKEYWORD x\n"),
+            Some("dockerfile_unparsable")
+        );
     }
 }

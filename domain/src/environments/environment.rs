@@ -179,12 +179,18 @@ impl Aggregate for Environment {
     type Error = EnvironmentError;
     type Services = ();
 
-    async fn handle(&mut self, command: Self::Command, _: &(), sink: &EventSink<Self>) -> Result<(), Self::Error> {
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
         if let EnvironmentCommand::Create(created) = command {
             if self.created.is_some() {
                 return Err(EnvironmentError::AlreadyExists);
             }
-            sink.write(EnvironmentEvent::EnvironmentCreated(created), self).await;
+            sink.write(EnvironmentEvent::EnvironmentCreated(created), self)
+                .await;
             return Ok(());
         }
         let current = self.created.clone().ok_or(EnvironmentError::NotFound)?;
@@ -197,21 +203,33 @@ impl Aggregate for Environment {
                 let name = name.unwrap_or(current.name.clone());
                 let description = description.unwrap_or(current.description.clone());
                 if (&name, &description) != (&current.name, &current.description) {
-                    sink.write(EnvironmentEvent::EnvironmentUpdated { name, description }, self).await;
+                    sink.write(
+                        EnvironmentEvent::EnvironmentUpdated { name, description },
+                        self,
+                    )
+                    .await;
                 }
             }
             EnvironmentCommand::Archive => {
                 if self.lifecycle == Lifecycle::Archived {
                     return Err(EnvironmentError::AlreadyArchived);
                 }
-                sink.write(EnvironmentEvent::EnvironmentArchived, self).await;
+                sink.write(EnvironmentEvent::EnvironmentArchived, self)
+                    .await;
             }
             EnvironmentCommand::AllocateVersion { version_id } => {
                 if self.lifecycle == Lifecycle::Archived {
                     return Err(EnvironmentError::Archived);
                 }
                 let version_number = self.version_count + 1;
-                sink.write(EnvironmentEvent::VersionNumberAllocated { version_id, version_number }, self).await;
+                sink.write(
+                    EnvironmentEvent::VersionNumberAllocated {
+                        version_id,
+                        version_number,
+                    },
+                    self,
+                )
+                .await;
             }
         }
         Ok(())
@@ -227,7 +245,9 @@ impl Aggregate for Environment {
                 }
             }
             EnvironmentEvent::EnvironmentArchived => self.lifecycle = Lifecycle::Archived,
-            EnvironmentEvent::VersionNumberAllocated { version_number, .. } => self.version_count = version_number,
+            EnvironmentEvent::VersionNumberAllocated { version_number, .. } => {
+                self.version_count = version_number
+            }
         }
     }
 }
@@ -256,9 +276,14 @@ mod tests {
         TestFramework::<Environment>::with(())
             .given(vec![
                 EnvironmentEvent::EnvironmentCreated(created()),
-                EnvironmentEvent::VersionNumberAllocated { version_id: Uuid::from_u128(5), version_number: 1 },
+                EnvironmentEvent::VersionNumberAllocated {
+                    version_id: Uuid::from_u128(5),
+                    version_number: 1,
+                },
             ])
-            .when(EnvironmentCommand::AllocateVersion { version_id: Uuid::from_u128(6) })
+            .when(EnvironmentCommand::AllocateVersion {
+                version_id: Uuid::from_u128(6),
+            })
             .then_expect_events(vec![EnvironmentEvent::VersionNumberAllocated {
                 version_id: Uuid::from_u128(6),
                 version_number: 2,
@@ -267,14 +292,20 @@ mod tests {
 
     #[test]
     fn archived_environments_refuse_changes_and_a_second_archive() {
-        let given = vec![EnvironmentEvent::EnvironmentCreated(created()), EnvironmentEvent::EnvironmentArchived];
+        let given = vec![
+            EnvironmentEvent::EnvironmentCreated(created()),
+            EnvironmentEvent::EnvironmentArchived,
+        ];
         TestFramework::<Environment>::with(())
             .given(given.clone())
             .when(EnvironmentCommand::Archive)
             .then_expect_error(EnvironmentError::AlreadyArchived);
         TestFramework::<Environment>::with(())
             .given(given)
-            .when(EnvironmentCommand::Update { name: Some("x".into()), description: None })
+            .when(EnvironmentCommand::Update {
+                name: Some("x".into()),
+                description: None,
+            })
             .then_expect_error(EnvironmentError::Archived);
     }
 

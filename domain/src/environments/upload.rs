@@ -219,9 +219,14 @@ pub struct ContextUpload {
 impl ContextUpload {
     /// Checks a PUT before its body is read: the capability must be this session's
     /// and unexpired, and the session must accept bytes.
-    pub fn admit_put(&self, capability_sha256: &str, now: DateTime<Utc>) -> Result<(), UploadError> {
+    pub fn admit_put(
+        &self,
+        capability_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), UploadError> {
         let initiated = self.initiated.as_ref().ok_or(UploadError::NotFound)?;
-        if initiated.capability_sha256 != capability_sha256 || now > initiated.capability_expires_at {
+        if initiated.capability_sha256 != capability_sha256 || now > initiated.capability_expires_at
+        {
             return Err(UploadError::CapabilityFenced);
         }
         if now > initiated.expires_at {
@@ -241,19 +246,30 @@ impl Aggregate for ContextUpload {
     type Error = UploadError;
     type Services = ();
 
-    async fn handle(&mut self, command: Self::Command, _: &(), sink: &EventSink<Self>) -> Result<(), Self::Error> {
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
         if let UploadCommand::Initiate(initiated) = command {
             if self.initiated.is_none() {
-                sink.write(UploadEvent::UploadInitiated(initiated), self).await;
+                sink.write(UploadEvent::UploadInitiated(initiated), self)
+                    .await;
             }
             return Ok(());
         }
         let initiated = self.initiated.clone().ok_or(UploadError::NotFound)?;
         match command {
             UploadCommand::Initiate(_) => unreachable!("handled above"),
-            UploadCommand::ReceiveBytes { capability_sha256, now, staged } => {
+            UploadCommand::ReceiveBytes {
+                capability_sha256,
+                now,
+                staged,
+            } => {
                 self.admit_put(&capability_sha256, now)?;
-                sink.write(UploadEvent::UploadBytesReceived(staged), self).await;
+                sink.write(UploadEvent::UploadBytesReceived(staged), self)
+                    .await;
             }
             UploadCommand::BeginCompletion { now } => match self.state {
                 UploadState::Uploading => {
@@ -268,17 +284,28 @@ impl Aggregate for ContextUpload {
                 UploadState::Completing => {}
                 state => return Err(UploadError::WrongState(state)),
             },
-            UploadCommand::FailCompletion { error_detail, message } => {
+            UploadCommand::FailCompletion {
+                error_detail,
+                message,
+            } => {
                 if self.state != UploadState::Completing {
                     return Err(UploadError::WrongState(self.state));
                 }
-                sink.write(UploadEvent::UploadCompletionFailed { error_detail, message }, self).await;
+                sink.write(
+                    UploadEvent::UploadCompletionFailed {
+                        error_detail,
+                        message,
+                    },
+                    self,
+                )
+                .await;
             }
             UploadCommand::Complete { owned_object_id } => {
                 if self.state != UploadState::Completing {
                     return Err(UploadError::WrongState(self.state));
                 }
-                sink.write(UploadEvent::UploadCompleted { owned_object_id }, self).await;
+                sink.write(UploadEvent::UploadCompleted { owned_object_id }, self)
+                    .await;
             }
             UploadCommand::Abort => match self.state {
                 UploadState::Uploading | UploadState::Completing | UploadState::AbortPending => {
@@ -301,13 +328,17 @@ impl Aggregate for ContextUpload {
             UploadEvent::UploadInitiated(initiated) => self.initiated = Some(initiated),
             UploadEvent::UploadBytesReceived(staged) => self.staged = Some(staged),
             UploadEvent::UploadCompletionStarted => self.state = UploadState::Completing,
-            UploadEvent::UploadCompletionFailed { error_detail, .. } => self.error_detail = Some(error_detail),
+            UploadEvent::UploadCompletionFailed { error_detail, .. } => {
+                self.error_detail = Some(error_detail)
+            }
             UploadEvent::UploadCompleted { owned_object_id } => {
                 self.state = UploadState::Completed;
                 self.owned_object_id = Some(owned_object_id);
                 self.error_detail = None;
             }
-            UploadEvent::UploadAborted | UploadEvent::UploadExpired => self.state = UploadState::Aborted,
+            UploadEvent::UploadAborted | UploadEvent::UploadExpired => {
+                self.state = UploadState::Aborted
+            }
         }
     }
 }
@@ -337,7 +368,11 @@ mod tests {
     }
 
     fn staged() -> StagedBytes {
-        StagedBytes { byte_size: 10, digest: "sha256:x".into(), staging_key: "staging/1".into() }
+        StagedBytes {
+            byte_size: 10,
+            digest: "sha256:x".into(),
+            staging_key: "staging/1".into(),
+        }
     }
 
     #[test]
@@ -367,7 +402,10 @@ mod tests {
             initiated(),
             UploadEvent::UploadBytesReceived(staged()),
             UploadEvent::UploadCompletionStarted,
-            UploadEvent::UploadCompletionFailed { error_detail: "dockerfile_missing".into(), message: "m".into() },
+            UploadEvent::UploadCompletionFailed {
+                error_detail: "dockerfile_missing".into(),
+                message: "m".into(),
+            },
         ];
         TestFramework::<ContextUpload>::with(())
             .given(given.clone())
@@ -387,7 +425,9 @@ mod tests {
             .then_expect_error(UploadError::NothingUploaded);
         TestFramework::<ContextUpload>::with(())
             .given(vec![initiated()])
-            .when(UploadCommand::Expire { now: t(SESSION_TTL_SECONDS + 1) })
+            .when(UploadCommand::Expire {
+                now: t(SESSION_TTL_SECONDS + 1),
+            })
             .then_expect_events(vec![UploadEvent::UploadExpired]);
     }
 }

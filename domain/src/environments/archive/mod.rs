@@ -56,7 +56,11 @@ pub struct ArchiveLimits {
 
 impl Default for ArchiveLimits {
     fn default() -> Self {
-        Self { max_entries: 100_000, max_total_bytes: 5 << 30, max_dockerfile_bytes: 1 << 20 }
+        Self {
+            max_entries: 100_000,
+            max_total_bytes: 5 << 30,
+            max_dockerfile_bytes: 1 << 20,
+        }
     }
 }
 
@@ -81,7 +85,9 @@ pub enum ArchiveRejection {
         rule: &'static str,
     },
     /// A symlink, hard link, device or FIFO.
-    #[error("entry `{entry}` is a link or special file; contexts hold regular files and directories only")]
+    #[error(
+        "entry `{entry}` is a link or special file; contexts hold regular files and directories only"
+    )]
     SpecialEntry {
         /// The entry.
         entry: String,
@@ -187,18 +193,33 @@ impl Scan {
             limits,
             seen: HashSet::new(),
             files: HashSet::new(),
-            manifest: Manifest { entries: 0, total_bytes: 0, dockerfile_bytes: 0, dockerfile: None },
+            manifest: Manifest {
+                entries: 0,
+                total_bytes: 0,
+                dockerfile_bytes: 0,
+                dockerfile: None,
+            },
             has_dockerfile: false,
         }
     }
 
     /// Checks a path against the earlier entries; `None` for the root entry.
-    fn admit(&mut self, raw: &str, is_file: bool, size: u64) -> Result<Option<String>, ArchiveRejection> {
+    fn admit(
+        &mut self,
+        raw: &str,
+        is_file: bool,
+        size: u64,
+    ) -> Result<Option<String>, ArchiveRejection> {
         self.manifest.entries += 1;
         if self.manifest.entries > self.limits.max_entries {
-            return Err(ArchiveRejection::TooManyEntries { limit: self.limits.max_entries });
+            return Err(ArchiveRejection::TooManyEntries {
+                limit: self.limits.max_entries,
+            });
         }
-        let hostile = |rule| ArchiveRejection::HostileEntry { entry: raw.to_string(), rule };
+        let hostile = |rule| ArchiveRejection::HostileEntry {
+            entry: raw.to_string(),
+            rule,
+        };
         let Some(path) = normalize_path(raw).map_err(hostile)? else {
             return Ok(None);
         };
@@ -219,7 +240,9 @@ impl Scan {
             self.files.insert(path.clone());
             self.manifest.total_bytes = self.manifest.total_bytes.saturating_add(size);
             if self.manifest.total_bytes > self.limits.max_total_bytes {
-                return Err(ArchiveRejection::TooLarge { limit: self.limits.max_total_bytes });
+                return Err(ArchiveRejection::TooLarge {
+                    limit: self.limits.max_total_bytes,
+                });
             }
         }
         Ok(Some(path))
@@ -234,7 +257,10 @@ impl Scan {
         reader: &mut dyn Read,
         visit: &mut V,
     ) -> Result<(), ArchiveRejection> {
-        let unreadable = |e: io::Error| ArchiveRejection::Unreadable { format: "archive", reason: e.to_string() };
+        let unreadable = |e: io::Error| ArchiveRejection::Unreadable {
+            format: "archive",
+            reason: e.to_string(),
+        };
         let mut capped = reader.take(size);
         if path == "Dockerfile" {
             self.has_dockerfile = true;
@@ -243,7 +269,8 @@ impl Scan {
                 let mut content = Vec::with_capacity(size as usize);
                 capped.read_to_end(&mut content).map_err(unreadable)?;
                 self.manifest.dockerfile = Some(content.clone());
-                return visit(&Entry::File(path, size), &mut content.as_slice()).map_err(unreadable);
+                return visit(&Entry::File(path, size), &mut content.as_slice())
+                    .map_err(unreadable);
             }
         }
         visit(&Entry::File(path, size), &mut capped).map_err(unreadable)?;
@@ -260,14 +287,26 @@ impl Scan {
 }
 
 /// Scans a tar (optionally gzip-compressed) stream.
-pub fn scan_tar<R, V>(reader: R, gzip: bool, limits: ArchiveLimits, mut visit: V) -> Result<Manifest, ArchiveRejection>
+pub fn scan_tar<R, V>(
+    reader: R,
+    gzip: bool,
+    limits: ArchiveLimits,
+    mut visit: V,
+) -> Result<Manifest, ArchiveRejection>
 where
     R: Read,
     V: FnMut(&Entry, &mut dyn Read) -> io::Result<()>,
 {
     let format = if gzip { "tar.gz" } else { "tar" };
-    let unreadable = |e: io::Error| ArchiveRejection::Unreadable { format, reason: e.to_string() };
-    let reader: Box<dyn Read> = if gzip { Box::new(flate2::read::GzDecoder::new(reader)) } else { Box::new(reader) };
+    let unreadable = |e: io::Error| ArchiveRejection::Unreadable {
+        format,
+        reason: e.to_string(),
+    };
+    let reader: Box<dyn Read> = if gzip {
+        Box::new(flate2::read::GzDecoder::new(reader))
+    } else {
+        Box::new(reader)
+    };
     let mut archive = tar::Archive::new(reader);
     let mut scan = Scan::new(limits);
     for entry in archive.entries().map_err(unreadable)? {
@@ -275,7 +314,10 @@ where
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
-            if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() {
+            if kind.is_pax_global_extensions()
+                || kind.is_pax_local_extensions()
+                || kind.is_gnu_longname()
+            {
                 continue;
             }
             return Err(ArchiveRejection::SpecialEntry { entry: raw });
@@ -283,7 +325,9 @@ where
         let size = entry.size();
         match scan.admit(&raw, kind.is_file(), size)? {
             None => {}
-            Some(path) if kind.is_dir() => visit(&Entry::Directory(path), &mut io::empty()).map_err(unreadable)?,
+            Some(path) if kind.is_dir() => {
+                visit(&Entry::Directory(path), &mut io::empty()).map_err(unreadable)?
+            }
             Some(path) => scan.file(path, size, &mut entry, &mut visit)?,
         }
     }
@@ -291,19 +335,30 @@ where
 }
 
 /// Scans a zip archive (zip keeps its directory at the end, so it needs `Seek`).
-pub fn scan_zip<R, V>(reader: R, limits: ArchiveLimits, mut visit: V) -> Result<Manifest, ArchiveRejection>
+pub fn scan_zip<R, V>(
+    reader: R,
+    limits: ArchiveLimits,
+    mut visit: V,
+) -> Result<Manifest, ArchiveRejection>
 where
     R: Read + Seek,
     V: FnMut(&Entry, &mut dyn Read) -> io::Result<()>,
 {
-    let unreadable = |reason: String| ArchiveRejection::Unreadable { format: "zip", reason };
+    let unreadable = |reason: String| ArchiveRejection::Unreadable {
+        format: "zip",
+        reason,
+    };
     let mut archive = zip::ZipArchive::new(reader).map_err(|e| unreadable(e.to_string()))?;
     if archive.len() as u64 > limits.max_entries {
-        return Err(ArchiveRejection::TooManyEntries { limit: limits.max_entries });
+        return Err(ArchiveRejection::TooManyEntries {
+            limit: limits.max_entries,
+        });
     }
     let mut scan = Scan::new(limits);
     for index in 0..archive.len() {
-        let mut file = archive.by_index(index).map_err(|e| unreadable(e.to_string()))?;
+        let mut file = archive
+            .by_index(index)
+            .map_err(|e| unreadable(e.to_string()))?;
         let raw = String::from_utf8_lossy(file.name_raw()).into_owned();
         if file.is_symlink() {
             return Err(ArchiveRejection::SpecialEntry { entry: raw });
@@ -319,9 +374,8 @@ where
         let size = file.size();
         match scan.admit(&raw, !is_dir, size)? {
             None => {}
-            Some(path) if is_dir => {
-                visit(&Entry::Directory(path), &mut io::empty()).map_err(|e| unreadable(e.to_string()))?
-            }
+            Some(path) if is_dir => visit(&Entry::Directory(path), &mut io::empty())
+                .map_err(|e| unreadable(e.to_string()))?,
             Some(path) => scan.file(path, size, &mut file, &mut visit)?,
         }
     }
@@ -329,7 +383,12 @@ where
 }
 
 /// Scans an archive of the given format from a seekable reader.
-pub fn scan<R, V>(format: ArchiveFormat, reader: R, limits: ArchiveLimits, visit: V) -> Result<Manifest, ArchiveRejection>
+pub fn scan<R, V>(
+    format: ArchiveFormat,
+    reader: R,
+    limits: ArchiveLimits,
+    visit: V,
+) -> Result<Manifest, ArchiveRejection>
 where
     R: Read + Seek,
     V: FnMut(&Entry, &mut dyn Read) -> io::Result<()>,

@@ -22,7 +22,12 @@ fn raw_entry(out: &mut Vec<u8>, name: &[u8], kind: tar::EntryType, data: &[u8], 
     out.resize(out.len().div_ceil(512) * 512, 0);
 }
 
-fn tar_of(entries: &[(&[u8], tar::EntryType, &[u8], &[u8])]) -> Vec<u8> {
+/// (name, type, content, link target) of a raw tar entry.
+type RawEntry<'a> = (&'a [u8], tar::EntryType, &'a [u8], &'a [u8]);
+/// The same with an owned name.
+type OwnedEntry = (Vec<u8>, tar::EntryType, &'static [u8], &'static [u8]);
+
+fn tar_of(entries: &[RawEntry<'_>]) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, kind, data, link) in entries {
         raw_entry(&mut out, name, *kind, data, link);
@@ -31,57 +36,108 @@ fn tar_of(entries: &[(&[u8], tar::EntryType, &[u8], &[u8])]) -> Vec<u8> {
     out
 }
 
-fn file(name: &str, data: &'static [u8]) -> (Vec<u8>, tar::EntryType, &'static [u8], &'static [u8]) {
+fn file(name: &str, data: &'static [u8]) -> OwnedEntry {
     (name.as_bytes().to_vec(), tar::EntryType::Regular, data, b"")
 }
 
-fn scan_entries(entries: Vec<(Vec<u8>, tar::EntryType, &'static [u8], &'static [u8])>) -> Result<Manifest, ArchiveRejection> {
-    let borrowed: Vec<(&[u8], tar::EntryType, &[u8], &[u8])> =
-        entries.iter().map(|(n, k, d, l)| (n.as_slice(), *k, *d, *l)).collect();
+fn scan_entries(entries: Vec<OwnedEntry>) -> Result<Manifest, ArchiveRejection> {
+    let borrowed: Vec<RawEntry<'_>> = entries
+        .iter()
+        .map(|(n, k, d, l)| (n.as_slice(), *k, *d, *l))
+        .collect();
     let bytes = tar_of(&borrowed);
-    scan(ArchiveFormat::Tar, Cursor::new(bytes), ArchiveLimits::default(), |_, _| Ok(()))
+    scan(
+        ArchiveFormat::Tar,
+        Cursor::new(bytes),
+        ArchiveLimits::default(),
+        |_, _| Ok(()),
+    )
 }
 
 fn detail(result: Result<Manifest, ArchiveRejection>) -> &'static str {
-    result.expect_err("the archive must be refused").error_detail()
+    result
+        .expect_err("the archive must be refused")
+        .error_detail()
 }
 
 #[test]
 fn a_valid_context_is_scanned_and_visited() {
     let bytes = tar_of(&[
         (b"./", tar::EntryType::Directory, b"", b""),
-        (b"Dockerfile", tar::EntryType::Regular, b"FROM scratch\n", b""),
+        (
+            b"Dockerfile",
+            tar::EntryType::Regular,
+            b"FROM scratch\n",
+            b"",
+        ),
         (b"app/", tar::EntryType::Directory, b"", b""),
-        (b"app/startup.sh", tar::EntryType::Regular, b"echo nested names are fine", b""),
+        (
+            b"app/startup.sh",
+            tar::EntryType::Regular,
+            b"echo nested names are fine",
+            b"",
+        ),
     ]);
     let mut seen = Vec::new();
-    let manifest = scan(ArchiveFormat::Tar, Cursor::new(bytes), ArchiveLimits::default(), |entry, reader| {
-        let mut content = Vec::new();
-        reader.read_to_end(&mut content)?;
-        seen.push((entry.clone(), content));
-        Ok(())
-    })
+    let manifest = scan(
+        ArchiveFormat::Tar,
+        Cursor::new(bytes),
+        ArchiveLimits::default(),
+        |entry, reader| {
+            let mut content = Vec::new();
+            reader.read_to_end(&mut content)?;
+            seen.push((entry.clone(), content));
+            Ok(())
+        },
+    )
     .unwrap();
     assert_eq!(manifest.dockerfile.as_deref(), Some(&b"FROM scratch\n"[..]));
     assert_eq!(manifest.total_bytes, 13 + 26);
     assert_eq!(seen.len(), 3);
-    assert_eq!(seen[2], (Entry::File("app/startup.sh".into(), 26), b"echo nested names are fine".to_vec()));
+    assert_eq!(
+        seen[2],
+        (
+            Entry::File("app/startup.sh".into(), 26),
+            b"echo nested names are fine".to_vec()
+        )
+    );
 }
 
 #[test]
 fn gzip_and_zip_contexts_are_read_too() {
-    let plain = tar_of(&[(b"Dockerfile", tar::EntryType::Regular, b"FROM scratch\n", b"")]);
+    let plain = tar_of(&[(
+        b"Dockerfile",
+        tar::EntryType::Regular,
+        b"FROM scratch\n",
+        b"",
+    )]);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&plain).unwrap();
     let gz = gz.finish().unwrap();
-    assert!(scan(ArchiveFormat::TarGz, Cursor::new(gz), ArchiveLimits::default(), |_, _| Ok(())).is_ok());
+    assert!(
+        scan(
+            ArchiveFormat::TarGz,
+            Cursor::new(gz),
+            ArchiveLimits::default(),
+            |_, _| Ok(())
+        )
+        .is_ok()
+    );
 
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    zip.start_file("Dockerfile", zip::write::SimpleFileOptions::default()).unwrap();
+    zip.start_file("Dockerfile", zip::write::SimpleFileOptions::default())
+        .unwrap();
     zip.write_all(b"FROM scratch\n").unwrap();
-    zip.add_directory("src/", zip::write::SimpleFileOptions::default()).unwrap();
+    zip.add_directory("src/", zip::write::SimpleFileOptions::default())
+        .unwrap();
     let bytes = zip.finish().unwrap().into_inner();
-    let manifest = scan(ArchiveFormat::Zip, Cursor::new(bytes), ArchiveLimits::default(), |_, _| Ok(())).unwrap();
+    let manifest = scan(
+        ArchiveFormat::Zip,
+        Cursor::new(bytes),
+        ArchiveLimits::default(),
+        |_, _| Ok(()),
+    )
+    .unwrap();
     assert_eq!(manifest.entries, 2);
 }
 
@@ -90,15 +146,32 @@ fn reserved_root_names_are_refused_but_nested_ones_pass() {
     for name in RESERVED_ROOT_NAMES {
         let result = scan_entries(vec![file("Dockerfile", b"FROM scratch"), file(name, b"x")]);
         assert_eq!(detail(result), "reserved_path_or_hostile_entry", "{name}");
-        let result = scan_entries(vec![file("Dockerfile", b"FROM scratch"), file(&format!("./{name}"), b"x")]);
+        let result = scan_entries(vec![
+            file("Dockerfile", b"FROM scratch"),
+            file(&format!("./{name}"), b"x"),
+        ]);
         assert_eq!(detail(result), "reserved_path_or_hostile_entry", "./{name}");
     }
-    assert!(scan_entries(vec![file("Dockerfile", b"FROM scratch"), file("lib/work.sh", b"x")]).is_ok());
+    assert!(
+        scan_entries(vec![
+            file("Dockerfile", b"FROM scratch"),
+            file("lib/work.sh", b"x")
+        ])
+        .is_ok()
+    );
 }
 
 #[test]
 fn hostile_paths_are_refused() {
-    for name in ["/etc/passwd", "C:/windows/x", "c:x", "../escape", "a/../../escape", "a\\b", "x/.."] {
+    for name in [
+        "/etc/passwd",
+        "C:/windows/x",
+        "c:x",
+        "../escape",
+        "a/../../escape",
+        "a\\b",
+        "x/..",
+    ] {
         let result = scan_entries(vec![file("Dockerfile", b"FROM scratch"), file(name, b"x")]);
         assert_eq!(detail(result), "reserved_path_or_hostile_entry", "{name:?}");
     }
@@ -113,31 +186,71 @@ fn nul_in_a_name_is_refused() {
     zip.start_file("Dockerfile", options).unwrap();
     zip.start_file("a\0b", options).unwrap();
     let bytes = zip.finish().unwrap().into_inner();
-    let result = scan(ArchiveFormat::Zip, Cursor::new(bytes), ArchiveLimits::default(), |_, _| Ok(()));
+    let result = scan(
+        ArchiveFormat::Zip,
+        Cursor::new(bytes),
+        ArchiveLimits::default(),
+        |_, _| Ok(()),
+    );
     assert_eq!(detail(result), "reserved_path_or_hostile_entry");
 }
 
 #[test]
 fn links_devices_and_fifos_are_refused() {
-    for kind in [tar::EntryType::Symlink, tar::EntryType::Link, tar::EntryType::Char, tar::EntryType::Block, tar::EntryType::Fifo] {
-        let entries = vec![file("Dockerfile", b"FROM scratch"), (b"abs".to_vec(), kind, &b""[..], &b"/etc/passwd"[..])];
-        assert_eq!(detail(scan_entries(entries)), "link_or_special_entry", "{kind:?}");
+    for kind in [
+        tar::EntryType::Symlink,
+        tar::EntryType::Link,
+        tar::EntryType::Char,
+        tar::EntryType::Block,
+        tar::EntryType::Fifo,
+    ] {
+        let entries = vec![
+            file("Dockerfile", b"FROM scratch"),
+            (b"abs".to_vec(), kind, &b""[..], &b"/etc/passwd"[..]),
+        ];
+        assert_eq!(
+            detail(scan_entries(entries)),
+            "link_or_special_entry",
+            "{kind:?}"
+        );
     }
 }
 
 #[test]
 fn duplicates_and_paths_through_files_are_refused() {
-    let dup = vec![file("Dockerfile", b"FROM scratch"), file("a", b"1"), file("a", b"2")];
+    let dup = vec![
+        file("Dockerfile", b"FROM scratch"),
+        file("a", b"1"),
+        file("a", b"2"),
+    ];
     assert_eq!(detail(scan_entries(dup)), "reserved_path_or_hostile_entry");
-    let through = vec![file("Dockerfile", b"FROM scratch"), file("a", b"1"), file("a/b", b"2")];
-    assert_eq!(detail(scan_entries(through)), "reserved_path_or_hostile_entry");
+    let through = vec![
+        file("Dockerfile", b"FROM scratch"),
+        file("a", b"1"),
+        file("a/b", b"2"),
+    ];
+    assert_eq!(
+        detail(scan_entries(through)),
+        "reserved_path_or_hostile_entry"
+    );
 }
 
 #[test]
 fn a_missing_or_non_regular_dockerfile_is_refused() {
-    assert_eq!(detail(scan_entries(vec![file("dockerfile", b"FROM scratch")])), "dockerfile_missing");
-    assert_eq!(detail(scan_entries(vec![file("sub/Dockerfile", b"FROM scratch")])), "dockerfile_missing");
-    let dir = vec![(b"Dockerfile/".to_vec(), tar::EntryType::Directory, &b""[..], &b""[..])];
+    assert_eq!(
+        detail(scan_entries(vec![file("dockerfile", b"FROM scratch")])),
+        "dockerfile_missing"
+    );
+    assert_eq!(
+        detail(scan_entries(vec![file("sub/Dockerfile", b"FROM scratch")])),
+        "dockerfile_missing"
+    );
+    let dir = vec![(
+        b"Dockerfile/".to_vec(),
+        tar::EntryType::Directory,
+        &b""[..],
+        &b""[..],
+    )];
     assert_eq!(detail(scan_entries(dir)), "dockerfile_missing");
 }
 
@@ -148,16 +261,46 @@ fn entry_and_size_limits_stop_extraction() {
         (b"a", tar::EntryType::Regular, b"1", b""),
         (b"b", tar::EntryType::Regular, b"2", b""),
     ]);
-    let few = ArchiveLimits { max_entries: 2, ..ArchiveLimits::default() };
-    assert_eq!(detail(scan(ArchiveFormat::Tar, Cursor::new(bytes.clone()), few, |_, _| Ok(()))), "too_many_entries");
-    let small = ArchiveLimits { max_total_bytes: 12, ..ArchiveLimits::default() };
-    assert_eq!(detail(scan(ArchiveFormat::Tar, Cursor::new(bytes), small, |_, _| Ok(()))), "context_too_large");
+    let few = ArchiveLimits {
+        max_entries: 2,
+        ..ArchiveLimits::default()
+    };
+    assert_eq!(
+        detail(scan(
+            ArchiveFormat::Tar,
+            Cursor::new(bytes.clone()),
+            few,
+            |_, _| Ok(())
+        )),
+        "too_many_entries"
+    );
+    let small = ArchiveLimits {
+        max_total_bytes: 12,
+        ..ArchiveLimits::default()
+    };
+    assert_eq!(
+        detail(scan(
+            ArchiveFormat::Tar,
+            Cursor::new(bytes),
+            small,
+            |_, _| Ok(())
+        )),
+        "context_too_large"
+    );
 }
 
 #[test]
 fn an_oversized_dockerfile_is_noted_not_kept() {
-    let bytes = tar_of(&[(b"Dockerfile", tar::EntryType::Regular, b"FROM scratch\n", b"")]);
-    let tiny = ArchiveLimits { max_dockerfile_bytes: 4, ..ArchiveLimits::default() };
+    let bytes = tar_of(&[(
+        b"Dockerfile",
+        tar::EntryType::Regular,
+        b"FROM scratch\n",
+        b"",
+    )]);
+    let tiny = ArchiveLimits {
+        max_dockerfile_bytes: 4,
+        ..ArchiveLimits::default()
+    };
     let manifest = scan(ArchiveFormat::Tar, Cursor::new(bytes), tiny, |_, _| Ok(())).unwrap();
     assert_eq!((manifest.dockerfile, manifest.dockerfile_bytes), (None, 13));
 }
@@ -170,14 +313,27 @@ fn zip_symlinks_and_escapes_are_refused() {
     zip.write_all(b"FROM scratch").unwrap();
     zip.add_symlink("abs", "/etc/passwd", options).unwrap();
     let bytes = zip.finish().unwrap().into_inner();
-    assert_eq!(detail(scan(ArchiveFormat::Zip, Cursor::new(bytes), ArchiveLimits::default(), |_, _| Ok(()))), "link_or_special_entry");
+    assert_eq!(
+        detail(scan(
+            ArchiveFormat::Zip,
+            Cursor::new(bytes),
+            ArchiveLimits::default(),
+            |_, _| Ok(())
+        )),
+        "link_or_special_entry"
+    );
 
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     zip.start_file("Dockerfile", options).unwrap();
     zip.start_file("../../etc/cron.d/x", options).unwrap();
     let bytes = zip.finish().unwrap().into_inner();
     assert_eq!(
-        detail(scan(ArchiveFormat::Zip, Cursor::new(bytes), ArchiveLimits::default(), |_, _| Ok(()))),
+        detail(scan(
+            ArchiveFormat::Zip,
+            Cursor::new(bytes),
+            ArchiveLimits::default(),
+            |_, _| Ok(())
+        )),
         "reserved_path_or_hostile_entry"
     );
 }
@@ -185,7 +341,12 @@ fn zip_symlinks_and_escapes_are_refused() {
 #[test]
 fn garbage_is_unreadable_in_every_format() {
     for format in [ArchiveFormat::Zip, ArchiveFormat::Tar, ArchiveFormat::TarGz] {
-        let result = scan(format, Cursor::new(b"this is not an archive at all, not even close".repeat(20)), ArchiveLimits::default(), |_, _| Ok(()));
+        let result = scan(
+            format,
+            Cursor::new(b"this is not an archive at all, not even close".repeat(20)),
+            ArchiveLimits::default(),
+            |_, _| Ok(()),
+        );
         assert!(result.is_err(), "{format:?}");
     }
 }

@@ -5,8 +5,8 @@ use super::model::{Attempt, BuildStatus, TerminalClass, VersionCreated, VersionS
 use crate::AggregateExt;
 use crate::error::{ErrorClass, SpecError};
 use chrono::{DateTime, Utc};
-use cqrs_es::event_sink::EventSink;
 use cqrs_es::Aggregate;
+use cqrs_es::event_sink::EventSink;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -97,12 +97,20 @@ impl EnvironmentVersion {
     /// The live attempt a worker step applies to, if it is in one of `statuses`.
     fn step(&self, attempt_id: Uuid, statuses: &[BuildStatus]) -> Result<&Attempt, VersionError> {
         let attempt = self.attempt(attempt_id).ok_or(VersionError::NotFound)?;
-        if statuses.contains(&attempt.status) { Ok(attempt) } else { Err(VersionError::StaleStep) }
+        if statuses.contains(&attempt.status) {
+            Ok(attempt)
+        } else {
+            Err(VersionError::StaleStep)
+        }
     }
 }
 
-const RUNNING: &[BuildStatus] =
-    &[BuildStatus::Validating, BuildStatus::BuildQueued, BuildStatus::Building, BuildStatus::Verifying];
+const RUNNING: &[BuildStatus] = &[
+    BuildStatus::Validating,
+    BuildStatus::BuildQueued,
+    BuildStatus::Building,
+    BuildStatus::Verifying,
+];
 
 impl Aggregate for EnvironmentVersion {
     const TYPE: &'static str = "environment_version";
@@ -111,7 +119,12 @@ impl Aggregate for EnvironmentVersion {
     type Error = VersionError;
     type Services = ();
 
-    async fn handle(&mut self, command: Self::Command, _: &(), sink: &EventSink<Self>) -> Result<(), Self::Error> {
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
         use VersionEvent::*;
         if let VersionCommand::Create(created) = command {
             if self.created.is_none() {
@@ -125,16 +138,36 @@ impl Aggregate for EnvironmentVersion {
         let number = self.attempts.len() as i64 + 1;
         match command {
             VersionCommand::Create(_) => unreachable!("handled above"),
-            VersionCommand::QueueBuild { attempt_id, region, profile, now } => {
+            VersionCommand::QueueBuild {
+                attempt_id,
+                region,
+                profile,
+                now,
+            } => {
                 if self.nonterminal() {
                     return Err(VersionError::NonterminalExists);
                 }
                 if self.state != VersionState::Draft {
                     return Err(VersionError::BuildNotEligible(self.state));
                 }
-                sink.write(BuildQueued { attempt_id, attempt_number: number, region, profile, at: now }, self).await;
+                sink.write(
+                    BuildQueued {
+                        attempt_id,
+                        attempt_number: number,
+                        region,
+                        profile,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::RetryBuild { attempt_id, region, profile, now } => {
+            VersionCommand::RetryBuild {
+                attempt_id,
+                region,
+                profile,
+                now,
+            } => {
                 if self.state != VersionState::RetryableFailed {
                     return Err(VersionError::RetryNotEligible);
                 }
@@ -142,44 +175,138 @@ impl Aggregate for EnvironmentVersion {
                 if until.is_none_or(|until| now > until) {
                     return Err(VersionError::RetryWindowExpired);
                 }
-                sink.write(BuildQueued { attempt_id, attempt_number: number, region, profile, at: now }, self).await;
+                sink.write(
+                    BuildQueued {
+                        attempt_id,
+                        attempt_number: number,
+                        region,
+                        profile,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::Claim { attempt_id, worker_id, now } => {
+            VersionCommand::Claim {
+                attempt_id,
+                worker_id,
+                now,
+            } => {
                 self.step(attempt_id, &[BuildStatus::ValidationQueued])?;
-                sink.write(BuildClaimed { attempt_id, worker_id, at: now }, self).await;
+                sink.write(
+                    BuildClaimed {
+                        attempt_id,
+                        worker_id,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::Advance { attempt_id, status, now } => {
+            VersionCommand::Advance {
+                attempt_id,
+                status,
+                now,
+            } => {
                 self.step(attempt_id, RUNNING)?;
-                sink.write(BuildAdvanced { attempt_id, status, at: now }, self).await;
+                sink.write(
+                    BuildAdvanced {
+                        attempt_id,
+                        status,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::Complete { attempt_id, image, report, now } => {
+            VersionCommand::Complete {
+                attempt_id,
+                image,
+                report,
+                now,
+            } => {
                 self.step(attempt_id, RUNNING)?;
-                sink.write(BuildCompleted { attempt_id, image, report, at: now }, self).await;
+                sink.write(
+                    BuildCompleted {
+                        attempt_id,
+                        image,
+                        report,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::Fail { attempt_id, failure, report, now } => {
+            VersionCommand::Fail {
+                attempt_id,
+                failure,
+                report,
+                now,
+            } => {
                 let attempt = self.attempt(attempt_id).ok_or(VersionError::NotFound)?;
                 if attempt.status.is_terminal() {
                     return Err(VersionError::StaleStep);
                 }
                 let retryable_until = (failure.terminal_class == TerminalClass::PlatformFailed)
                     .then(|| now + chrono::Duration::days(RETRY_WINDOW_DAYS));
-                sink.write(BuildFailed { attempt_id, failure, report, retryable_until, at: now }, self).await;
+                sink.write(
+                    BuildFailed {
+                        attempt_id,
+                        failure,
+                        report,
+                        retryable_until,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
             VersionCommand::RequestCancel { attempt_id, now } => {
                 let attempt = self.attempt(attempt_id).ok_or(VersionError::NotFound)?;
                 match attempt.status {
                     status if status.is_terminal() => return Err(VersionError::NotCancellable),
                     BuildStatus::CancelRequested | BuildStatus::Cancelling => {}
-                    _ => sink.write(BuildCancelRequested { attempt_id, at: now }, self).await,
+                    _ => {
+                        sink.write(
+                            BuildCancelRequested {
+                                attempt_id,
+                                at: now,
+                            },
+                            self,
+                        )
+                        .await
+                    }
                 }
             }
             VersionCommand::BeginCancel { attempt_id, now } => {
                 self.step(attempt_id, &[BuildStatus::CancelRequested])?;
-                sink.write(BuildCancelling { attempt_id, at: now }, self).await;
+                sink.write(
+                    BuildCancelling {
+                        attempt_id,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
-            VersionCommand::FinishCancel { attempt_id, report, now } => {
-                self.step(attempt_id, &[BuildStatus::CancelRequested, BuildStatus::Cancelling])?;
-                sink.write(BuildCancelled { attempt_id, report, at: now }, self).await;
+            VersionCommand::FinishCancel {
+                attempt_id,
+                report,
+                now,
+            } => {
+                self.step(
+                    attempt_id,
+                    &[BuildStatus::CancelRequested, BuildStatus::Cancelling],
+                )?;
+                sink.write(
+                    BuildCancelled {
+                        attempt_id,
+                        report,
+                        at: now,
+                    },
+                    self,
+                )
+                .await;
             }
             VersionCommand::Archive => {
                 if self.state == VersionState::Archived {
@@ -198,7 +325,13 @@ impl Aggregate for EnvironmentVersion {
         use VersionEvent::*;
         match event {
             VersionCreated(created) => self.created = Some(created),
-            BuildQueued { attempt_id, attempt_number, region, profile, .. } => {
+            BuildQueued {
+                attempt_id,
+                attempt_number,
+                region,
+                profile,
+                ..
+            } => {
                 self.state = VersionState::BuildQueued;
                 self.attempts.push(Attempt {
                     id: attempt_id,
@@ -212,14 +345,20 @@ impl Aggregate for EnvironmentVersion {
                     retryable_until: None,
                 });
             }
-            BuildClaimed { attempt_id, worker_id, .. } => {
+            BuildClaimed {
+                attempt_id,
+                worker_id,
+                ..
+            } => {
                 self.state = VersionState::Building;
                 if let Some(a) = self.attempt_mut(attempt_id) {
                     a.status = BuildStatus::Validating;
                     a.worker_id = Some(worker_id);
                 }
             }
-            BuildAdvanced { attempt_id, status, .. } => {
+            BuildAdvanced {
+                attempt_id, status, ..
+            } => {
                 if status == BuildStatus::Verifying {
                     self.state = VersionState::Verifying;
                 }
@@ -227,7 +366,12 @@ impl Aggregate for EnvironmentVersion {
                     a.status = status;
                 }
             }
-            BuildCompleted { attempt_id, image, report, at } => {
+            BuildCompleted {
+                attempt_id,
+                image,
+                report,
+                at,
+            } => {
                 self.state = VersionState::Ready;
                 self.ready_at = Some(at);
                 self.image = Some(image);
@@ -236,7 +380,13 @@ impl Aggregate for EnvironmentVersion {
                     a.report = report;
                 }
             }
-            BuildFailed { attempt_id, failure, report, retryable_until, .. } => {
+            BuildFailed {
+                attempt_id,
+                failure,
+                report,
+                retryable_until,
+                ..
+            } => {
                 self.state = match failure.terminal_class {
                     TerminalClass::PlatformFailed => VersionState::RetryableFailed,
                     _ => VersionState::Rejected,
@@ -261,7 +411,9 @@ impl Aggregate for EnvironmentVersion {
                     a.status = BuildStatus::Cancelling;
                 }
             }
-            BuildCancelled { attempt_id, report, .. } => {
+            BuildCancelled {
+                attempt_id, report, ..
+            } => {
                 self.state = VersionState::Draft;
                 if let Some(a) = self.attempt_mut(attempt_id) {
                     a.status = BuildStatus::Cancelled;

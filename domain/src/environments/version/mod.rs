@@ -10,6 +10,6 @@ mod tests;
 pub use aggregate::{EnvironmentVersion, VersionError};
 pub use events::{RETRY_WINDOW_DAYS, VersionCommand, VersionEvent};
 pub use model::{
-    Attempt, BuildFailure, BuildPhase, BuildProfile, BuildReport, BuildStatus, SecurityState, TerminalClass,
-    VersionCreated, VersionState,
+    Attempt, BuildFailure, BuildPhase, BuildProfile, BuildReport, BuildStatus, SecurityState,
+    TerminalClass, VersionCreated, VersionState,
 };

@@ -51,7 +51,10 @@ pub enum BuildStatus {
 impl BuildStatus {
     /// Whether the attempt has ended.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::CustomerFailed | Self::PlatformFailed | Self::Cancelled)
+        matches!(
+            self,
+            Self::Completed | Self::CustomerFailed | Self::PlatformFailed | Self::Cancelled
+        )
     }
 
     /// The phase this status belongs to.

@@ -27,11 +27,22 @@ fn created() -> VersionEvent {
 }
 
 fn queued(id: Uuid) -> VersionEvent {
-    VersionEvent::BuildQueued { attempt_id: id, attempt_number: 1, region: "onprem".into(), profile: BuildProfile::Standard, at: t(0) }
+    VersionEvent::BuildQueued {
+        attempt_id: id,
+        attempt_number: 1,
+        region: "onprem".into(),
+        profile: BuildProfile::Standard,
+        at: t(0),
+    }
 }
 
 fn queue(id: Uuid) -> VersionCommand {
-    VersionCommand::QueueBuild { attempt_id: id, region: "onprem".into(), profile: BuildProfile::Standard, now: t(0) }
+    VersionCommand::QueueBuild {
+        attempt_id: id,
+        region: "onprem".into(),
+        profile: BuildProfile::Standard,
+        now: t(0),
+    }
 }
 
 fn platform_failed() -> VersionEvent {
@@ -59,7 +70,12 @@ fn one_nonterminal_attempt_at_a_time() {
 
 #[test]
 fn only_drafts_start_builds() {
-    let ready = VersionEvent::BuildCompleted { attempt_id: ATTEMPT, image: "img".into(), report: None, at: t(0) };
+    let ready = VersionEvent::BuildCompleted {
+        attempt_id: ATTEMPT,
+        image: "img".into(),
+        report: None,
+        at: t(0),
+    };
     TestFramework::<EnvironmentVersion>::with(())
         .given(vec![created(), queued(ATTEMPT), ready])
         .when(queue(Uuid::from_u128(11)))
@@ -68,8 +84,14 @@ fn only_drafts_start_builds() {
 
 #[test]
 fn cancel_is_idempotent_while_in_progress_and_refused_when_terminal() {
-    let requested = VersionEvent::BuildCancelRequested { attempt_id: ATTEMPT, at: t(0) };
-    let cancel = VersionCommand::RequestCancel { attempt_id: ATTEMPT, now: t(0) };
+    let requested = VersionEvent::BuildCancelRequested {
+        attempt_id: ATTEMPT,
+        at: t(0),
+    };
+    let cancel = VersionCommand::RequestCancel {
+        attempt_id: ATTEMPT,
+        now: t(0),
+    };
     TestFramework::<EnvironmentVersion>::with(())
         .given(vec![created(), queued(ATTEMPT)])
         .when(cancel.clone())
@@ -118,9 +140,20 @@ fn worker_steps_on_a_cancelled_attempt_are_stale() {
         .given(vec![
             created(),
             queued(ATTEMPT),
-            VersionEvent::BuildClaimed { attempt_id: ATTEMPT, worker_id: "w".into(), at: t(0) },
-            VersionEvent::BuildCancelRequested { attempt_id: ATTEMPT, at: t(0) },
+            VersionEvent::BuildClaimed {
+                attempt_id: ATTEMPT,
+                worker_id: "w".into(),
+                at: t(0),
+            },
+            VersionEvent::BuildCancelRequested {
+                attempt_id: ATTEMPT,
+                at: t(0),
+            },
         ])
-        .when(VersionCommand::Advance { attempt_id: ATTEMPT, status: BuildStatus::Building, now: t(0) })
+        .when(VersionCommand::Advance {
+            attempt_id: ATTEMPT,
+            status: BuildStatus::Building,
+            now: t(0),
+        })
         .then_expect_error(VersionError::StaleStep);
 }
