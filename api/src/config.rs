@@ -7,6 +7,9 @@ use domain::catalog::{self, Provider};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// Job quota of an active region when the operator configures none.
+pub const DEFAULT_JOB_QUOTA: u64 = 1000;
+
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -73,6 +76,24 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "SANDBOX_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+
+    /// Confirmed job quota per active region (`region=jobs,...`); unset regions of
+    /// the active set get 1000. A region with quota 0 or unknown makes the
+    /// capacity-retained version limit 0.
+    #[arg(long, env = "SANDBOX_REGION_JOB_QUOTAS", value_delimiter = ',')]
+    pub region_job_quotas: Vec<String>,
+
+    /// Builds this process runs at once (the fleet's build slots).
+    #[arg(long, env = "SANDBOX_BUILD_SLOTS", default_value_t = 2)]
+    pub build_slots: usize,
+
+    /// The buildah program.
+    #[arg(long, env = "SANDBOX_BUILDAH", default_value = "buildah")]
+    pub buildah: PathBuf,
+
+    /// Longest build before it fails as `platform_failed`.
+    #[arg(long, env = "SANDBOX_BUILD_TIMEOUT", default_value = "30m")]
+    pub build_timeout: humantime::Duration,
 }
 
 impl Config {
@@ -83,6 +104,30 @@ impl Config {
             .unwrap_or_else(|| format!("http://{}", self.listen))
             .trim_end_matches('/')
             .to_string()
+    }
+
+    /// The confirmed job quota of each selectable region.
+    pub fn job_quotas(&self) -> Vec<(String, Option<u64>)> {
+        let configured: Vec<(&str, Option<u64>)> = self
+            .region_job_quotas
+            .iter()
+            .filter_map(|entry| entry.split_once('='))
+            .map(|(region, jobs)| (region.trim(), jobs.trim().parse().ok()))
+            .collect();
+        self.selectable_regions()
+            .into_iter()
+            .map(|region| {
+                let quota = if configured.is_empty() {
+                    Some(DEFAULT_JOB_QUOTA)
+                } else {
+                    configured
+                        .iter()
+                        .find(|(r, _)| *r == region)
+                        .and_then(|(_, q)| *q)
+                };
+                (region, quota)
+            })
+            .collect()
     }
 
     /// The operator's active regions: the configured ones that exist in the

@@ -2,17 +2,22 @@
 //! authentication and error mapping, and the operator functions `sandboxctl` shares.
 
 pub mod admin;
+pub mod admission;
 pub mod auth;
 pub mod authz;
 pub mod config;
+pub mod directory;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod keys;
+pub mod limits;
 pub mod middleware;
+pub mod objects;
 pub mod openapi;
 pub mod pagination;
 pub mod request;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod workers;

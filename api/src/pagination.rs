@@ -28,6 +28,53 @@ pub struct PageQuery {
     pub page_token: Option<String>,
 }
 
+/// `lifecycle` of list queries (`SandboxLifecycleFilter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LifecycleFilter {
+    /// Live items only (the default of most lists).
+    #[default]
+    Active,
+    /// Retired (archived or revoked) items only.
+    Retired,
+    /// Everything.
+    All,
+}
+
+impl LifecycleFilter {
+    /// Whether an item with this liveness passes the filter.
+    pub fn admits(self, live: bool) -> bool {
+        match self {
+            Self::Active => live,
+            Self::Retired => !live,
+            Self::All => true,
+        }
+    }
+}
+
+/// Pagination and lifecycle query parameters of list routes.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LifecycleQuery {
+    /// Items per page, 1..100.
+    pub page_size: Option<i64>,
+    /// Opaque cursor from a previous page's `next_page_token`.
+    pub page_token: Option<String>,
+    /// `active` (default), `retired` or `all`.
+    pub lifecycle: Option<LifecycleFilter>,
+}
+
+impl LifecycleQuery {
+    /// The page part.
+    pub fn page<C: DeserializeOwned>(&self, default_size: i64) -> Result<Page<C>, ApiError> {
+        PageQuery {
+            page_size: self.page_size,
+            page_token: self.page_token.clone(),
+        }
+        .page(default_size)
+    }
+}
+
 /// A validated page request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<C> {

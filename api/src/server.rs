@@ -38,13 +38,16 @@ pub fn app(state: AppState) -> Router {
 
 /// The routes as an OpenAPI router (the document is built from it).
 pub fn api_router(state: &AppState) -> OpenApiRouter {
-    let sandbox = routes::sandbox::router()
+    let json = routes::sandbox::router()
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+    let raw = routes::sandbox::raw_router().layer(axum::extract::DefaultBodyLimit::disable());
+    let sandbox = json
+        .merge(raw)
         .fallback(not_found)
         .layer(from_fn_with_state(state.deployment.enabled, kill_switch))
         .layer(from_fn_with_state(PREFIX, sandbox_gate))
-        .layer(from_fn_with_state(state.clone(), authenticate))
-        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
-        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+        .layer(from_fn_with_state(state.clone(), authenticate));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())

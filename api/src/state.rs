@@ -3,6 +3,7 @@
 use crate::auth::jwt::JwtKeys;
 use crate::config::{Config, TransitKeyMode};
 use crate::keys::{self, TransitKey};
+use crate::objects::Objects;
 use domain::catalog::Provider;
 use projections::pump::PumpConfig;
 use projections::store::LogRepository;
@@ -24,6 +25,23 @@ pub struct Deployment {
     pub selectable_regions: Vec<String>,
     /// The kill switch (true = enabled).
     pub enabled: bool,
+    /// Confirmed job quota per selectable region (`None` when unknown).
+    pub job_quotas: Vec<(String, Option<u64>)>,
+}
+
+/// How builds run on this machine.
+#[derive(Debug, Clone)]
+pub struct BuilderSettings {
+    /// The buildah program.
+    pub buildah: std::path::PathBuf,
+    /// buildah's storage root (vfs driver) and run root live under this directory.
+    pub storage_dir: std::path::PathBuf,
+    /// Scratch space for contexts being built.
+    pub work_dir: std::path::PathBuf,
+    /// Builds at once in this process.
+    pub slots: usize,
+    /// Longest build.
+    pub timeout: std::time::Duration,
 }
 
 /// Shared handles: database, command bus, keys, deployment facts.
@@ -38,6 +56,12 @@ pub struct Inner {
     pub transit: Option<TransitKey>,
     /// Deployment facts.
     pub deployment: Deployment,
+    /// The object store.
+    pub objects: Objects,
+    /// Build settings.
+    pub builder: BuilderSettings,
+    /// Stops background workers at shutdown.
+    pub shutdown: CancellationToken,
 }
 
 /// Cheaply clonable state.
@@ -83,13 +107,25 @@ impl AppState {
             }
         };
         let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
-        let pump_task = pump.start(cancel).await?;
+        let pump_task = pump.start(cancel.clone()).await?;
         let bus = CommandBus::new(LogRepository::new(pool.clone()), pump);
         let deployment = Deployment {
             base_url: config.base_url(),
             provider: config.provider,
             selectable_regions: config.selectable_regions(),
             enabled: config.enabled,
+            job_quotas: config.job_quotas(),
+        };
+        let objects = Objects::local(
+            &config.data_dir.join("objects"),
+            &config.data_dir.join("scratch"),
+        )?;
+        let builder = BuilderSettings {
+            buildah: config.buildah.clone(),
+            storage_dir: config.data_dir.join("buildah"),
+            work_dir: config.data_dir.join("builds"),
+            slots: config.build_slots.max(1),
+            timeout: config.build_timeout.into(),
         };
         let state = AppState(Arc::new(Inner {
             pool,
@@ -97,6 +133,9 @@ impl AppState {
             jwt,
             transit,
             deployment,
+            objects,
+            builder,
+            shutdown: cancel,
         }));
         Ok(Started {
             state,

@@ -3,6 +3,7 @@
 mod support;
 
 mod auth;
+mod environments;
 mod general;
 mod public;
 mod restricted;

@@ -103,11 +103,16 @@ impl TestApp {
                 TransitKeyMode::Off
             },
             log_format: LogFormat::Text,
+            region_job_quotas: Vec::new(),
+            build_slots: 2,
+            buildah: "buildah".into(),
+            build_timeout: std::time::Duration::from_secs(300).into(),
         };
         let cancel = CancellationToken::new();
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())
             .await
             .expect("state");
+        api::workers::start(&started.state);
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {
@@ -147,6 +152,35 @@ impl TestApp {
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         self.client
             .request(method, format!("{}{}", self.base, path))
+    }
+
+    /// Changes a company's operator limits (as `sandboxctl` would).
+    pub async fn set_limits(
+        &self,
+        company: Uuid,
+        change: impl FnOnce(&mut domain::settings::OperatorLimits),
+    ) {
+        use domain::settings::{CompanySettings, SettingsCommand};
+        let mut limits = self
+            .state
+            .bus
+            .load::<CompanySettings>(&company.to_string())
+            .await
+            .unwrap()
+            .limits;
+        change(&mut limits);
+        self.state
+            .bus
+            .execute::<CompanySettings>(
+                &company.to_string(),
+                SettingsCommand::SetOperatorLimits {
+                    company_id: company,
+                    limits,
+                },
+                &operator_metadata("test"),
+            )
+            .await
+            .unwrap();
     }
 
     /// The number of events in the log.
@@ -206,6 +240,11 @@ impl Seed {
             .key
             .clone()
             .expect("key issued by this apply")
+    }
+
+    /// A department id.
+    pub fn department(&self, company: &str, department: &str) -> Uuid {
+        self.0.companies[company].departments[department]
     }
 
     /// A chatroom id.

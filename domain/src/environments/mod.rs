@@ -6,3 +6,12 @@ pub mod dockerfile;
 pub mod environment;
 pub mod upload;
 pub mod version;
+
+/// Paths the platform writes into `/workspace` at run time; a built image that
+/// already holds one of them is refused (`context_invalid`).
+pub const RESERVED_IMAGE_PATHS: &[&str] = &[
+    "workspace/startup.sh",
+    "workspace/work.sh",
+    "workspace/driver.sh",
+    "workspace/input.json",
+];

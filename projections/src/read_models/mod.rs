@@ -1,7 +1,11 @@
 //! Every read model of the service, one module per projection.
 
 pub mod company_settings;
+pub mod context_uploads;
 pub mod directory;
+pub mod environments;
+pub mod notifications;
+pub mod owned_objects;
 mod rowset;
 mod table;
 
@@ -16,5 +20,22 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
     vec![
         Arc::new(directory::DirectoryProjection),
         Arc::new(company_settings::CompanySettingsProjection),
+        Arc::new(owned_objects::OwnedObjectsProjection),
+        Arc::new(context_uploads::ContextUploadsProjection),
+        Arc::new(environments::EnvironmentsProjection),
+        Arc::new(notifications::NotificationsProjection),
     ]
+}
+
+/// The wire name of an enum that serializes as a string (`snake_case`).
+pub(crate) fn wire<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => other.map(|v| v.to_string()).unwrap_or_default(),
+    }
+}
+
+/// Parses a wire name back into its enum.
+pub(crate) fn from_wire<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
 }

@@ -40,6 +40,11 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
         Some(row)
     }
 
+    /// The row, for reading (not marked changed).
+    pub fn get(&self, key: &K) -> Option<&R> {
+        self.rows.get(key)?.as_ref()
+    }
+
     /// The row, or a new one made by `make`, for change.
     pub fn upsert_with(&mut self, key: K, make: impl FnOnce() -> R) -> &mut R {
         self.dirty.push(key.clone());

@@ -34,6 +34,10 @@ pub async fn commands(
         jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
         transit_key: TransitKeyMode::Off,
         log_format: LogFormat::Text,
+        region_job_quotas: Vec::new(),
+        build_slots: 1,
+        buildah: "buildah".into(),
+        build_timeout: std::time::Duration::from_secs(300).into(),
     };
     let cancel = CancellationToken::new();
     let started = AppState::start(&config, scratch.pool.clone(), cancel.clone()).await?;

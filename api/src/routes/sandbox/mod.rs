@@ -1,6 +1,7 @@
 //! The private sandbox API under `/private/module/sandbox`, grouped as the spec
 //! groups it.
 
+pub mod environments;
 pub mod settings;
 
 use crate::state::AppState;
@@ -9,7 +10,15 @@ use utoipa_axum::router::OpenApiRouter;
 /// The prefix of every private sandbox route.
 pub const PREFIX: &str = "/private/module/sandbox";
 
-/// Every sandbox route (relative to [`PREFIX`]).
+/// Every JSON sandbox route (relative to [`PREFIX`]); the caller applies the
+/// ordinary body limit.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().merge(settings::router())
+    OpenApiRouter::new()
+        .merge(settings::router())
+        .merge(environments::router())
+}
+
+/// Routes that stream raw bodies and enforce their own size limits.
+pub fn raw_router() -> OpenApiRouter<AppState> {
+    environments::upload_bytes_router()
 }

@@ -141,8 +141,15 @@ pub struct Manifest {
 pub enum Entry {
     /// A directory at this normalized relative path.
     Directory(String),
-    /// A regular file at this normalized relative path, with its size.
-    File(String, u64),
+    /// A regular file.
+    File {
+        /// Normalized relative path.
+        path: String,
+        /// Size in bytes.
+        size: u64,
+        /// Whether any execute bit is set in the archive.
+        executable: bool,
+    },
 }
 
 /// Checks an entry name and returns its normalized relative form (`a/b/c`), or
@@ -254,6 +261,7 @@ impl Scan {
         &mut self,
         path: String,
         size: u64,
+        executable: bool,
         reader: &mut dyn Read,
         visit: &mut V,
     ) -> Result<(), ArchiveRejection> {
@@ -269,11 +277,26 @@ impl Scan {
                 let mut content = Vec::with_capacity(size as usize);
                 capped.read_to_end(&mut content).map_err(unreadable)?;
                 self.manifest.dockerfile = Some(content.clone());
-                return visit(&Entry::File(path, size), &mut content.as_slice())
-                    .map_err(unreadable);
+                return visit(
+                    &Entry::File {
+                        path,
+                        size,
+                        executable,
+                    },
+                    &mut content.as_slice(),
+                )
+                .map_err(unreadable);
             }
         }
-        visit(&Entry::File(path, size), &mut capped).map_err(unreadable)?;
+        visit(
+            &Entry::File {
+                path,
+                size,
+                executable,
+            },
+            &mut capped,
+        )
+        .map_err(unreadable)?;
         io::copy(&mut capped, &mut io::sink()).map_err(unreadable)?;
         Ok(())
     }
@@ -323,12 +346,13 @@ where
             return Err(ArchiveRejection::SpecialEntry { entry: raw });
         }
         let size = entry.size();
+        let executable = entry.header().mode().is_ok_and(|mode| mode & 0o111 != 0);
         match scan.admit(&raw, kind.is_file(), size)? {
             None => {}
             Some(path) if kind.is_dir() => {
                 visit(&Entry::Directory(path), &mut io::empty()).map_err(unreadable)?
             }
-            Some(path) => scan.file(path, size, &mut entry, &mut visit)?,
+            Some(path) => scan.file(path, size, executable, &mut entry, &mut visit)?,
         }
     }
     scan.finish()
@@ -372,11 +396,12 @@ where
         }
         let is_dir = file.is_dir();
         let size = file.size();
+        let executable = file.unix_mode().is_some_and(|mode| mode & 0o111 != 0);
         match scan.admit(&raw, !is_dir, size)? {
             None => {}
             Some(path) if is_dir => visit(&Entry::Directory(path), &mut io::empty())
                 .map_err(|e| unreadable(e.to_string()))?,
-            Some(path) => scan.file(path, size, &mut file, &mut visit)?,
+            Some(path) => scan.file(path, size, executable, &mut file, &mut visit)?,
         }
     }
     scan.finish()

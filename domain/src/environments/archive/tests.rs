@@ -97,7 +97,11 @@ fn a_valid_context_is_scanned_and_visited() {
     assert_eq!(
         seen[2],
         (
-            Entry::File("app/startup.sh".into(), 26),
+            Entry::File {
+                path: "app/startup.sh".into(),
+                size: 26,
+                executable: false
+            },
             b"echo nested names are fine".to_vec()
         )
     );
@@ -384,7 +388,7 @@ proptest! {
             bytes[index] = value;
         }
         let _ = scan(ArchiveFormat::Tar, Cursor::new(bytes), ArchiveLimits::default(), |entry, _| {
-            let path = match entry { Entry::Directory(p) | Entry::File(p, _) => p };
+            let path = match entry { Entry::Directory(p) | Entry::File { path: p, .. } => p };
             assert!(normalize_path(path).ok().flatten().as_deref() == Some(path.as_str()));
             Ok(())
         });

@@ -2,6 +2,7 @@
 
 use super::events::{RETRY_WINDOW_DAYS, VersionCommand, VersionEvent};
 use super::model::{Attempt, BuildStatus, TerminalClass, VersionCreated, VersionState};
+use super::transitions::{attempt_status_after, version_state_after};
 use crate::AggregateExt;
 use crate::error::{ErrorClass, SpecError};
 use chrono::{DateTime, Utc};
@@ -323,6 +324,12 @@ impl Aggregate for EnvironmentVersion {
 
     fn apply(&mut self, event: Self::Event) {
         use VersionEvent::*;
+        self.state = version_state_after(&event, self.state);
+        if let Some((attempt_id, status)) = attempt_status_after(&event)
+            && let Some(attempt) = self.attempt_mut(attempt_id)
+        {
+            attempt.status = status;
+        }
         match event {
             VersionCreated(created) => self.created = Some(created),
             BuildQueued {
@@ -331,39 +338,24 @@ impl Aggregate for EnvironmentVersion {
                 region,
                 profile,
                 ..
-            } => {
-                self.state = VersionState::BuildQueued;
-                self.attempts.push(Attempt {
-                    id: attempt_id,
-                    number: attempt_number,
-                    status: BuildStatus::ValidationQueued,
-                    failure: None,
-                    region,
-                    profile,
-                    report: None,
-                    worker_id: None,
-                    retryable_until: None,
-                });
-            }
+            } => self.attempts.push(Attempt {
+                id: attempt_id,
+                number: attempt_number,
+                status: BuildStatus::ValidationQueued,
+                failure: None,
+                region,
+                profile,
+                report: None,
+                worker_id: None,
+                retryable_until: None,
+            }),
             BuildClaimed {
                 attempt_id,
                 worker_id,
                 ..
             } => {
-                self.state = VersionState::Building;
                 if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = BuildStatus::Validating;
                     a.worker_id = Some(worker_id);
-                }
-            }
-            BuildAdvanced {
-                attempt_id, status, ..
-            } => {
-                if status == BuildStatus::Verifying {
-                    self.state = VersionState::Verifying;
-                }
-                if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = status;
                 }
             }
             BuildCompleted {
@@ -372,11 +364,9 @@ impl Aggregate for EnvironmentVersion {
                 report,
                 at,
             } => {
-                self.state = VersionState::Ready;
                 self.ready_at = Some(at);
                 self.image = Some(image);
                 if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = BuildStatus::Completed;
                     a.report = report;
                 }
             }
@@ -387,40 +377,23 @@ impl Aggregate for EnvironmentVersion {
                 retryable_until,
                 ..
             } => {
-                self.state = match failure.terminal_class {
-                    TerminalClass::PlatformFailed => VersionState::RetryableFailed,
-                    _ => VersionState::Rejected,
-                };
                 if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = match failure.terminal_class {
-                        TerminalClass::PlatformFailed => BuildStatus::PlatformFailed,
-                        _ => BuildStatus::CustomerFailed,
-                    };
                     a.failure = Some(failure);
                     a.report = report;
                     a.retryable_until = retryable_until;
                 }
             }
-            BuildCancelRequested { attempt_id, .. } => {
-                if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = BuildStatus::CancelRequested;
-                }
-            }
-            BuildCancelling { attempt_id, .. } => {
-                if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = BuildStatus::Cancelling;
-                }
-            }
             BuildCancelled {
                 attempt_id, report, ..
             } => {
-                self.state = VersionState::Draft;
                 if let Some(a) = self.attempt_mut(attempt_id) {
-                    a.status = BuildStatus::Cancelled;
                     a.report = report;
                 }
             }
-            VersionArchived => self.state = VersionState::Archived,
+            BuildAdvanced { .. }
+            | BuildCancelRequested { .. }
+            | BuildCancelling { .. }
+            | VersionArchived => {}
         }
     }
 }

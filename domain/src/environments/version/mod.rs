@@ -6,6 +6,7 @@ mod events;
 mod model;
 #[cfg(test)]
 mod tests;
+mod transitions;
 
 pub use aggregate::{EnvironmentVersion, VersionError};
 pub use events::{RETRY_WINDOW_DAYS, VersionCommand, VersionEvent};
@@ -13,3 +14,4 @@ pub use model::{
     Attempt, BuildFailure, BuildPhase, BuildProfile, BuildReport, BuildStatus, SecurityState,
     TerminalClass, VersionCreated, VersionState,
 };
+pub use transitions::{attempt_status_after, version_state_after};

@@ -1,0 +1,52 @@
+//! The operator limits of a company, as its settings read model holds them.
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+use domain::settings::OperatorLimits;
+use uuid::Uuid;
+
+/// The company's limits (defaults until the operator changes them).
+pub async fn company_limits(state: &AppState, company: Uuid) -> ApiResult<OperatorLimits> {
+    let limits: Option<sqlx::types::Json<OperatorLimits>> =
+        sqlx::query_scalar("SELECT limits FROM company_settings WHERE company_id = $1")
+            .bind(company)
+            .fetch_optional(&state.pool)
+            .await?;
+    Ok(limits.map(|l| l.0).unwrap_or_default())
+}
+
+/// The effective capacity-retained version limit (spec section 8): the lower of the
+/// configured value and 10 percent of the smallest confirmed job quota across the
+/// active regions; 0 when a region's quota is unknown or no region is active.
+pub fn capacity_retained_limit(configured: i64, job_quotas: &[(String, Option<u64>)]) -> i64 {
+    if job_quotas.is_empty() {
+        return 0;
+    }
+    let mut smallest = u64::MAX;
+    for (_, quota) in job_quotas {
+        match quota {
+            Some(quota) => smallest = smallest.min(*quota),
+            None => return 0,
+        }
+    }
+    configured.min((smallest / 10) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capacity_retained_limit;
+
+    #[test]
+    fn the_lower_of_configured_and_a_tenth_of_the_smallest_quota() {
+        let quotas =
+            |q: &[Option<u64>]| q.iter().map(|q| ("r".to_string(), *q)).collect::<Vec<_>>();
+        assert_eq!(capacity_retained_limit(100, &quotas(&[Some(1000)])), 100);
+        assert_eq!(
+            capacity_retained_limit(100, &quotas(&[Some(500), Some(2000)])),
+            50
+        );
+        assert_eq!(capacity_retained_limit(100, &quotas(&[Some(500), None])), 0);
+        assert_eq!(capacity_retained_limit(100, &[]), 0);
+        assert_eq!(capacity_retained_limit(0, &quotas(&[Some(1000)])), 0);
+    }
+}

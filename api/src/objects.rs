@@ -1,0 +1,160 @@
+//! The object store: archives, inputs, outputs, logs, artifacts and reports.
+//!
+//! By default a local file system under the data directory (`object_store`'s
+//! `LocalFileSystem`); the same crate's S3 and GCS stores fit behind this type when
+//! one machine is not enough. Bytes are streamed in and out with a running SHA-256,
+//! never held whole in memory.
+
+use anyhow::Context;
+use bytes::Bytes;
+use futures::{Stream, StreamExt, TryStreamExt};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use sha2::{Digest, Sha256};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+
+/// Why streaming bytes in failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError {
+    /// More bytes arrived than allowed; nothing was kept.
+    #[error("more than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// The client's body failed.
+    #[error("the request body failed: {0}")]
+    Body(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// What was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Bytes written.
+    pub byte_size: u64,
+    /// `sha256:<hex>`.
+    pub digest: String,
+}
+
+/// The service's object store.
+#[derive(Clone, Debug)]
+pub struct Objects {
+    store: Arc<dyn ObjectStore>,
+    scratch: PathBuf,
+}
+
+impl Objects {
+    /// A local store under `dir` (created if missing), with `scratch` for spooled
+    /// copies.
+    pub fn local(dir: &Path, scratch: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(scratch)
+            .with_context(|| format!("cannot create {}", scratch.display()))?;
+        let store = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        Ok(Self {
+            store: Arc::new(store),
+            scratch: scratch.to_path_buf(),
+        })
+    }
+
+    /// Streams `body` to `key`, refusing (and removing) it past `limit` bytes.
+    pub async fn put_stream<S, E>(
+        &self,
+        key: &str,
+        mut body: S,
+        limit: u64,
+    ) -> Result<Written, PutError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        let path = StorePath::from(key);
+        let upload = self
+            .store
+            .put_multipart(&path)
+            .await
+            .map_err(anyhow::Error::from)?;
+        let mut writer = WriteMultipart::new(upload);
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        while let Some(chunk) = body.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    let _ = writer.abort().await;
+                    return Err(PutError::Body(e.to_string()));
+                }
+            };
+            size += chunk.len() as u64;
+            if size > limit {
+                let _ = writer.abort().await;
+                return Err(PutError::TooLarge { limit });
+            }
+            hasher.update(&chunk);
+            writer.put(chunk);
+        }
+        writer.finish().await.map_err(anyhow::Error::from)?;
+        Ok(Written {
+            byte_size: size,
+            digest: format!("sha256:{}", hex::encode(hasher.finalize())),
+        })
+    }
+
+    /// Writes bytes held in memory.
+    pub async fn put_bytes(&self, key: &str, bytes: Bytes) -> anyhow::Result<Written> {
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+        let byte_size = bytes.len() as u64;
+        self.store.put(&StorePath::from(key), bytes.into()).await?;
+        Ok(Written { byte_size, digest })
+    }
+
+    /// The object's bytes as a stream.
+    pub async fn get_stream(
+        &self,
+        key: &str,
+    ) -> anyhow::Result<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
+        let result = self.store.get(&StorePath::from(key)).await?;
+        Ok(result.into_stream().map_err(std::io::Error::other))
+    }
+
+    /// A byte range of the object.
+    pub async fn get_range(&self, key: &str, range: Range<u64>) -> anyhow::Result<Bytes> {
+        Ok(self.store.get_range(&StorePath::from(key), range).await?)
+    }
+
+    /// Copies an object to another key.
+    pub async fn copy(&self, from: &str, to: &str) -> anyhow::Result<()> {
+        Ok(self
+            .store
+            .copy(&StorePath::from(from), &StorePath::from(to))
+            .await?)
+    }
+
+    /// Removes an object (a missing one is fine).
+    pub async fn delete(&self, key: &str) -> anyhow::Result<()> {
+        match self.store.delete(&StorePath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Copies the object into a local file (for readers that need `Seek`), which is
+    /// removed when the returned handle is dropped.
+    pub async fn spool(&self, key: &str) -> anyhow::Result<tempfile::NamedTempFile> {
+        let file = tempfile::NamedTempFile::new_in(&self.scratch)?;
+        let mut writer = tokio::fs::File::create(file.path()).await?;
+        let mut stream = self.get_stream(key).await?;
+        while let Some(chunk) = stream.next().await {
+            writer.write_all(&chunk?).await?;
+        }
+        writer.flush().await?;
+        Ok(file)
+    }
+}

@@ -1,0 +1,277 @@
+//! Build attempts: create, list, get, cancel, and retry-build of a version.
+
+use super::access::{self, EnvironmentAccess};
+use super::versions::version;
+use super::views::*;
+use crate::admission;
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiQuery, parse_json};
+use crate::limits::company_limits;
+use crate::pagination::finish;
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use domain::catalog::{self, REGIONS};
+use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
+use domain::principal::Principal;
+use domain::validation::ViolationKind;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The build routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_builds, create_build))
+        .routes(routes!(get_build))
+        .routes(routes!(cancel_build))
+        .routes(routes!(retry_build))
+}
+
+const ATTEMPT_SELECT: &str = "SELECT id, version_id AS environment_version_id, attempt_number, status,
+        CASE WHEN status IN ('validation_queued', 'validating') THEN 'validation'
+             WHEN status IN ('build_queued', 'building') THEN 'build'
+             WHEN status = 'verifying' THEN 'verify' END AS phase,
+        terminal_class, stage_code, error_code, error_detail, build_region, build_profile, report_total_bytes,
+        retryable_until, queued_at AS created_at, updated_at
+   FROM build_attempts";
+
+async fn attempt(
+    state: &AppState,
+    version_id: Uuid,
+    attempt_id: Uuid,
+) -> ApiResult<SandboxBuildAttemptResponse> {
+    sqlx::query_as(&format!(
+        "{ATTEMPT_SELECT} WHERE id = $1 AND version_id = $2"
+    ))
+    .bind(attempt_id)
+    .bind(version_id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)
+}
+
+/// Validates a build region: an enumeration value this deployment offers.
+fn build_region(state: &AppState, requested: Option<&str>) -> ApiResult<String> {
+    let Some(region) = requested else {
+        return Ok(catalog::default_build_region(state.deployment.provider).to_string());
+    };
+    if catalog::region(region).is_none() {
+        let codes = REGIONS.iter().map(|r| r.code.to_string()).collect();
+        return Err(ApiError::invalid(
+            &["body", "build_region"],
+            ViolationKind::Enum(codes),
+            Some(region.into()),
+        ));
+    }
+    let offered = catalog::regions_for(state.deployment.provider)
+        .iter()
+        .any(|r| r.code == region)
+        && state
+            .deployment
+            .selectable_regions
+            .iter()
+            .any(|r| r == region);
+    if !offered {
+        return Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "build_region_unavailable",
+            format!("{region} is not a region of this deployment"),
+        ));
+    }
+    Ok(region.to_string())
+}
+
+/// Queues an attempt after the company's queued-build limit.
+async fn queue(
+    state: &AppState,
+    ctx: &Context,
+    principal: &Principal,
+    version_id: Uuid,
+    command: VersionCommand,
+) -> ApiResult<()> {
+    let _lock = admission::lock(&state.pool, principal.company_id, "builds").await?;
+    let limit = company_limits(state, principal.company_id)
+        .await?
+        .queued_build_limit;
+    let queued: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM build_attempts WHERE company_id = $1 AND status = 'validation_queued'",
+    )
+    .bind(principal.company_id)
+    .fetch_one(&state.pool)
+    .await?;
+    if queued >= limit {
+        return Err(ApiError::coded(
+            StatusCode::TOO_MANY_REQUESTS,
+            "build_queue_full",
+            format!("the company has {queued} queued builds (limit {limit})"),
+        )
+        .with("limit", limit));
+    }
+    state
+        .bus
+        .execute::<EnvironmentVersion>(&version_id.to_string(), command, &ctx.metadata(principal))
+        .await?;
+    Ok(())
+}
+
+async fn managed_version(
+    state: &AppState,
+    principal: &Principal,
+    environment_id: Uuid,
+    version_id: Uuid,
+) -> ApiResult<EnvironmentAccess> {
+    let environment = access::managed_environment(state, principal, environment_id).await?;
+    version(state, &environment, version_id).await?;
+    Ok(environment)
+}
+
+/// Starts a build of a draft version.
+#[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/builds", tag = "environments",
+    params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
+    request_body = SandboxBuildAttemptCreateRequest,
+    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
+              (status = 409, description = "build_not_eligible or nonterminal_exists"),
+              (status = 422, description = "enum error or build_region_unavailable"),
+              (status = 429, description = "build_queue_full")))]
+async fn create_build(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
+    let body: SandboxBuildAttemptCreateRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        Default::default()
+    } else {
+        parse_json(&body)?
+    };
+    managed_version(&state, &principal, environment_id, version_id).await?;
+    let region = build_region(&state, body.build_region.as_deref())?;
+    let attempt_id = Uuid::new_v4();
+    let command = VersionCommand::QueueBuild {
+        attempt_id,
+        region,
+        profile: body.build_profile.unwrap_or_default(),
+        now: ctx.time,
+    };
+    queue(&state, &ctx, &principal, version_id, command).await?;
+    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+}
+
+/// A new attempt of a `retryable_failed` version within its 7-day window; region and
+/// profile are not reused.
+#[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/retry-build", tag = "environments",
+    params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
+              (status = 409, description = "retry_window_expired or retry_not_eligible")))]
+async fn retry_build(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
+    managed_version(&state, &principal, environment_id, version_id).await?;
+    let attempt_id = Uuid::new_v4();
+    let command = VersionCommand::RetryBuild {
+        attempt_id,
+        region: catalog::default_build_region(state.deployment.provider).into(),
+        profile: BuildProfile::Standard,
+        now: ctx.time,
+    };
+    queue(&state, &ctx, &principal, version_id, command).await?;
+    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+}
+
+/// Query of the attempt list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BuildListQuery {
+    /// Items per page, 1..100.
+    pub page_size: Option<i64>,
+    /// Opaque cursor.
+    pub page_token: Option<String>,
+    /// Repeatable status filter.
+    #[serde(rename = "status[]", alias = "status", default)]
+    pub status: Vec<String>,
+}
+
+/// Attempts of a version, newest first.
+#[utoipa::path(get, path = "/environments/{environment_id}/versions/{version_id}/builds", tag = "environments",
+    params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), BuildListQuery),
+    responses((status = 200, body = SandboxBuildAttemptListResponse), (status = 404, description = "not found")))]
+async fn list_builds(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiQuery(query): ApiQuery<BuildListQuery>,
+) -> ApiResult<Json<SandboxBuildAttemptListResponse>> {
+    let environment = access::environment(&state, &principal, environment_id).await?;
+    version(&state, &environment, version_id).await?;
+    let page = crate::pagination::PageQuery {
+        page_size: query.page_size,
+        page_token: query.page_token,
+    }
+    .page::<i64>(50)?;
+    let rows: Vec<SandboxBuildAttemptResponse> = sqlx::query_as(&format!(
+        "{ATTEMPT_SELECT} WHERE version_id = $1 AND attempt_number < $2
+            AND (cardinality($3::text[]) = 0 OR status = ANY($3))
+          ORDER BY attempt_number DESC LIMIT $4"
+    ))
+    .bind(version_id)
+    .bind(page.after.unwrap_or(i64::MAX))
+    .bind(&query.status)
+    .bind(page.size + 1)
+    .fetch_all(&state.pool)
+    .await?;
+    let (items, next_page_token) = finish(rows, page.size, |r| r.attempt_number);
+    Ok(Json(SandboxBuildAttemptListResponse {
+        items,
+        next_page_token,
+    }))
+}
+
+/// One attempt.
+#[utoipa::path(get, path = "/environments/{environment_id}/versions/{version_id}/builds/{attempt_id}",
+    tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found")))]
+async fn get_build(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
+    let environment = access::environment(&state, &principal, environment_id).await?;
+    version(&state, &environment, version_id).await?;
+    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+}
+
+/// Records a cancel intent; the worker moves the attempt through `cancelling` to
+/// `cancelled`. Repeating it while in progress is harmless; on a finished attempt it
+/// is 409 `not_cancellable`.
+#[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/builds/{attempt_id}/cancel",
+    tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
+              (status = 409, description = "not_cancellable")))]
+async fn cancel_build(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
+    managed_version(&state, &principal, environment_id, version_id).await?;
+    attempt(&state, version_id, attempt_id).await?;
+    let command = VersionCommand::RequestCancel {
+        attempt_id,
+        now: ctx.time,
+    };
+    state
+        .bus
+        .execute::<EnvironmentVersion>(&version_id.to_string(), command, &ctx.metadata(&principal))
+        .await?;
+    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+}

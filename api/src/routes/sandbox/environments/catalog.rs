@@ -1,0 +1,268 @@
+//! The environment resources themselves: `GET/POST /environments`, `GET/PATCH /environments/{id}`,
+//! `POST /environments/{id}/archive`.
+
+use super::access::{self, ENVIRONMENT_COLUMNS, EnvironmentRow};
+use super::views::*;
+use crate::admission;
+use crate::auth::Auth;
+use crate::directory;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::limits::company_limits;
+use crate::pagination::{LifecycleQuery, finish};
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use domain::environments::environment::{
+    Environment, EnvironmentCommand, EnvironmentCreated, OwnerKind, OwnerScope,
+};
+use domain::validation::{ViolationKind, Violations};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The environment routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_environments, create_environment))
+        .routes(routes!(get_environment, update_environment))
+        .routes(routes!(archive_environment))
+}
+
+/// The refusal for a scope the caller cannot own.
+pub fn owner_scope_forbidden() -> ApiError {
+    ApiError::coded(
+        StatusCode::FORBIDDEN,
+        "owner_scope_forbidden",
+        "you cannot own resources in this scope",
+    )
+}
+
+/// Environments of the caller's company, curated ones included, newest first.
+#[utoipa::path(get, path = "/environments", tag = "environments", params(LifecycleQuery),
+    responses((status = 200, body = SandboxEnvironmentListResponse)))]
+async fn list_environments(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    ApiQuery(query): ApiQuery<LifecycleQuery>,
+) -> ApiResult<Json<SandboxEnvironmentListResponse>> {
+    let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
+    let lifecycle = query.lifecycle.unwrap_or_default();
+    let (after_time, after_id) = page
+        .after
+        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
+    let rows: Vec<EnvironmentRow> = sqlx::query_as(&format!(
+        "SELECT {ENVIRONMENT_COLUMNS} FROM environments
+          WHERE (company_id = $1 OR owner_kind = 'system_curated')
+            AND ($2 = 'all' OR ($2 = 'active') = (lifecycle = 'active'))
+            AND (created_at, id) < ($3, $4)
+          ORDER BY created_at DESC, id DESC
+          LIMIT $5"
+    ))
+    .bind(principal.company_id)
+    .bind(lifecycle_name(lifecycle))
+    .bind(after_time)
+    .bind(after_id)
+    .bind(page.size + 1)
+    .fetch_all(&state.pool)
+    .await?;
+    let (rows, next_page_token) = finish(rows, page.size, |r| (r.created_at, r.id));
+    Ok(Json(SandboxEnvironmentListResponse {
+        items: rows.into_iter().map(Into::into).collect(),
+        next_page_token,
+    }))
+}
+
+/// The SQL-side name of a lifecycle filter.
+pub fn lifecycle_name(filter: crate::pagination::LifecycleFilter) -> &'static str {
+    match filter {
+        crate::pagination::LifecycleFilter::Active => "active",
+        crate::pagination::LifecycleFilter::Retired => "retired",
+        crate::pagination::LifecycleFilter::All => "all",
+    }
+}
+
+fn check_text(name: Option<&str>, description: Option<&str>) -> ApiResult<()> {
+    let mut violations = Violations::new();
+    if let Some(name) = name {
+        violations.length("name", name, 1, 256);
+    }
+    if let Some(description) = description {
+        violations.length("description", description, 0, 2048);
+    }
+    violations
+        .into_result()
+        .map_err(|v| ApiError::Validation(v.0))
+}
+
+/// Creates a company- or department-owned environment.
+#[utoipa::path(post, path = "/environments", tag = "environments", request_body = SandboxEnvironmentCreateRequest,
+    responses((status = 200, body = SandboxEnvironmentResponse),
+              (status = 403, description = "owner_scope_forbidden"),
+              (status = 409, description = "active_environment_limit"),
+              (status = 422, description = "validation error")))]
+async fn create_environment(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<SandboxEnvironmentCreateRequest>,
+) -> ApiResult<Json<SandboxEnvironmentResponse>> {
+    check_text(Some(&body.name), Some(&body.description))?;
+    let scope = body.owner_scope.unwrap_or(OwnerScope::Company);
+    let owner_id = match scope {
+        OwnerScope::Company => {
+            if body.owner_id.is_some_and(|id| id != principal.company_id)
+                || !principal.is_company_manager()
+            {
+                return Err(owner_scope_forbidden());
+            }
+            principal.company_id
+        }
+        OwnerScope::Department => {
+            let department = body.owner_id.ok_or_else(|| {
+                ApiError::invalid(&["body", "owner_id"], ViolationKind::Missing, None)
+            })?;
+            if !directory::department_in_company(&state.pool, principal.company_id, department)
+                .await?
+                || !access::manages_scope(&state, &principal, "department", Some(department))
+                    .await?
+            {
+                return Err(owner_scope_forbidden());
+            }
+            department
+        }
+    };
+    let id = Uuid::new_v4();
+    {
+        let _lock = admission::lock(&state.pool, principal.company_id, "environments").await?;
+        let limit = company_limits(&state, principal.company_id)
+            .await?
+            .active_environment_limit;
+        let active: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM environments WHERE company_id = $1 AND lifecycle = 'active'",
+        )
+        .bind(principal.company_id)
+        .fetch_one(&state.pool)
+        .await?;
+        if active >= limit {
+            return Err(ApiError::coded(
+                StatusCode::CONFLICT,
+                "active_environment_limit",
+                format!("the company already has {active} active environments (limit {limit})"),
+            )
+            .with("limit", limit));
+        }
+        let created = EnvironmentCreated {
+            environment_id: id,
+            company_id: Some(principal.company_id),
+            owner_kind: OwnerKind::Company,
+            owner_scope: scope,
+            owner_id: Some(owner_id),
+            name: body.name,
+            description: body.description,
+        };
+        state
+            .bus
+            .execute::<Environment>(
+                &id.to_string(),
+                EnvironmentCommand::Create(created),
+                &ctx.metadata(&principal),
+            )
+            .await?;
+    }
+    Ok(Json(
+        access::environment(&state, &principal, id)
+            .await?
+            .row
+            .into(),
+    ))
+}
+
+/// One environment.
+#[utoipa::path(get, path = "/environments/{environment_id}", tag = "environments",
+    params(("environment_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found")))]
+async fn get_environment(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path(environment_id): Path<Uuid>,
+) -> ApiResult<Json<SandboxEnvironmentResponse>> {
+    Ok(Json(
+        access::environment(&state, &principal, environment_id)
+            .await?
+            .row
+            .into(),
+    ))
+}
+
+/// Changes name or description.
+#[utoipa::path(patch, path = "/environments/{environment_id}", tag = "environments",
+    params(("environment_id" = Uuid, Path)), request_body = SandboxEnvironmentUpdateRequest,
+    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
+              (status = 409, description = "environment_archived"), (status = 422, description = "no_fields")))]
+async fn update_environment(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path(environment_id): Path<Uuid>,
+    ApiJson(body): ApiJson<SandboxEnvironmentUpdateRequest>,
+) -> ApiResult<Json<SandboxEnvironmentResponse>> {
+    access::managed_environment(&state, &principal, environment_id).await?;
+    if body.name.is_none() && body.description.is_none() {
+        return Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no_fields",
+            "send at least one field to change",
+        ));
+    }
+    check_text(body.name.as_deref(), body.description.as_deref())?;
+    let command = EnvironmentCommand::Update {
+        name: body.name,
+        description: body.description,
+    };
+    state
+        .bus
+        .execute::<Environment>(
+            &environment_id.to_string(),
+            command,
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::environment(&state, &principal, environment_id)
+            .await?
+            .row
+            .into(),
+    ))
+}
+
+/// Archives the environment (it stops counting toward the active limit).
+#[utoipa::path(post, path = "/environments/{environment_id}/archive", tag = "environments",
+    params(("environment_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
+              (status = 409, description = "already_archived")))]
+async fn archive_environment(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path(environment_id): Path<Uuid>,
+) -> ApiResult<Json<SandboxEnvironmentResponse>> {
+    access::managed_environment(&state, &principal, environment_id).await?;
+    state
+        .bus
+        .execute::<Environment>(
+            &environment_id.to_string(),
+            EnvironmentCommand::Archive,
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::environment(&state, &principal, environment_id)
+            .await?
+            .row
+            .into(),
+    ))
+}

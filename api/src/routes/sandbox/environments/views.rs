@@ -1,0 +1,328 @@
+//! Request and response bodies of the environment routes, and the rows they are
+//! built from.
+
+use super::access::EnvironmentRow;
+use chrono::{DateTime, Utc};
+use domain::catalog::ResourceProfile;
+use domain::environments::archive::ArchiveFormat;
+use domain::environments::environment::OwnerScope;
+use domain::environments::version::BuildProfile;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// `SandboxEnvironmentCreateRequest`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxEnvironmentCreateRequest {
+    /// 1..256 characters.
+    pub name: String,
+    /// Up to 2048 characters.
+    #[serde(default)]
+    pub description: String,
+    /// `company` (default) or `department`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub owner_scope: Option<OwnerScope>,
+    /// The company id (optional) or the department id.
+    #[serde(default)]
+    pub owner_id: Option<Uuid>,
+}
+
+/// `SandboxEnvironmentUpdateRequest`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxEnvironmentUpdateRequest {
+    /// New name, 1..256 characters.
+    pub name: Option<String>,
+    /// New description, up to 2048 characters.
+    pub description: Option<String>,
+}
+
+/// `SandboxEnvironmentResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxEnvironmentResponse {
+    /// Id.
+    pub id: Uuid,
+    /// `system_curated` or `company`.
+    pub owner_kind: String,
+    /// `company` or `department`.
+    pub owner_scope: String,
+    /// The owning company or department (`null` for curated).
+    pub owner_id: Option<Uuid>,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// `active` or `archived`.
+    pub lifecycle: String,
+    /// `clear` or `blocked`.
+    pub security_state: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<EnvironmentRow> for SandboxEnvironmentResponse {
+    fn from(row: EnvironmentRow) -> Self {
+        Self {
+            id: row.id,
+            owner_kind: row.owner_kind,
+            owner_scope: row.owner_scope,
+            owner_id: row.owner_id,
+            name: row.name,
+            description: row.description,
+            lifecycle: row.lifecycle,
+            security_state: row.security_state,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+/// `SandboxEnvironmentListResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxEnvironmentListResponse {
+    /// The page.
+    pub items: Vec<SandboxEnvironmentResponse>,
+    /// Cursor of the next page.
+    pub next_page_token: Option<String>,
+}
+
+/// `SandboxContextUploadInitRequest`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxContextUploadInitRequest {
+    /// Bytes the PUT will send at most, 1..1 GiB.
+    pub declared_bytes: i64,
+    /// `zip`, `tar` or `tar.gz`.
+    #[schema(value_type = String)]
+    pub archive_format: ArchiveFormat,
+}
+
+/// `SandboxContextUploadInitResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxContextUploadInitResponse {
+    /// The session.
+    #[serde(flatten)]
+    pub session: SandboxContextUploadSessionResponse,
+    /// Send it in `X-Sandbox-Upload-Capability` with the PUT.
+    pub capability: String,
+    /// The header to send it in.
+    pub capability_header: &'static str,
+    /// When the capability stops working (15 minutes).
+    pub capability_expires_at: DateTime<Utc>,
+    /// Where to PUT the bytes.
+    pub upload_url: String,
+    /// Always `single_part`.
+    pub upload_mode: &'static str,
+}
+
+/// `SandboxContextUploadSessionResponse`.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct SandboxContextUploadSessionResponse {
+    /// Session id.
+    pub id: Uuid,
+    /// Environment.
+    pub environment_id: Uuid,
+    /// `uploading`, `completing`, `completed`, `abort_pending` or `aborted`.
+    pub state: String,
+    /// Declared size.
+    pub declared_bytes: i64,
+    /// `zip`, `tar` or `tar.gz`.
+    pub archive_format: String,
+    /// Bytes received by the PUT.
+    pub received_bytes: Option<i64>,
+    /// `sha256:` of the received bytes.
+    pub digest: Option<String>,
+    /// The owned object, once completed.
+    pub owned_object_id: Option<Uuid>,
+    /// The rule that refused the last complete.
+    pub error_detail: Option<String>,
+    /// Opened.
+    pub created_at: DateTime<Utc>,
+    /// Expires (24 hours after opening).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// `SandboxContextUploadPutResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxContextUploadPutResponse {
+    /// Session id.
+    pub session_id: Uuid,
+    /// State (`uploading`).
+    pub state: String,
+    /// Bytes received.
+    pub received_bytes: i64,
+    /// Their `sha256:` digest.
+    pub digest: String,
+}
+
+/// `SandboxContextUploadCompleteRequest` (no fields; an empty object or no body).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxContextUploadCompleteRequest {}
+
+/// `SandboxContextUploadCompleteResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxContextUploadCompleteResponse {
+    /// Session id.
+    pub session_id: Uuid,
+    /// `completed`.
+    pub state: String,
+    /// The object to create versions from.
+    pub owned_object_id: Uuid,
+    /// `sha256:` of the archive.
+    pub digest: String,
+    /// Its size.
+    pub byte_size: i64,
+}
+
+/// One completed upload (`SandboxContextObjectListResponse` item).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxContextObject {
+    /// The owned object.
+    pub owned_object_id: Uuid,
+    /// The session it came from.
+    pub session_id: Uuid,
+    /// `sha256:` of the archive.
+    pub digest: String,
+    /// Its size.
+    pub byte_size: i64,
+    /// Archive format.
+    pub archive_format: String,
+    /// `active`, `delete_pending`, `deleted` or `tombstoned`.
+    pub deletion_state: String,
+    /// Completed.
+    pub created_at: DateTime<Utc>,
+    /// Versions built from it.
+    pub used_by_version_ids: Vec<Uuid>,
+}
+
+/// `SandboxContextObjectListResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxContextObjectListResponse {
+    /// The page.
+    pub items: Vec<SandboxContextObject>,
+    /// Cursor of the next page.
+    pub next_page_token: Option<String>,
+}
+
+/// `SandboxEnvironmentVersionCreateRequest`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxEnvironmentVersionCreateRequest {
+    /// The completed upload (preferred).
+    pub owned_object_id: Option<Uuid>,
+    /// `sha256:<64 hex>`; alone only its format is checked.
+    pub source_digest: Option<String>,
+    /// Free reference, up to 1024 characters.
+    pub source_ref: Option<String>,
+    /// A tenant-selectable profile (default `standard`).
+    #[schema(value_type = Option<String>)]
+    pub resource_profile: Option<ResourceProfile>,
+}
+
+/// `SandboxEnvironmentVersionResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxEnvironmentVersionResponse {
+    /// Id.
+    pub id: Uuid,
+    /// Environment.
+    pub environment_id: Uuid,
+    /// Environment name.
+    pub environment_name: String,
+    /// Number within the environment.
+    pub version_number: i64,
+    /// Version state.
+    pub state: String,
+    /// `clear` or `blocked`.
+    pub security_state: String,
+    /// Runtime profile.
+    pub resource_profile: String,
+    /// Whether it occupies a capacity-retained slot.
+    pub capacity_retained: bool,
+    /// When it became ready.
+    pub ready_at: Option<DateTime<Utc>>,
+    /// Runner release its images use.
+    pub runner_release: String,
+    /// Whether that release is approved.
+    pub runner_release_approved: bool,
+    /// What the owner should do about the runner release (`null`: nothing).
+    pub runner_release_next_action: Option<String>,
+    /// Owner only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_digest: Option<String>,
+    /// Owner only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `SandboxEnvironmentVersionListResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxEnvironmentVersionListResponse {
+    /// The page.
+    pub items: Vec<SandboxEnvironmentVersionResponse>,
+    /// Cursor of the next page.
+    pub next_page_token: Option<String>,
+}
+
+/// `SandboxBuildAttemptCreateRequest`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxBuildAttemptCreateRequest {
+    /// `SandboxRegionCode`; default `onprem` on-prem, `asia-east1` managed.
+    pub build_region: Option<String>,
+    /// `standard` (default), `fast` or `large`.
+    #[schema(value_type = Option<String>)]
+    pub build_profile: Option<BuildProfile>,
+}
+
+/// `SandboxBuildAttemptResponse`.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct SandboxBuildAttemptResponse {
+    /// Id.
+    pub id: Uuid,
+    /// The version.
+    pub environment_version_id: Uuid,
+    /// Number within the version.
+    pub attempt_number: i64,
+    /// Attempt state.
+    pub status: String,
+    /// `validation`, `build` or `verify` while running.
+    pub phase: Option<String>,
+    /// How it ended.
+    pub terminal_class: Option<String>,
+    /// The step that failed.
+    pub stage_code: Option<String>,
+    /// `context_invalid`, `dockerfile_exit`, `policy_reject`, `tenant_cancel`, ...
+    pub error_code: Option<String>,
+    /// The specific rule (up to 128 characters).
+    pub error_detail: Option<String>,
+    /// Build region.
+    pub build_region: String,
+    /// Build profile.
+    pub build_profile: String,
+    /// Size of the stored build report.
+    pub report_total_bytes: Option<i64>,
+    /// End of the retry window while the version is `retryable_failed`.
+    pub retryable_until: Option<DateTime<Utc>>,
+    /// Queued.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `SandboxBuildAttemptListResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxBuildAttemptListResponse {
+    /// The page.
+    pub items: Vec<SandboxBuildAttemptResponse>,
+    /// Cursor of the next page.
+    pub next_page_token: Option<String>,
+}

@@ -1,0 +1,219 @@
+//! Running `buildah` (vfs storage, chroot isolation): image builds and the helpers
+//! the build verifier and the run executor share.
+//!
+//! Every buildah process runs in its own process group, so a timeout or a cancel
+//! kills the whole tree (buildah and whatever it started), not just buildah.
+
+use crate::state::BuilderSettings;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+/// Output kept from one command at most; the middle of longer output is dropped.
+pub const MAX_CAPTURE: usize = 4 << 20;
+
+/// A finished command.
+#[derive(Debug)]
+pub struct Captured {
+    /// Exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// stdout and stderr, interleaved as they arrived.
+    pub output: Vec<u8>,
+}
+
+impl Captured {
+    /// Whether it exited 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// Why a command did not finish by itself.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// It ran past its time and was killed.
+    #[error("timed out")]
+    TimedOut(Vec<u8>),
+    /// It was cancelled and killed.
+    #[error("cancelled")]
+    Cancelled(Vec<u8>),
+    /// It could not be started or read.
+    #[error("cannot run: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The buildah program with this service's storage.
+#[derive(Debug, Clone)]
+pub struct Buildah {
+    program: PathBuf,
+    root: PathBuf,
+    runroot: PathBuf,
+}
+
+impl Buildah {
+    /// buildah with storage under the settings' directory.
+    pub fn new(settings: &BuilderSettings) -> Self {
+        Self {
+            program: settings.buildah.clone(),
+            root: settings.storage_dir.join("root"),
+            runroot: settings.storage_dir.join("run"),
+        }
+    }
+
+    /// A buildah command with the global storage flags.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .arg("--root")
+            .arg(&self.root)
+            .arg("--runroot")
+            .arg(&self.runroot)
+            .arg("--storage-driver")
+            .arg("vfs");
+        command
+    }
+
+    /// `buildah bud` of a context directory into `image`.
+    pub async fn build(
+        &self,
+        context: &Path,
+        image: &str,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Captured, RunError> {
+        let mut command = self.command();
+        command
+            .args([
+                "bud",
+                "--isolation",
+                "chroot",
+                "--layers=false",
+                "--format",
+                "oci",
+                "-f",
+            ])
+            .arg(context.join("Dockerfile"))
+            .args(["-t", image])
+            .arg(context);
+        capture(command, timeout, cancel).await
+    }
+
+    /// Runs a short buildah subcommand and returns its trimmed stdout.
+    pub async fn simple(&self, args: &[&str]) -> anyhow::Result<String> {
+        let output = self
+            .command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .await?;
+        if !output.status.success() {
+            anyhow::bail!(
+                "buildah {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    }
+
+    /// A working container of a local image (never pulls).
+    pub async fn from_image(&self, image: &str) -> anyhow::Result<String> {
+        self.simple(&["from", "--pull-never", "--quiet", image])
+            .await
+    }
+
+    /// Mounts a container's root file system and returns where.
+    pub async fn mount(&self, container: &str) -> anyhow::Result<PathBuf> {
+        Ok(PathBuf::from(self.simple(&["mount", container]).await?))
+    }
+
+    /// Removes a working container (unmounting it).
+    pub async fn remove(&self, container: &str) -> anyhow::Result<()> {
+        let _ = self.simple(&["umount", container]).await;
+        self.simple(&["rm", container]).await.map(|_| ())
+    }
+
+    /// Removes an image.
+    pub async fn remove_image(&self, image: &str) -> anyhow::Result<()> {
+        self.simple(&["rmi", "--force", image]).await.map(|_| ())
+    }
+}
+
+/// Runs a command in its own process group, capturing its output, until it ends,
+/// times out or is cancelled (then the group is killed).
+pub async fn capture(
+    mut command: Command,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Captured, RunError> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    let group = child.id().map(|id| Pid::from_raw(id as i32));
+    let output = Arc::new(Mutex::new(Vec::new()));
+    let readers = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+    ];
+    let tasks: Vec<_> = readers
+        .into_iter()
+        .flatten()
+        .map(|mut reader| {
+            let output = Arc::clone(&output);
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 8192];
+                while let Ok(n) = reader.read(&mut buffer).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut output = output.lock().expect("output lock");
+                    if output.len() < MAX_CAPTURE {
+                        output.extend_from_slice(&buffer[..n]);
+                    }
+                }
+            })
+        })
+        .collect();
+    let kill = |group: Option<Pid>| {
+        if let Some(group) = group {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    };
+    let outcome = tokio::select! {
+        status = child.wait() => Ok(status?),
+        _ = tokio::time::sleep(timeout) => Err(true),
+        _ = cancel.cancelled() => Err(false),
+    };
+    if outcome.is_err() {
+        kill(group);
+        let _ = child.wait().await;
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    let output = std::mem::take(&mut *output.lock().expect("output lock"));
+    match outcome {
+        Ok(status) => Ok(Captured {
+            code: status.code(),
+            output,
+        }),
+        Err(true) => Err(RunError::TimedOut(output)),
+        Err(false) => Err(RunError::Cancelled(output)),
+    }
+}

@@ -1,0 +1,389 @@
+//! One build attempt: validate and extract the context, `buildah bud`, verify the
+//! image, store the report, record the outcome.
+
+use super::{Builder, metadata};
+use crate::workers::buildah::RunError;
+use bytes::Bytes;
+use domain::environments::RESERVED_IMAGE_PATHS;
+use domain::environments::archive::{self, ArchiveFormat, ArchiveLimits, Entry};
+use domain::environments::dockerfile;
+use domain::environments::version::{
+    BuildFailure, BuildReport, BuildStatus, EnvironmentVersion, TerminalClass, VersionCommand,
+};
+use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
+use std::io::{Read, Seek};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// How an attempt ended.
+enum Outcome {
+    Ready(String),
+    Failed(BuildFailure),
+    Cancelled,
+}
+
+fn failed(class: TerminalClass, code: &str, detail: &str, stage: &str) -> Outcome {
+    Outcome::Failed(BuildFailure {
+        terminal_class: class,
+        error_code: code.into(),
+        error_detail: Some(detail.chars().take(128).collect()),
+        stage_code: Some(stage.into()),
+    })
+}
+
+fn platform(detail: &str, stage: &str) -> Outcome {
+    failed(
+        TerminalClass::PlatformFailed,
+        "platform_failed",
+        detail,
+        stage,
+    )
+}
+
+/// What an attempt works with.
+struct Job<'a> {
+    builder: &'a Builder,
+    attempt_id: Uuid,
+    version_id: Uuid,
+    company: Option<Uuid>,
+    cancel: CancellationToken,
+    report: Vec<u8>,
+    work: PathBuf,
+}
+
+/// Runs one claimed attempt to its end.
+pub(super) async fn run(
+    builder: &Builder,
+    attempt_id: Uuid,
+    version_id: Uuid,
+    company: Option<Uuid>,
+    cancel: CancellationToken,
+) {
+    let work = builder.state.builder.work_dir.join(attempt_id.to_string());
+    let mut job = Job {
+        builder,
+        attempt_id,
+        version_id,
+        company,
+        cancel,
+        report: Vec::new(),
+        work,
+    };
+    let outcome = match job.steps().await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            tracing::error!(%attempt_id, error = format!("{error:#}"), "build failed on the platform side");
+            job.note(&format!("platform error: {error:#}"));
+            platform("platform_error", "build")
+        }
+    };
+    let report = job.store_report().await;
+    let now = chrono::Utc::now();
+    match outcome {
+        Outcome::Ready(image) => {
+            job.command(VersionCommand::Complete {
+                attempt_id,
+                image,
+                report,
+                now,
+            })
+            .await;
+        }
+        Outcome::Failed(failure) => {
+            job.command(VersionCommand::Fail {
+                attempt_id,
+                failure,
+                report,
+                now,
+            })
+            .await;
+        }
+        Outcome::Cancelled => {
+            job.command(VersionCommand::BeginCancel { attempt_id, now })
+                .await;
+            job.command(VersionCommand::FinishCancel {
+                attempt_id,
+                report,
+                now,
+            })
+            .await;
+        }
+    }
+    let _ = tokio::fs::remove_dir_all(&job.work).await;
+}
+
+impl Job<'_> {
+    fn note(&mut self, line: &str) {
+        self.report.extend_from_slice(line.as_bytes());
+        self.report.push(b'\n');
+    }
+
+    async fn command(&self, command: VersionCommand) -> bool {
+        self.builder
+            .command(self.version_id, self.company, command)
+            .await
+    }
+
+    /// Moves the attempt on; `false` when it was cancelled meanwhile.
+    async fn advance(&self, status: BuildStatus) -> bool {
+        let now = chrono::Utc::now();
+        self.command(VersionCommand::Advance {
+            attempt_id: self.attempt_id,
+            status,
+            now,
+        })
+        .await
+    }
+
+    async fn steps(&mut self) -> anyhow::Result<Outcome> {
+        let state = &self.builder.state;
+        let version = state
+            .bus
+            .load::<EnvironmentVersion>(&self.version_id.to_string())
+            .await?;
+        let Some(object_id) = version.created.as_ref().and_then(|c| c.owned_object_id) else {
+            self.note("the version names no uploaded archive (source_digest alone binds none)");
+            return Ok(failed(
+                TerminalClass::CustomerFailed,
+                "context_invalid",
+                "no_bound_archive",
+                "validation",
+            ));
+        };
+        let key: Option<String> = sqlx::query_scalar(
+            "SELECT key FROM owned_objects WHERE id = $1 AND deletion_state = 'active'",
+        )
+        .bind(object_id)
+        .fetch_optional(&state.pool)
+        .await?;
+        let Some(key) = key else {
+            return Ok(failed(
+                TerminalClass::CustomerFailed,
+                "context_invalid",
+                "archive_unavailable",
+                "validation",
+            ));
+        };
+        let context = self.work.join("context");
+        tokio::fs::create_dir_all(&context).await?;
+        let spooled = state.objects.spool(&key).await?;
+        let target = context.clone();
+        let scanned = tokio::task::spawn_blocking(move || {
+            let mut file = std::fs::File::open(spooled.path())?;
+            let format = sniff(&mut file)?;
+            Ok::<_, std::io::Error>(archive::scan(
+                format,
+                std::io::BufReader::new(file),
+                ArchiveLimits::default(),
+                |entry, reader| extract(&target, entry, reader),
+            ))
+        })
+        .await??;
+        let manifest = match scanned {
+            Ok(manifest) => manifest,
+            Err(rejection) => {
+                self.note(&rejection.to_string());
+                let detail = rejection.error_detail();
+                return Ok(failed(
+                    TerminalClass::CustomerFailed,
+                    "context_invalid",
+                    detail,
+                    "validation",
+                ));
+            }
+        };
+        let Some(dockerfile_bytes) = manifest.dockerfile.as_deref() else {
+            self.note(&format!(
+                "the Dockerfile has {} bytes; at most 1 MiB",
+                manifest.dockerfile_bytes
+            ));
+            return Ok(failed(
+                TerminalClass::CustomerFailed,
+                "policy_reject",
+                "dockerfile_too_large",
+                "validation",
+            ));
+        };
+        if let Err(rejection) = dockerfile::check(dockerfile_bytes) {
+            self.note(&rejection.to_string());
+            return Ok(failed(
+                TerminalClass::CustomerFailed,
+                "policy_reject",
+                rejection.rule,
+                "validation",
+            ));
+        }
+        self.note(&format!(
+            "validation passed: {} entries, {} bytes of content",
+            manifest.entries, manifest.total_bytes
+        ));
+        if self.cancel.is_cancelled()
+            || !self.advance(BuildStatus::BuildQueued).await
+            || !self.advance(BuildStatus::Building).await
+        {
+            return Ok(Outcome::Cancelled);
+        }
+        let image = format!(
+            "localhost/sandbox-env/{}:{}",
+            self.version_id,
+            self.attempt_id.simple()
+        );
+        let buildah = &self.builder.buildah;
+        match buildah
+            .build(&context, &image, state.builder.timeout, &self.cancel)
+            .await
+        {
+            Ok(captured) => {
+                self.report.extend_from_slice(&captured.output);
+                if !captured.success() {
+                    let detail = classify_build_failure(&captured.output);
+                    return Ok(failed(
+                        TerminalClass::CustomerFailed,
+                        "dockerfile_exit",
+                        detail,
+                        "build",
+                    ));
+                }
+            }
+            Err(RunError::TimedOut(output)) => {
+                self.report.extend_from_slice(&output);
+                self.note("the build ran past its time limit");
+                return Ok(failed(
+                    TerminalClass::CustomerFailed,
+                    "dockerfile_exit",
+                    "build_timeout",
+                    "build",
+                ));
+            }
+            Err(RunError::Cancelled(output)) => {
+                self.report.extend_from_slice(&output);
+                return Ok(Outcome::Cancelled);
+            }
+            Err(RunError::Io(error)) => {
+                self.note(&format!("buildah cannot run: {error}"));
+                return Ok(platform("builder_unavailable", "build"));
+            }
+        }
+        if !self.advance(BuildStatus::Verifying).await {
+            let _ = buildah.remove_image(&image).await;
+            return Ok(Outcome::Cancelled);
+        }
+        let container = buildah.from_image(&image).await?;
+        let root = buildah.mount(&container).await;
+        let reserved = match &root {
+            Ok(root) => RESERVED_IMAGE_PATHS
+                .iter()
+                .find(|path| root.join(path).symlink_metadata().is_ok())
+                .copied(),
+            Err(_) => None,
+        };
+        buildah.remove(&container).await?;
+        root?;
+        if let Some(path) = reserved {
+            self.note(&format!(
+                "the image already holds /{path}, which the platform writes at run time"
+            ));
+            let _ = buildah.remove_image(&image).await;
+            return Ok(failed(
+                TerminalClass::CustomerFailed,
+                "context_invalid",
+                "reserved_path_in_image",
+                "verify",
+            ));
+        }
+        self.note("verification passed");
+        Ok(Outcome::Ready(image))
+    }
+
+    /// Stores the report as an owned object.
+    async fn store_report(&self) -> Option<BuildReport> {
+        let state = &self.builder.state;
+        let object_id = Uuid::new_v4();
+        let owner = self
+            .company
+            .map_or_else(|| "curated".to_string(), |c| c.to_string());
+        let key = format!("reports/{owner}/{object_id}");
+        let written = state
+            .objects
+            .put_bytes(&key, Bytes::from(self.report.clone()))
+            .await
+            .ok()?;
+        let stored = StoredObject {
+            object_id,
+            company_id: self.company,
+            kind: ObjectKind::Report,
+            digest: written.digest,
+            byte_size: written.byte_size,
+            key,
+        };
+        let meta = metadata(&self.builder.worker_id, self.company);
+        state
+            .bus
+            .execute::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), &meta)
+            .await
+            .ok()?;
+        Some(BuildReport {
+            object_id,
+            total_bytes: written.byte_size as i64,
+        })
+    }
+}
+
+/// The archive format from its first bytes.
+fn sniff<R: Read + Seek>(reader: &mut R) -> std::io::Result<ArchiveFormat> {
+    let mut magic = [0u8; 4];
+    let n = reader.read(&mut magic)?;
+    reader.rewind()?;
+    Ok(match &magic[..n] {
+        [0x1f, 0x8b, ..] => ArchiveFormat::TarGz,
+        [b'P', b'K', 3, 4] | [b'P', b'K', 5, 6] => ArchiveFormat::Zip,
+        _ => ArchiveFormat::Tar,
+    })
+}
+
+/// Writes one validated entry under the context directory. Paths are already
+/// normalized (relative, no `..`), links never reach here, and files are created
+/// new, so nothing outside the directory can be written or followed.
+fn extract(context: &Path, entry: &Entry, reader: &mut dyn Read) -> std::io::Result<()> {
+    match entry {
+        Entry::Directory(path) => std::fs::create_dir_all(context.join(path)),
+        Entry::File {
+            path, executable, ..
+        } => {
+            let target = context.join(path);
+            if !target.starts_with(context) {
+                return Err(std::io::Error::other("entry outside the context"));
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mode = if *executable { 0o755 } else { 0o644 };
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&target)?;
+            std::io::copy(reader, &mut file)?;
+            Ok(())
+        }
+    }
+}
+
+/// A short name for why `buildah bud` failed.
+fn classify_build_failure(output: &[u8]) -> &'static str {
+    let text = String::from_utf8_lossy(output).to_ascii_lowercase();
+    let pulls = [
+        "pinging container registry",
+        "initializing source",
+        "unable to pull",
+        "error pulling",
+        "manifest unknown",
+    ];
+    if pulls.iter().any(|p| text.contains(p)) {
+        "base_image_unavailable"
+    } else {
+        "build_step_failed"
+    }
+}

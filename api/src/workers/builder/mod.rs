@@ -1,0 +1,281 @@
+//! The build worker: claims queued build attempts (at most `slots` at once in this
+//! process and `active_build_limit` per company), runs each through validation,
+//! `buildah bud` and verification, and records the outcome on the version.
+//!
+//! Claims go through the version aggregate, so two workers never run the same
+//! attempt. Attempts claimed by a worker whose heartbeat went stale (a crash, a
+//! restart) end `platform_failed` with a 7-day retry window, or `cancelled` when a
+//! cancel was pending: a build is never left stuck.
+
+mod job;
+
+use crate::admission;
+use crate::limits::company_limits;
+use crate::state::AppState;
+use crate::workers::buildah::Buildah;
+use crate::workers::heartbeat::{self, WORKER_GONE};
+use domain::environments::version::{
+    BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
+};
+use domain::principal::{Actor, EventMetadata};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The worker's shared parts.
+#[derive(Clone)]
+pub struct Builder {
+    state: AppState,
+    worker_id: String,
+    buildah: Buildah,
+    slots: Arc<Semaphore>,
+    running: Arc<Mutex<HashMap<Uuid, CancellationToken>>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Queued {
+    id: Uuid,
+    version_id: Uuid,
+    company_id: Option<Uuid>,
+}
+
+/// Event metadata of the worker's commands.
+pub fn metadata(worker_id: &str, company: Option<Uuid>) -> EventMetadata {
+    EventMetadata {
+        actor: Actor::System("builder"),
+        company_id: company,
+        request_id: worker_id.to_string(),
+        time: chrono::Utc::now(),
+    }
+}
+
+impl Builder {
+    /// A builder for this process.
+    pub fn new(state: AppState) -> Self {
+        let buildah = Buildah::new(&state.builder);
+        let slots = Arc::new(Semaphore::new(state.builder.slots));
+        Self {
+            state,
+            worker_id: heartbeat::worker_id("builder"),
+            buildah,
+            slots,
+            running: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Runs the worker loop until shutdown.
+    pub fn spawn(self) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let shutdown = self.state.shutdown.clone();
+            loop {
+                if let Err(error) = self.tick().await {
+                    tracing::error!(error = format!("{error:#}"), "build worker tick failed");
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+            }
+            for token in self.running.lock().expect("running lock").values() {
+                token.cancel();
+            }
+        })
+    }
+
+    /// One pass: heartbeat, recovery, cancels, claims.
+    pub async fn tick(&self) -> anyhow::Result<()> {
+        heartbeat::beat(&self.state.pool, &self.worker_id, "builder").await?;
+        self.recover().await?;
+        self.dispatch_cancels().await?;
+        self.claim().await
+    }
+
+    /// Ends attempts claimed by workers that are gone.
+    async fn recover(&self) -> anyhow::Result<()> {
+        let lost: Vec<(Uuid, Uuid, Option<Uuid>, String)> = sqlx::query_as(&format!(
+            "SELECT a.id, a.version_id, a.company_id, a.status FROM build_attempts a
+              WHERE a.worker_id IS NOT NULL AND a.worker_id <> $1
+                AND a.status IN ('validating', 'build_queued', 'building', 'verifying', 'cancel_requested', 'cancelling')
+                AND {WORKER_GONE}"
+        ))
+        .bind(&self.worker_id)
+        .fetch_all(&self.state.pool)
+        .await?;
+        for (attempt_id, version_id, company, status) in lost {
+            let now = chrono::Utc::now();
+            let command = if status == "cancel_requested" || status == "cancelling" {
+                VersionCommand::FinishCancel {
+                    attempt_id,
+                    report: None,
+                    now,
+                }
+            } else {
+                let failure = BuildFailure {
+                    terminal_class: TerminalClass::PlatformFailed,
+                    error_code: "platform_failed".into(),
+                    error_detail: Some("worker_lost".into()),
+                    stage_code: Some(status),
+                };
+                VersionCommand::Fail {
+                    attempt_id,
+                    failure,
+                    report: None,
+                    now,
+                }
+            };
+            tracing::warn!(%attempt_id, "recovering a build attempt whose worker is gone");
+            self.command(version_id, company, command).await;
+        }
+        Ok(())
+    }
+
+    /// Cancels unclaimed attempts at once and signals the running ones.
+    async fn dispatch_cancels(&self) -> anyhow::Result<()> {
+        let requested: Vec<(Uuid, Uuid, Option<Uuid>, Option<String>)> = sqlx::query_as(
+            "SELECT id, version_id, company_id, worker_id FROM build_attempts WHERE status = 'cancel_requested'",
+        )
+        .fetch_all(&self.state.pool)
+        .await?;
+        for (attempt_id, version_id, company, worker) in requested {
+            match worker {
+                None => {
+                    let command = VersionCommand::FinishCancel {
+                        attempt_id,
+                        report: None,
+                        now: chrono::Utc::now(),
+                    };
+                    self.command(version_id, company, command).await;
+                }
+                Some(worker) if worker == self.worker_id => {
+                    if let Some(token) = self.running.lock().expect("running lock").get(&attempt_id)
+                    {
+                        token.cancel();
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Claims queued attempts while slots and company limits allow.
+    async fn claim(&self) -> anyhow::Result<()> {
+        if self.slots.available_permits() == 0 {
+            return Ok(());
+        }
+        let queued: Vec<Queued> = sqlx::query_as(
+            "SELECT id, version_id, company_id FROM build_attempts
+              WHERE status = 'validation_queued' ORDER BY queued_at, id LIMIT 50",
+        )
+        .fetch_all(&self.state.pool)
+        .await?;
+        for attempt in queued {
+            let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
+                break;
+            };
+            if !self.claim_one(&attempt).await? {
+                drop(permit);
+                continue;
+            }
+            let token = CancellationToken::new();
+            self.running
+                .lock()
+                .expect("running lock")
+                .insert(attempt.id, token.clone());
+            let builder = self.clone();
+            tokio::spawn(async move {
+                job::run(
+                    &builder,
+                    attempt.id,
+                    attempt.version_id,
+                    attempt.company_id,
+                    token,
+                )
+                .await;
+                builder
+                    .running
+                    .lock()
+                    .expect("running lock")
+                    .remove(&attempt.id);
+                drop(permit);
+            });
+        }
+        Ok(())
+    }
+
+    /// Claims one attempt if its company is under its active-build limit.
+    async fn claim_one(&self, attempt: &Queued) -> anyhow::Result<bool> {
+        let company_lock = match attempt.company_id {
+            Some(company) => {
+                let lock = admission::lock(&self.state.pool, company, "active-builds").await?;
+                let limit = company_limits(&self.state, company)
+                    .await
+                    .map_err(api_error)?
+                    .active_build_limit;
+                let active: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM build_attempts
+                      WHERE company_id = $1 AND status IN ('validating', 'build_queued', 'building', 'verifying', 'cancelling')",
+                )
+                .bind(company)
+                .fetch_one(&self.state.pool)
+                .await?;
+                if active >= limit {
+                    return Ok(false);
+                }
+                Some(lock)
+            }
+            None => None,
+        };
+        let command = VersionCommand::Claim {
+            attempt_id: attempt.id,
+            worker_id: self.worker_id.clone(),
+            now: chrono::Utc::now(),
+        };
+        let claimed = self
+            .state
+            .bus
+            .execute::<EnvironmentVersion>(
+                &attempt.version_id.to_string(),
+                command,
+                &metadata(&self.worker_id, attempt.company_id),
+            )
+            .await
+            .is_ok();
+        drop(company_lock);
+        Ok(claimed)
+    }
+
+    /// Issues a command on a version, logging a refusal (another worker or a cancel
+    /// may have moved the attempt on).
+    async fn command(
+        &self,
+        version_id: Uuid,
+        company: Option<Uuid>,
+        command: VersionCommand,
+    ) -> bool {
+        let result = self
+            .state
+            .bus
+            .execute::<EnvironmentVersion>(
+                &version_id.to_string(),
+                command,
+                &metadata(&self.worker_id, company),
+            )
+            .await;
+        match result {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::info!(%version_id, %error, "build step not recorded");
+                false
+            }
+        }
+    }
+}
+
+fn api_error(error: crate::error::ApiError) -> anyhow::Error {
+    anyhow::anyhow!("{error:?}")
+}

@@ -1,0 +1,18 @@
+//! Background workers: they react to the read models and issue commands.
+
+pub mod buildah;
+pub mod builder;
+pub mod heartbeat;
+pub mod janitor;
+
+use crate::state::AppState;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// Starts every background worker; they stop when the state's shutdown fires.
+pub fn start(state: &AppState) -> Vec<JoinHandle<()>> {
+    vec![
+        builder::Builder::new(state.clone()).spawn(),
+        janitor::spawn(state.clone(), Duration::from_secs(60)),
+    ]
+}
