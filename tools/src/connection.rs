@@ -76,6 +76,32 @@ pub async fn command_bus(pool: &PgPool) -> anyhow::Result<(CommandBus, Cancellat
     ))
 }
 
+/// The service's state (configuration from `SANDBOX_*` variables, like the
+/// server), for operator commands that use the workers or the object store. Its pump
+/// runs until the state's shutdown token fires.
+pub async fn service_state(target: &Target) -> anyhow::Result<api::state::Started> {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        config: api::config::Config,
+    }
+    let url = target.url()?;
+    let data_dir = target.data_dir.to_string_lossy().to_string();
+    let defaults = <Defaults as clap::Parser>::try_parse_from([
+        "sandboxctl",
+        "--data-dir",
+        &data_dir,
+        "--database-url",
+        &url,
+    ])?;
+    let mut config = defaults.config;
+    config.jwt_secret = target.jwt_secret.clone();
+    config.transit_key = api::config::TransitKeyMode::Off;
+    let pool = projections::db::connect(&url, 8).await?;
+    projections::db::migrate(&pool).await?;
+    api::state::AppState::start(&config, pool, CancellationToken::new()).await
+}
+
 /// The name recorded as the operator in event metadata.
 pub fn operator_name() -> String {
     std::env::var("SUDO_USER")

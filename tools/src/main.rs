@@ -8,6 +8,7 @@ mod bench;
 mod connection;
 mod db;
 mod directory;
+mod environments;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,9 @@ enum Command {
     /// The tenant directory.
     #[command(subcommand)]
     Directory(directory::DirectoryCommand),
+    /// Curated environments.
+    #[command(subcommand)]
+    Environments(environments::EnvironmentCommand),
     /// User tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
@@ -47,6 +51,7 @@ async fn main() {
         Command::Bench(command) => bench::run(&cli.target, command).await,
         Command::Db(command) => db::run(&cli.target, command).await,
         Command::Directory(command) => directory::run(&cli.target, command).await,
+        Command::Environments(command) => environments::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
     };
     if let Err(error) = result {

@@ -184,3 +184,54 @@ async fn without_a_database_the_cli_says_what_to_do() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("sandbox-api serve"));
 }
+
+fn busybox_context(path: &std::path::Path) {
+    let busybox = std::fs::read("/bin/busybox").expect("busybox-static is installed");
+    let dockerfile = b"FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
+    let file = std::fs::File::create(path).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    for (name, content) in [("Dockerfile", &dockerfile[..]), ("busybox", &busybox[..])] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o755);
+        header.set_cksum();
+        tar.append_data(&mut header, name, content).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+}
+
+#[tokio::test]
+async fn publish_curated_creates_and_builds_an_operator_environment() {
+    let cli = Cli::new().await;
+    let context = cli.data.path().join("curated.tar.gz");
+    busybox_context(&context);
+    let (ok, stdout, stderr) = cli.run(&[
+        "environments",
+        "publish-curated",
+        "--name",
+        "busybox",
+        "--context",
+        context.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let published: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(published["state"], "ready", "{stdout}");
+    let (kind, company): (String, Option<uuid::Uuid>) =
+        sqlx::query_as("SELECT owner_kind, company_id FROM environments WHERE id = $1::uuid")
+            .bind(published["environment_id"].as_str().unwrap())
+            .fetch_one(&cli.db.pool)
+            .await
+            .unwrap();
+    assert_eq!((kind.as_str(), company), ("system_curated", None));
+    let (ok, _, stderr) = cli.run(&[
+        "environments",
+        "publish-curated",
+        "--name",
+        "x",
+        "--context",
+        "/etc/hostname",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains(".tar.gz"), "{stderr}");
+}

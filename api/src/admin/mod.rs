@@ -1,6 +1,7 @@
 //! Operator functions shared by `sandboxctl` and the tests: applying a directory
 //! file, minting tokens, changing company limits.
 
+pub mod curated;
 pub mod directory;
 
 use domain::principal::{Actor, EventMetadata};

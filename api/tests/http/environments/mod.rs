@@ -2,6 +2,7 @@
 
 mod builds;
 mod catalog;
+mod curated;
 mod uploads;
 mod versions;
 

@@ -6,6 +6,8 @@ mod builds;
 mod catalog;
 mod uploads;
 mod versions;
+
+pub use versions::RUNNER_RELEASE;
 mod views;
 
 use crate::state::AppState;
