@@ -13,6 +13,7 @@ pub mod ids;
 pub mod objects;
 pub mod principal;
 pub mod settings;
+pub mod tasks;
 pub mod validation;
 
 pub use aggregate_ext::AggregateExt;
