@@ -10,7 +10,9 @@ pub mod directory;
 pub mod error;
 pub mod ids;
 pub mod principal;
+pub mod registry;
 pub mod settings;
+pub mod upcast;
 pub mod validation;
 
 pub use aggregate_ext::AggregateExt;

@@ -8,6 +8,9 @@ mod bench;
 mod connection;
 mod db;
 mod directory;
+mod events;
+mod progress;
+mod rebuild;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +37,12 @@ enum Command {
     /// The tenant directory.
     #[command(subcommand)]
     Directory(directory::DirectoryCommand),
+    /// The event log: export, hash chain verification, chain checkpoints.
+    #[command(subcommand)]
+    Events(events::EventsCommand),
+    /// Read models: status, rebuild, point-in-time builds, digests.
+    #[command(subcommand)]
+    Projections(rebuild::ProjectionsCommand),
     /// User tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
@@ -47,6 +56,8 @@ async fn main() {
         Command::Bench(command) => bench::run(&cli.target, command).await,
         Command::Db(command) => db::run(&cli.target, command).await,
         Command::Directory(command) => directory::run(&cli.target, command).await,
+        Command::Events(command) => events::run(&cli.target, command).await,
+        Command::Projections(command) => rebuild::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
     };
     if let Err(error) = result {

@@ -102,6 +102,7 @@ pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Res
             company_id: companies[i],
             name: format!("r{i}"),
             department_id: Some(departments[i]),
+            archived: false,
         };
         log.push::<Chatroom>(*id, event).await?;
     }
