@@ -52,7 +52,12 @@ pub struct RebuildArgs {
     #[arg(long, conflicts_with_all = ["resume", "until", "until_time", "into"])]
     discard: bool,
     /// Build the read model as it stood at this position (needs --into).
-    #[arg(long, value_name = "POS", requires = "into", conflicts_with = "until_time")]
+    #[arg(
+        long,
+        value_name = "POS",
+        requires = "into",
+        conflicts_with = "until_time"
+    )]
     until: Option<i64>,
     /// Build the read model as it stood at this time, RFC 3339 (needs --into).
     #[arg(long, value_name = "TIME", requires = "into")]
@@ -89,9 +94,11 @@ pub async fn run(target: &Target, command: ProjectionsCommand) -> anyhow::Result
             let mut conn = pool.acquire().await?;
             let schema = match schema {
                 Some(schema) => schema,
-                None => sqlx::query_scalar("SELECT current_schema()::text")
-                    .fetch_one(&mut *conn)
-                    .await?,
+                None => {
+                    sqlx::query_scalar("SELECT current_schema()::text")
+                        .fetch_one(&mut *conn)
+                        .await?
+                }
             };
             for projection in chosen {
                 let digests =
@@ -133,10 +140,17 @@ async fn status(pool: &PgPool, json: bool) -> anyhow::Result<()> {
         };
         if let Some(rebuild) = &row.rebuild {
             let kind = match rebuild.until {
-                Some(until) => format!("point-in-time build to {until} into {}", rebuild.shadow_schema),
+                Some(until) => format!(
+                    "point-in-time build to {until} into {}",
+                    rebuild.shadow_schema
+                ),
                 None => format!("rebuild in {}", rebuild.shadow_schema),
             };
-            let how = if rebuild.running { "running" } else { "interrupted" };
+            let how = if rebuild.running {
+                "running"
+            } else {
+                "interrupted"
+            };
             state.push_str(&format!("; {kind} at {} ({how})", rebuild.position));
         }
         println!(
@@ -157,7 +171,11 @@ async fn rebuild_one(
         let dropped = Rebuild::discard(pool, projection.as_ref()).await?;
         println!(
             "{name}: {}",
-            if dropped { "rebuild discarded" } else { "no rebuild in progress" }
+            if dropped {
+                "rebuild discarded"
+            } else {
+                "no rebuild in progress"
+            }
         );
         return Ok(());
     }

@@ -3,8 +3,8 @@
 use super::{DirectoryError, PrincipalRef, same_company, set_diff};
 use crate::AggregateExt;
 use crate::upcast::Upcaster;
-use cqrs_es::persist::EventUpcaster;
 use cqrs_es::event_sink::EventSink;
+use cqrs_es::persist::EventUpcaster;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

@@ -93,7 +93,9 @@ mod tests {
             for example in &aggregate.examples {
                 let tag = match &example.payload {
                     serde_json::Value::String(unit) => unit.clone(),
-                    serde_json::Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
+                    serde_json::Value::Object(map) => {
+                        map.keys().next().cloned().unwrap_or_default()
+                    }
                     other => panic!("unexpected payload {other}"),
                 };
                 assert_eq!(tag, example.event_type, "{}", aggregate.aggregate_type);

@@ -32,7 +32,10 @@ impl std::str::FromStr for Expectation {
             .split_once(':')
             .context("expected POSITION:HASH (as printed by `events checkpoint`)")?;
         Ok(Self {
-            position: position.trim().parse().context("position is not a number")?,
+            position: position
+                .trim()
+                .parse()
+                .context("position is not a number")?,
             hash: hex::decode(hash.trim()).context("hash is not hex")?,
         })
     }

@@ -115,7 +115,12 @@ impl Rebuild {
         );
         shadow::create(&mut tx, &live, &schema, projection.tables())
             .await
-            .with_context(|| format!("cannot create the tables of {} in {schema}", projection.name()))?;
+            .with_context(|| {
+                format!(
+                    "cannot create the tables of {} in {schema}",
+                    projection.name()
+                )
+            })?;
         tx.commit().await?;
         Ok(Self {
             projection,
