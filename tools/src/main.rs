@@ -48,9 +48,20 @@ enum Command {
     Token(token::TokenCommand),
 }
 
+/// Logs go to standard error: standard output carries the command's data (an export
+/// is piped), which a log line must never interleave.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 #[tokio::main]
 async fn main() {
-    api::server::init_tracing(api::config::LogFormat::Text);
+    init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(command) => bench::run(&cli.target, command).await,
