@@ -31,16 +31,13 @@ impl Shadow<'_> {
         after: i64,
         until: i64,
     ) -> anyhow::Result<usize> {
-        let t0 = std::time::Instant::now();
         let events =
             log::read_range_of(tx, after, until, self.projection.aggregate_types()).await?;
-        let t1 = t0.elapsed();
         if !events.is_empty() {
             set_search_path(tx, &quote(self.schema)).await?;
             self.projection.apply(tx, &events).await?;
             set_search_path(tx, self.live_path).await?;
         }
-        eprintln!("TIMING read {:?} apply {:?}", t1, t0.elapsed() - t1);
         sqlx::query(
             "UPDATE projection_rebuilds SET position = $2, updated_at = now() WHERE name = $1",
         )
