@@ -21,14 +21,15 @@ fi
 
 cargo build --workspace --all-targets
 
+sandboxctl="${CARGO_TARGET_DIR:-target}/debug/sandboxctl"
 cluster=$(mktemp -d /tmp/sandbox-test-XXXXXX)
 chmod 755 "$cluster"
 stop_cluster() {
-  target/debug/sandboxctl db cluster-stop "$cluster" >/dev/null 2>&1 || true
+  "$sandboxctl" db cluster-stop "$cluster" >/dev/null 2>&1 || true
   rm -rf "$cluster"
 }
 trap stop_cluster EXIT
-TEST_DATABASE_URL=$(target/debug/sandboxctl db cluster-start "$cluster")
+TEST_DATABASE_URL=$("$sandboxctl" db cluster-start "$cluster")
 export TEST_DATABASE_URL
 
 cargo test --workspace -- "$@"

@@ -12,8 +12,10 @@ pub mod error;
 pub mod ids;
 pub mod objects;
 pub mod principal;
+pub mod registry;
 pub mod settings;
 pub mod tasks;
+pub mod upcast;
 pub mod validation;
 
 pub use aggregate_ext::AggregateExt;

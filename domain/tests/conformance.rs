@@ -7,7 +7,9 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn corpus(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(path)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance")
+        .join(path)
 }
 
 fn read_json(path: &str) -> Value {
@@ -19,13 +21,21 @@ fn jcs_file_vectors_canonicalize_byte_for_byte() {
     let vectors = read_json("jcs/vectors.json");
     let mut checked = 0;
     for vector in vectors["vectors"].as_array().unwrap() {
-        let (Some(input_file), Some(output_file)) = (vector["input"].as_str(), vector["output"].as_str()) else {
+        let (Some(input_file), Some(output_file)) =
+            (vector["input"].as_str(), vector["output"].as_str())
+        else {
             continue;
         };
         let text = std::fs::read(corpus(&format!("jcs/{input_file}"))).unwrap();
         let expected = std::fs::read(corpus(&format!("jcs/{output_file}"))).unwrap();
-        let canonical = input::parse(&text, input::InputLimits::default()).unwrap().canonical;
-        assert_eq!(String::from_utf8_lossy(&canonical), String::from_utf8_lossy(&expected), "{input_file}");
+        let canonical = input::parse(&text, input::InputLimits::default())
+            .unwrap()
+            .canonical;
+        assert_eq!(
+            String::from_utf8_lossy(&canonical),
+            String::from_utf8_lossy(&expected),
+            "{input_file}"
+        );
         checked += 1;
     }
     assert!(checked >= 6, "every file pair is checked");
@@ -43,8 +53,15 @@ fn jcs_number_serialization_matches_appendix_b() {
             continue;
         }
         let text = format!("[{value:e}]");
-        let canonical = input::parse(text.as_bytes(), input::InputLimits::default()).unwrap().canonical;
-        assert_eq!(String::from_utf8(canonical).unwrap(), format!("[{expected}]"), "{}", vector["comment"]);
+        let canonical = input::parse(text.as_bytes(), input::InputLimits::default())
+            .unwrap()
+            .canonical;
+        assert_eq!(
+            String::from_utf8(canonical).unwrap(),
+            format!("[{expected}]"),
+            "{}",
+            vector["comment"]
+        );
         checked += 1;
     }
     assert!(checked > 10);
@@ -59,12 +76,19 @@ fn json_schema_test_suite_draft_2020_12() {
         if policy == "remote_ref" {
             continue;
         }
-        let file = read_json(&format!("jsonschema/draft2020-12/{}", group["file"].as_str().unwrap()));
+        let file = read_json(&format!(
+            "jsonschema/draft2020-12/{}",
+            group["file"].as_str().unwrap()
+        ));
         let case = &file[group["group"].as_u64().unwrap() as usize];
         let validator = match schema::compile(&case["schema"]) {
             Ok(validator) => validator,
             Err(problems) => {
-                assert!(policy == "non_object" || policy == "nul_in_schema", "{}: {problems:?}", group["description"]);
+                assert!(
+                    policy == "non_object" || policy == "nul_in_schema",
+                    "{}: {problems:?}",
+                    group["description"]
+                );
                 refused_schemas += 1;
                 continue;
             }
@@ -72,7 +96,11 @@ fn json_schema_test_suite_draft_2020_12() {
         for test in case["tests"].as_array().unwrap() {
             let expected = test["valid"].as_bool().unwrap();
             let valid = schema::violations(&validator, &test["data"]).is_empty();
-            assert_eq!(valid, expected, "{} / {}", group["description"], test["description"]);
+            assert_eq!(
+                valid, expected,
+                "{} / {}",
+                group["description"], test["description"]
+            );
             passed += 1;
         }
     }

@@ -7,13 +7,19 @@
 //! * [`pump`] runs the sealer and every [`projection::Projection`] in one
 //!   checkpointed loop, and lets a request wait until its own events are projected.
 //! * [`read_models`] are the projections themselves.
+//! * [`audit`] exports the log and verifies its hash chain; [`rebuild`] rebuilds a
+//!   projection beside the live one (or as it stood at a position); [`digest`]
+//!   compares read models.
 
+pub mod audit;
 pub mod chain;
 pub mod db;
+pub mod digest;
 pub mod log;
 pub mod projection;
 pub mod pump;
 pub mod read_models;
+pub mod rebuild;
 pub mod sealer;
 pub mod store;
 #[cfg(feature = "testing")]

@@ -134,6 +134,29 @@ pub async fn read_range(
         .collect::<Result<_, _>>()?)
 }
 
+/// Reads sealed events of the given aggregate types with `after < position <= until`,
+/// in order (a rebuild reads only what its projection handles).
+pub async fn read_range_of(
+    conn: &mut PgConnection,
+    after: i64,
+    until: i64,
+    aggregate_types: &[&str],
+) -> anyhow::Result<Vec<StoredEvent>> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version,
+                payload::text AS payload, metadata::text AS metadata
+           FROM events
+          WHERE position > $1 AND position <= $2 AND aggregate_type = ANY($3)
+          ORDER BY position",
+    )
+    .bind(after)
+    .bind(until)
+    .bind(aggregate_types)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(StoredEvent::from).collect())
+}
+
 /// The highest sealed position (0 for an empty log).
 pub async fn head(conn: &mut PgConnection) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")

@@ -10,11 +10,28 @@
 //! Only one sealer runs at a time (the pump holds an advisory lock), so positions are
 //! gap-free and the chain is linear. The horizon is read first and the rows selected
 //! below it, so the horizon a pass reports is exactly what it sealed.
+//!
+//! Every [`CHAIN_CHECKPOINT_EVERY`] positions the pass also records the chain's
+//! (position, hash) in `chain_checkpoints`, for auditors to keep elsewhere: one row per
+//! ten thousand events, written by the sealer, never by an append.
 
 use crate::chain::{self, ChainInput, GENESIS};
 use crate::log::StoredEvent;
 use serde_json::Value;
 use sqlx::PgConnection;
+
+/// A chain checkpoint is recorded at every multiple of this position.
+pub const CHAIN_CHECKPOINT_EVERY: i64 = 10_000;
+
+/// Whether a pass computes the hash chain. Production always links; the unlinked
+/// form exists so `sandboxctl bench chain` can measure what the chain costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    /// Each sealed event gets its `chain_hash`.
+    Linked,
+    /// Positions only (`chain_hash` stays NULL).
+    Unlinked,
+}
 
 /// Where the sealed log ends, read at the start of a pass (see [`HEAD_SQL`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +94,16 @@ struct Unsealed {
 
 /// Seals up to `limit` events after `head`, inside the caller's transaction.
 pub async fn seal(conn: &mut PgConnection, head: Head, limit: i64) -> anyhow::Result<Sealed> {
+    seal_with(conn, head, limit, Chain::Linked).await
+}
+
+/// [`seal`], with or without the hash chain.
+pub async fn seal_with(
+    conn: &mut PgConnection,
+    head: Head,
+    limit: i64,
+    chain: Chain,
+) -> anyhow::Result<Sealed> {
     let rows: Vec<Unsealed> = sqlx::query_as(
         "SELECT aggregate_type, aggregate_id, sequence, event_type, event_version,
                 payload::text AS payload, metadata::text AS metadata
@@ -91,28 +118,36 @@ pub async fn seal(conn: &mut PgConnection, head: Head, limit: i64) -> anyhow::Re
     .await?;
     let complete = (rows.len() as i64) < limit;
     let mut events = Vec::with_capacity(rows.len());
-    let mut hashes = Vec::with_capacity(rows.len());
+    let mut hashes: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());
+    let mut checkpoints = Vec::new();
     let mut previous = head.hash;
     let mut position = head.position;
     for row in rows {
         position += 1;
-        let payload: Value = serde_json::from_str(&row.payload)?;
-        let metadata: Value = serde_json::from_str(&row.metadata)?;
-        let hash = chain::link(
-            &previous,
-            &ChainInput {
-                position,
-                aggregate_type: &row.aggregate_type,
-                aggregate_id: &row.aggregate_id,
-                sequence: row.sequence,
-                event_type: &row.event_type,
-                event_version: &row.event_version,
-                payload: &payload,
-                metadata: &metadata,
-            },
-        );
-        previous = hash.to_vec();
-        hashes.push(previous.clone());
+        if chain == Chain::Linked {
+            let payload: Value = serde_json::from_str(&row.payload)?;
+            let metadata: Value = serde_json::from_str(&row.metadata)?;
+            let hash = chain::link(
+                &previous,
+                &ChainInput {
+                    position,
+                    aggregate_type: &row.aggregate_type,
+                    aggregate_id: &row.aggregate_id,
+                    sequence: row.sequence,
+                    event_type: &row.event_type,
+                    event_version: &row.event_version,
+                    payload: &payload,
+                    metadata: &metadata,
+                },
+            );
+            previous = hash.to_vec();
+            if position % CHAIN_CHECKPOINT_EVERY == 0 {
+                checkpoints.push((position, previous.clone()));
+            }
+            hashes.push(Some(previous.clone()));
+        } else {
+            hashes.push(None);
+        }
         events.push(StoredEvent {
             position,
             aggregate_type: row.aggregate_type,
@@ -143,10 +178,29 @@ pub async fn seal(conn: &mut PgConnection, head: Head, limit: i64) -> anyhow::Re
         .await?;
         metrics::counter!("sandbox_events_sealed_total").increment(events.len() as u64);
     }
+    for (position, hash) in checkpoints {
+        record_checkpoint(conn, position, &hash).await?;
+    }
     Ok(Sealed {
         events,
         head: position,
         horizon: head.horizon,
         complete,
     })
+}
+
+/// Records a chain checkpoint (a second record of the same position keeps the first).
+pub async fn record_checkpoint(
+    conn: &mut PgConnection,
+    position: i64,
+    hash: &[u8],
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO chain_checkpoints (position, chain_hash) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    )
+    .bind(position)
+    .bind(hash)
+    .execute(conn)
+    .await
+    .map(|_| ())
 }

@@ -9,6 +9,9 @@ mod connection;
 mod db;
 mod directory;
 mod environments;
+mod events;
+mod progress;
+mod rebuild;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -38,20 +41,39 @@ enum Command {
     /// Curated environments.
     #[command(subcommand)]
     Environments(environments::EnvironmentCommand),
+    /// The event log: export, hash chain verification, chain checkpoints.
+    #[command(subcommand)]
+    Events(events::EventsCommand),
+    /// Read models: status, rebuild, point-in-time builds, digests.
+    #[command(subcommand)]
+    Projections(rebuild::ProjectionsCommand),
     /// User tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
 }
 
+/// Logs go to standard error: standard output carries the command's data (an export
+/// is piped), which a log line must never interleave.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 #[tokio::main]
 async fn main() {
-    api::server::init_tracing(api::config::LogFormat::Text);
+    init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(command) => bench::run(&cli.target, command).await,
         Command::Db(command) => db::run(&cli.target, command).await,
         Command::Directory(command) => directory::run(&cli.target, command).await,
         Command::Environments(command) => environments::run(&cli.target, command).await,
+        Command::Events(command) => events::run(&cli.target, command).await,
+        Command::Projections(command) => rebuild::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
     };
     if let Err(error) = result {

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod audit;
 mod auth;
 mod environments;
 mod general;

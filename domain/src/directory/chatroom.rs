@@ -2,7 +2,9 @@
 
 use super::{DirectoryError, PrincipalRef, same_company, set_diff};
 use crate::AggregateExt;
+use crate::upcast::Upcaster;
 use cqrs_es::event_sink::EventSink;
+use cqrs_es::persist::EventUpcaster;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -46,6 +48,9 @@ pub enum ChatroomEvent {
         name: String,
         /// Owning department, if any.
         department_id: Option<Uuid>,
+        /// Whether the room starts archived (version 2; version 1 rooms started live
+        /// and were archived by a separate event).
+        archived: bool,
     },
     /// The display name changed.
     ChatroomRenamed {
@@ -99,7 +104,11 @@ impl DomainEvent for ChatroomEvent {
         .into()
     }
     fn event_version(&self) -> String {
-        "1".into()
+        match self {
+            Self::ChatroomRegistered { .. } => "2",
+            _ => "1",
+        }
+        .into()
     }
 }
 
@@ -149,6 +158,7 @@ impl Aggregate for Chatroom {
                         company_id,
                         name,
                         department_id,
+                        archived,
                     };
                     sink.write(event, self).await;
                 } else {
@@ -196,11 +206,13 @@ impl Aggregate for Chatroom {
                 company_id,
                 name,
                 department_id,
+                archived,
                 ..
             } => {
                 self.company_id = Some(company_id);
                 self.name = name;
                 self.department_id = department_id;
+                self.archived = archived;
             }
             ChatroomRenamed { name } => self.name = name,
             ChatroomDepartmentChanged { department_id } => self.department_id = department_id,
@@ -222,7 +234,19 @@ impl Aggregate for Chatroom {
     }
 }
 
-impl AggregateExt for Chatroom {}
+impl AggregateExt for Chatroom {
+    /// `ChatroomRegistered` v1 had no `archived`: such rooms started live.
+    fn upcasters() -> Vec<Box<dyn EventUpcaster>> {
+        vec![Box::new(Upcaster {
+            event_type: "ChatroomRegistered",
+            from_version: "1",
+            to_version: "2",
+            change: |fields| {
+                fields.insert("archived".into(), false.into());
+            },
+        })]
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -246,7 +270,32 @@ mod tests {
             company_id: Uuid::from_u128(1),
             name: "lab".into(),
             department_id: None,
+            archived: false,
         }
+    }
+
+    #[test]
+    fn a_room_defined_archived_is_registered_archived_in_one_event() {
+        let ChatroomEvent::ChatroomRegistered {
+            chatroom_id,
+            company_id,
+            name,
+            department_id,
+            ..
+        } = registered()
+        else {
+            unreachable!()
+        };
+        TestFramework::<Chatroom>::with(())
+            .given_no_previous_events()
+            .when(define(true, None))
+            .then_expect_events(vec![ChatroomEvent::ChatroomRegistered {
+                chatroom_id,
+                company_id,
+                name,
+                department_id,
+                archived: true,
+            }]);
     }
 
     #[test]

@@ -25,7 +25,11 @@ pub struct InputLimits {
 
 impl Default for InputLimits {
     fn default() -> Self {
-        Self { max_bytes: 1 << 20, max_depth: 64, max_nodes: 100_000 }
+        Self {
+            max_bytes: 1 << 20,
+            max_depth: 64,
+            max_nodes: 100_000,
+        }
     }
 }
 
@@ -79,12 +83,17 @@ pub struct CanonicalInput {
 
 /// Canonicalizes a value already parsed within bounds.
 pub fn canonicalize(value: Value, limits: InputLimits) -> Result<CanonicalInput, InputError> {
-    let canonical = serde_json_canonicalizer::to_vec(&value).map_err(|e| InputError::Syntax(e.to_string()))?;
+    let canonical =
+        serde_json_canonicalizer::to_vec(&value).map_err(|e| InputError::Syntax(e.to_string()))?;
     if canonical.len() > limits.max_bytes {
         return Err(InputError::TooLarge(limits.max_bytes));
     }
     let digest = digest(&canonical);
-    Ok(CanonicalInput { value, canonical, digest })
+    Ok(CanonicalInput {
+        value,
+        canonical,
+        digest,
+    })
 }
 
 /// `sha256:<hex>` of bytes.
@@ -98,16 +107,29 @@ pub fn parse(text: &[u8], limits: InputLimits) -> Result<CanonicalInput, InputEr
         return Err(InputError::TooLarge(limits.max_bytes));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(text);
-    let value = deserialize_bounded(&mut deserializer, limits).map_err(|e| classify(&e.to_string(), limits))?;
-    deserializer.end().map_err(|e| InputError::Syntax(e.to_string()))?;
+    let value = deserialize_bounded(&mut deserializer, limits)
+        .map_err(|e| classify(&e.to_string(), limits))?;
+    deserializer
+        .end()
+        .map_err(|e| InputError::Syntax(e.to_string()))?;
     canonicalize(value, limits)
 }
 
 /// Deserializes a value within bounds from any serde deserializer (used for the
 /// `input` field of request bodies, so the bounds apply while the body is parsed).
-pub fn deserialize_bounded<'de, D: Deserializer<'de>>(deserializer: D, limits: InputLimits) -> Result<Value, D::Error> {
-    let budget = Budget { limits, nodes: Cell::new(0) };
-    ValueSeed { budget: &budget, depth: 1 }.deserialize(deserializer)
+pub fn deserialize_bounded<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    limits: InputLimits,
+) -> Result<Value, D::Error> {
+    let budget = Budget {
+        limits,
+        nodes: Cell::new(0),
+    };
+    ValueSeed {
+        budget: &budget,
+        depth: 1,
+    }
+    .deserialize(deserializer)
 }
 
 /// Turns an error text from [`deserialize_bounded`] back into its rule.
@@ -151,7 +173,9 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         if self.depth > self.budget.limits.max_depth {
-            return Err(D::Error::custom(InputError::TooDeep(self.budget.limits.max_depth)));
+            return Err(D::Error::custom(InputError::TooDeep(
+                self.budget.limits.max_depth,
+            )));
         }
         self.budget.count::<D::Error>()?;
         deserializer.deserialize_any(self)
@@ -159,7 +183,11 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
 }
 
 fn check_nul<E: serde::de::Error>(text: &str) -> Result<(), E> {
-    if text.contains('\0') { Err(E::custom(InputError::Nul)) } else { Ok(()) }
+    if text.contains('\0') {
+        Err(E::custom(InputError::Nul))
+    } else {
+        Ok(())
+    }
 }
 
 impl<'de> Visitor<'de> for ValueSeed<'_> {
@@ -179,7 +207,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("input_not_json: not a finite number"))
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("input_not_json: not a finite number"))
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
         check_nul(v)?;
@@ -198,7 +228,10 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(ValueSeed { budget: self.budget, depth: self.depth + 1 })? {
+        while let Some(item) = seq.next_element_seed(ValueSeed {
+            budget: self.budget,
+            depth: self.depth + 1,
+        })? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -212,7 +245,10 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
             if !seen.insert(key.clone()) {
                 return Err(A::Error::custom(InputError::DuplicateKey(key)));
             }
-            let value = map.next_value_seed(ValueSeed { budget: self.budget, depth: self.depth + 1 })?;
+            let value = map.next_value_seed(ValueSeed {
+                budget: self.budget,
+                depth: self.depth + 1,
+            })?;
             object.insert(key, value);
         }
         Ok(Value::Object(object))
@@ -224,20 +260,38 @@ mod tests {
     use super::*;
 
     fn rule(text: &str) -> &'static str {
-        parse(text.as_bytes(), InputLimits::default()).unwrap_err().rule()
+        parse(text.as_bytes(), InputLimits::default())
+            .unwrap_err()
+            .rule()
     }
 
     #[test]
     fn canonical_form_sorts_keys_and_normalizes_numbers() {
-        let input = parse(br#"{"b": 1.0, "a": [true, null, "\u00e9"], "c": 1e3}"#, InputLimits::default()).unwrap();
-        assert_eq!(String::from_utf8(input.canonical).unwrap(), r#"{"a":[true,null,"é"],"b":1,"c":1000}"#);
+        let input = parse(
+            br#"{"b": 1.0, "a": [true, null, "\u00e9"], "c": 1e3}"#,
+            InputLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(input.canonical).unwrap(),
+            r#"{"a":[true,null,"é"],"b":1,"c":1000}"#
+        );
         assert!(input.digest.starts_with("sha256:") && input.digest.len() == 71);
     }
 
     #[test]
     fn bounds_are_enforced_while_parsing() {
-        assert_eq!(rule(&format!("{}{}", "[".repeat(65), "]".repeat(65))), "input_too_deep");
-        assert!(parse(format!("{}{}", "[".repeat(64), "]".repeat(64)).as_bytes(), InputLimits::default()).is_ok());
+        assert_eq!(
+            rule(&format!("{}{}", "[".repeat(65), "]".repeat(65))),
+            "input_too_deep"
+        );
+        assert!(
+            parse(
+                format!("{}{}", "[".repeat(64), "]".repeat(64)).as_bytes(),
+                InputLimits::default()
+            )
+            .is_ok()
+        );
         let nodes = format!("[{}]", vec!["0"; 100_000].join(","));
         assert_eq!(rule(&nodes), "input_too_many_nodes");
         assert_eq!(rule(r#"{"a": "x\u0000y"}"#), "input_contains_nul");

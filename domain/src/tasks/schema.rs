@@ -21,7 +21,9 @@ pub const MAX_PROBLEMS: usize = 20;
 pub fn compile(schema: &Value) -> Result<Validator, Vec<String>> {
     let text = schema.to_string();
     if text.len() > MAX_SCHEMA_BYTES {
-        return Err(vec![format!("input_schema is larger than {MAX_SCHEMA_BYTES} bytes")]);
+        return Err(vec![format!(
+            "input_schema is larger than {MAX_SCHEMA_BYTES} bytes"
+        )]);
     }
     if text.contains("\\u0000") {
         return Err(vec!["input_schema contains NUL".into()]);
@@ -32,13 +34,20 @@ pub fn compile(schema: &Value) -> Result<Validator, Vec<String>> {
     if let Some(declared) = object.get("$schema") {
         let declared = declared.as_str().unwrap_or_default().trim_end_matches('#');
         if declared != DRAFT_2020_12 {
-            return Err(vec![format!("input_schema must be JSON Schema draft 2020-12 (it declares {declared})")]);
+            return Err(vec![format!(
+                "input_schema must be JSON Schema draft 2020-12 (it declares {declared})"
+            )]);
         }
     }
     let problems: Vec<String> = jsonschema::draft202012::meta::validator()
         .iter_errors(schema)
         .take(MAX_PROBLEMS)
-        .map(|e| format!("input_schema{}: {e}", pointer(&e.instance_path().to_string())))
+        .map(|e| {
+            format!(
+                "input_schema{}: {e}",
+                pointer(&e.instance_path().to_string())
+            )
+        })
         .collect();
     if !problems.is_empty() {
         return Err(problems);
@@ -60,11 +69,19 @@ pub fn violations(validator: &Validator, instance: &Value) -> Vec<String> {
 }
 
 fn pointer(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!(" at {path}") }
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at {path}")
+    }
 }
 
 fn pointer_prefix(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!("{path}: ") }
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
 }
 
 #[cfg(test)]
@@ -74,7 +91,8 @@ mod tests {
 
     #[test]
     fn objects_of_draft_2020_12_compile() {
-        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let schema =
+            json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
         let validator = compile(&schema).unwrap();
         assert!(violations(&validator, &json!({"n": 1})).is_empty());
         assert_eq!(violations(&validator, &json!({"n": "x"})).len(), 1);

@@ -113,6 +113,66 @@ fn raised(event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
     }
 }
 
+/// One event this projection reads, decoded, in log order.
+enum Decoded {
+    Environment(Uuid, EnvironmentEvent),
+    Version(Uuid, VersionEvent, DateTime<Utc>),
+}
+
+/// Keeps the owner row (scope and current name) of an environment.
+fn apply_environment(
+    owners: &mut RowSet<EnvironmentKey, Owner>,
+    id: Uuid,
+    event: EnvironmentEvent,
+) {
+    match event {
+        EnvironmentEvent::EnvironmentCreated(created) => {
+            owners.upsert_with(EnvironmentKey { environment_id: id }, || Owner {
+                environment_id: id,
+                company_id: created.company_id,
+                owner_scope: created.owner_scope.as_str().into(),
+                owner_id: created.owner_id,
+                name: created.name,
+            });
+        }
+        EnvironmentEvent::EnvironmentUpdated { name, .. } => {
+            if let Some(owner) = owners.get_mut(&EnvironmentKey { environment_id: id }) {
+                owner.name = name;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The notification a version event raises, addressed to its environment's owner.
+fn notification(
+    versions: &RowSet<VersionKey, VersionEnvironment>,
+    owners: &RowSet<EnvironmentKey, Owner>,
+    version_id: Uuid,
+    event: &VersionEvent,
+    at: DateTime<Utc>,
+) -> Option<Notification> {
+    let (kind, attempt_id, mut payload) = raised(event)?;
+    let environment_id = versions.get(&VersionKey { version_id })?.environment_id;
+    let owner = owners.get(&EnvironmentKey { environment_id })?;
+    let mut recipients = vec![json!({"scope": owner.owner_scope, "id": owner.owner_id})];
+    if let Some(company) = owner.company_id {
+        recipients.push(json!({"scope": "company_managers", "id": company}));
+    }
+    payload["environment_id"] = json!(environment_id);
+    payload["environment_name"] = json!(owner.name);
+    payload["version_id"] = json!(version_id);
+    payload["attempt_id"] = json!(attempt_id);
+    Some(Notification {
+        id: domain::ids::derive("notification", &[kind, &attempt_id.to_string()]),
+        company_id: owner.company_id,
+        kind: kind.into(),
+        recipients: Value::Array(recipients),
+        payload,
+        created_at: at,
+    })
+}
+
 #[async_trait]
 impl Projection for NotificationsProjection {
     fn name(&self) -> &'static str {
@@ -132,52 +192,44 @@ impl Projection for NotificationsProjection {
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
-        let mut environment_events = Vec::new();
-        let mut version_events = Vec::new();
+        let mut decoded = Vec::new();
         for event in events {
             let id = || event.aggregate_id.parse::<Uuid>().context("aggregate id");
             if let Some(e) = event.decode::<Environment>()? {
-                environment_events.push((id()?, e));
+                decoded.push(Decoded::Environment(id()?, e));
             } else if let Some(e) = event.decode::<EnvironmentVersion>()? {
-                version_events.push((id()?, e, event.time()));
+                decoded.push(Decoded::Version(id()?, e, event.time()));
             }
         }
-        let version_keys: Vec<VersionKey> = version_events
+        let version_keys: Vec<VersionKey> = decoded
             .iter()
-            .filter(|(_, e, _)| raised(e).is_some())
-            .map(|(id, _, _)| VersionKey { version_id: *id })
+            .filter_map(|d| match d {
+                Decoded::Version(id, e, _) if raised(e).is_some() => {
+                    Some(VersionKey { version_id: *id })
+                }
+                _ => None,
+            })
             .collect();
-        let mut versions = RowSet::loaded(
-            VERSIONS
-                .load::<_, VersionEnvironment>(conn, &version_keys)
-                .await?
-                .into_iter()
-                .map(|r| {
-                    (
-                        VersionKey {
-                            version_id: r.version_id,
-                        },
-                        r,
-                    )
-                }),
-        );
-        for (id, event, _) in &version_events {
-            if let VersionEvent::VersionCreated(created) = event {
-                let row = VersionEnvironment {
-                    version_id: *id,
-                    environment_id: created.environment_id,
-                };
-                versions.upsert_with(VersionKey { version_id: *id }, || row);
-            }
-        }
-        let mut environment_ids: HashSet<Uuid> =
-            environment_events.iter().map(|(id, _)| *id).collect();
-        for (id, event, _) in &version_events {
-            if raised(event).is_some()
-                && let Some(row) = versions.get(&VersionKey { version_id: *id })
-            {
-                environment_ids.insert(row.environment_id);
-            }
+        let loaded = VERSIONS
+            .load::<_, VersionEnvironment>(conn, &version_keys)
+            .await?;
+        let mut environment_ids: HashSet<Uuid> = loaded.iter().map(|v| v.environment_id).collect();
+        let mut versions = RowSet::loaded(loaded.into_iter().map(|r| {
+            (
+                VersionKey {
+                    version_id: r.version_id,
+                },
+                r,
+            )
+        }));
+        for d in &decoded {
+            match d {
+                Decoded::Environment(id, _) => environment_ids.insert(*id),
+                Decoded::Version(_, VersionEvent::VersionCreated(created), _) => {
+                    environment_ids.insert(created.environment_id)
+                }
+                Decoded::Version(..) => false,
+            };
         }
         let owner_keys: Vec<EnvironmentKey> = environment_ids
             .iter()
@@ -199,59 +251,25 @@ impl Projection for NotificationsProjection {
                     )
                 }),
         );
-        for (id, event) in environment_events {
-            match event {
-                EnvironmentEvent::EnvironmentCreated(created) => {
-                    owners.upsert_with(EnvironmentKey { environment_id: id }, || Owner {
-                        environment_id: id,
-                        company_id: created.company_id,
-                        owner_scope: created.owner_scope.as_str().into(),
-                        owner_id: created.owner_id,
-                        name: created.name,
-                    });
+        // In log order: a notification names the environment as it was called when
+        // the build ended, whatever batch the events arrive in.
+        let mut notifications: RowSet<Id, Notification> = RowSet::default();
+        for d in decoded {
+            match d {
+                Decoded::Environment(id, event) => apply_environment(&mut owners, id, event),
+                Decoded::Version(id, VersionEvent::VersionCreated(created), _) => {
+                    let row = VersionEnvironment {
+                        version_id: id,
+                        environment_id: created.environment_id,
+                    };
+                    versions.upsert_with(VersionKey { version_id: id }, || row);
                 }
-                EnvironmentEvent::EnvironmentUpdated { name, .. } => {
-                    if let Some(owner) = owners.get_mut(&EnvironmentKey { environment_id: id }) {
-                        owner.name = name;
+                Decoded::Version(id, event, at) => {
+                    if let Some(row) = notification(&versions, &owners, id, &event, at) {
+                        notifications.upsert_with(Id { id: row.id }, || row);
                     }
                 }
-                _ => {}
             }
-        }
-        let mut notifications: RowSet<Id, Notification> = RowSet::default();
-        for (version_id, event, at) in &version_events {
-            let Some((kind, attempt_id, mut payload)) = raised(event) else {
-                continue;
-            };
-            let Some(environment_id) = versions
-                .get(&VersionKey {
-                    version_id: *version_id,
-                })
-                .map(|v| v.environment_id)
-            else {
-                continue;
-            };
-            let Some(owner) = owners.get(&EnvironmentKey { environment_id }) else {
-                continue;
-            };
-            let mut recipients = vec![json!({"scope": owner.owner_scope, "id": owner.owner_id})];
-            if let Some(company) = owner.company_id {
-                recipients.push(json!({"scope": "company_managers", "id": company}));
-            }
-            payload["environment_id"] = json!(environment_id);
-            payload["environment_name"] = json!(owner.name);
-            payload["version_id"] = json!(version_id);
-            payload["attempt_id"] = json!(attempt_id);
-            let id = domain::ids::derive("notification", &[kind, &attempt_id.to_string()]);
-            let row = Notification {
-                id,
-                company_id: owner.company_id,
-                kind: kind.into(),
-                recipients: Value::Array(recipients),
-                payload,
-                created_at: *at,
-            };
-            notifications.upsert_with(Id { id }, || row);
         }
         VERSIONS.store(conn, versions).await?;
         OWNERS.store(conn, owners).await?;

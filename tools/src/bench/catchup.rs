@@ -27,14 +27,24 @@ pub struct CatchUp {
 }
 
 /// Builds the synthetic log row by row, tracking each aggregate's sequence.
-struct LogBuilder {
+pub struct LogBuilder {
     sequences: HashMap<String, usize>,
     pending: Vec<SerializedEvent>,
     repo: LogRepository,
 }
 
 impl LogBuilder {
-    async fn push<A: Aggregate>(&mut self, id: Uuid, event: A::Event) -> anyhow::Result<()> {
+    /// An empty builder appending to the pool's log.
+    pub fn new(pool: &PgPool) -> Self {
+        Self {
+            sequences: HashMap::new(),
+            pending: Vec::new(),
+            repo: LogRepository::new(pool.clone()),
+        }
+    }
+
+    /// Adds an event of aggregate `A` (appended in batches).
+    pub async fn push<A: Aggregate>(&mut self, id: Uuid, event: A::Event) -> anyhow::Result<()> {
         let id = id.to_string();
         let sequence = self
             .sequences
@@ -56,7 +66,8 @@ impl LogBuilder {
         Ok(())
     }
 
-    async fn flush(&mut self) -> anyhow::Result<()> {
+    /// Appends what is pending.
+    pub async fn flush(&mut self) -> anyhow::Result<()> {
         if !self.pending.is_empty() {
             self.repo.append(&std::mem::take(&mut self.pending)).await?;
         }
@@ -80,11 +91,7 @@ pub enum Mix {
 /// Writes `total` directory and settings events of the given mix, seals them, then
 /// times every projection from position 0.
 pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Result<CatchUp> {
-    let mut log = LogBuilder {
-        sequences: HashMap::new(),
-        pending: Vec::new(),
-        repo: LogRepository::new(pool.clone()),
-    };
+    let mut log = LogBuilder::new(pool);
     let companies: Vec<Uuid> = (0..500).map(|_| Uuid::new_v4()).collect();
     let departments: Vec<Uuid> = (0..200).map(|_| Uuid::new_v4()).collect();
     let rooms: Vec<Uuid> = (0..200).map(|_| Uuid::new_v4()).collect();
@@ -102,6 +109,7 @@ pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Res
             company_id: companies[i],
             name: format!("r{i}"),
             department_id: Some(departments[i]),
+            archived: false,
         };
         log.push::<Chatroom>(*id, event).await?;
     }

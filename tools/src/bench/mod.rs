@@ -5,8 +5,10 @@
 
 mod append;
 mod catchup;
+mod chain;
 mod http;
 mod raw;
+mod rebuild;
 mod stats;
 
 use crate::connection::Target;
@@ -19,6 +21,38 @@ pub enum BenchCommand {
     /// The command path: raw Postgres cycle, HTTP commands, 10-event appends and
     /// projector catch-up.
     Append(AppendArgs),
+    /// Rebuild speed of every projection on a synthetic log.
+    Rebuild(RebuildArgs),
+    /// Append and seal throughput with and without the hash chain.
+    Chain(ChainArgs),
+}
+
+/// Options of `bench rebuild`.
+#[derive(Debug, Clone, Args)]
+pub struct RebuildArgs {
+    /// Events in the synthetic log.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub events: usize,
+    /// Aggregates they are spread over.
+    #[arg(long, default_value_t = 50_000)]
+    pub aggregates: usize,
+    /// Events per rebuild transaction.
+    #[arg(long, default_value_t = projections::rebuild::DEFAULT_BATCH)]
+    pub batch: i64,
+}
+
+/// Options of `bench chain`.
+#[derive(Debug, Clone, Args)]
+pub struct ChainArgs {
+    /// How long the concurrent append measurement runs in each mode.
+    #[arg(long, default_value = "5s")]
+    pub duration: humantime::Duration,
+    /// Concurrent appenders.
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    /// Events in the backlog the sealer works through alone.
+    #[arg(long, default_value_t = 200_000)]
+    pub backlog: usize,
 }
 
 /// Options of `bench append`.
@@ -37,9 +71,62 @@ pub struct AppendArgs {
 
 /// Runs a benchmark command.
 pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
-    let BenchCommand::Append(args) = command;
+    match command {
+        BenchCommand::Append(args) => run_append_and_catch_up(target, &args).await,
+        BenchCommand::Rebuild(args) => run_rebuild(target, &args).await,
+        BenchCommand::Chain(args) => run_chain(target, &args).await,
+    }
+}
+
+async fn run_rebuild(target: &Target, args: &RebuildArgs) -> anyhow::Result<()> {
     let scratch = raw::Scratch::create(&target.url()?).await?;
-    let result = run_append(&scratch, &args).await;
+    let result =
+        rebuild::rebuild_speed(&scratch.pool, args.events, args.aggregates, args.batch).await;
+    scratch.drop_database().await?;
+    let (events, figures) = result?;
+    for f in figures {
+        println!(
+            "rebuild {}: {} log events ({} of its aggregate types) in {:.2} s = {:.0} log events/s, {:.0} applied events/s (target >= 50,000)",
+            f.name,
+            f.log_events,
+            f.applied,
+            f.seconds,
+            f.log_events as f64 / f.seconds,
+            f.applied as f64 / f.seconds
+        );
+    }
+    println!("({events} events in the synthetic log)");
+    Ok(())
+}
+
+async fn run_chain(target: &Target, args: &ChainArgs) -> anyhow::Result<()> {
+    use projections::sealer::Chain;
+    for (label, mode) in [
+        ("with the chain", Chain::Linked),
+        ("without the chain", Chain::Unlinked),
+    ] {
+        let scratch = raw::Scratch::create(&target.url()?).await?;
+        let result = chain::measure(
+            &scratch.pool,
+            mode,
+            args.clients,
+            args.duration.into(),
+            args.backlog,
+        )
+        .await;
+        scratch.drop_database().await?;
+        let figures = result?;
+        println!(
+            "{label}: {:.0} events/s appended by {} clients (10-event commands) while sealing; sealer alone {:.0} events/s",
+            figures.appended_per_second, args.clients, figures.sealed_per_second
+        );
+    }
+    Ok(())
+}
+
+async fn run_append_and_catch_up(target: &Target, args: &AppendArgs) -> anyhow::Result<()> {
+    let scratch = raw::Scratch::create(&target.url()?).await?;
+    let result = run_append(&scratch, args).await;
     scratch.drop_database().await?;
     result?;
     // Catch-up gets a log of its own per mix, holding only directory and settings events.

@@ -406,6 +406,7 @@ impl Workset {
                 company_id,
                 name,
                 department_id,
+                archived,
                 ..
             } => {
                 let row = ChatroomRow {
@@ -413,7 +414,7 @@ impl Workset {
                     company_id,
                     department_id,
                     name,
-                    archived: false,
+                    archived,
                 };
                 self.chatrooms.upsert_with(Id { id }, || row);
             }

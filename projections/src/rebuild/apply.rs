@@ -1,0 +1,59 @@
+//! Applying a batch of the log to shadow tables.
+//!
+//! The projection's own `apply` runs unchanged: its table names are unqualified, and
+//! for the duration of the batch the transaction's `search_path` names the shadow
+//! schema alone, so every table it touches is a shadow table (and one it should not
+//! touch does not resolve at all). The shadow's checkpoint is written in the same
+//! transaction, so a batch is applied exactly once even when the process dies.
+
+use crate::digest::quote;
+use crate::log;
+use crate::projection::Projection;
+use sqlx::PgConnection;
+
+/// Where a rebuild writes.
+pub struct Shadow<'a> {
+    /// The projection being rebuilt.
+    pub projection: &'a dyn Projection,
+    /// Its shadow schema.
+    pub schema: &'a str,
+    /// The session's normal `search_path`, restored after the projection ran.
+    pub live_path: &'a str,
+}
+
+impl Shadow<'_> {
+    /// Applies the events in `(after, until]` to the shadow tables and moves the
+    /// shadow checkpoint to `until`, inside the caller's transaction. Returns the
+    /// number of events the projection received.
+    pub async fn apply(
+        &self,
+        tx: &mut PgConnection,
+        after: i64,
+        until: i64,
+    ) -> anyhow::Result<usize> {
+        let events =
+            log::read_range_of(tx, after, until, self.projection.aggregate_types()).await?;
+        if !events.is_empty() {
+            set_search_path(tx, &quote(self.schema)).await?;
+            self.projection.apply(tx, &events).await?;
+            set_search_path(tx, self.live_path).await?;
+        }
+        sqlx::query(
+            "UPDATE projection_rebuilds SET position = $2, updated_at = now() WHERE name = $1",
+        )
+        .bind(self.projection.name())
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        Ok(events.len())
+    }
+}
+
+/// Sets the transaction's `search_path`.
+async fn set_search_path(tx: &mut PgConnection, path: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT set_config('search_path', $1, true)")
+        .bind(path)
+        .execute(tx)
+        .await
+        .map(|_| ())
+}

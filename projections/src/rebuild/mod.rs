@@ -1,0 +1,292 @@
+//! Rebuilding a projection without downtime, and building one as it stood at a
+//! position (see `docs/decisions/0003-projection-rebuild.md`).
+//!
+//! A rebuild copies the projection's live tables empty into a shadow schema, records
+//! itself in `projection_rebuilds` (the shadow's own checkpoint) and replays the log
+//! from position 0 into the shadow tables, batch by batch, while the pump keeps the
+//! live tables current. Close to the head it swaps the shadow tables in, in one
+//! transaction ([`swap`]). A point-in-time build stops at its position and leaves its
+//! tables in the schema it was given. An interrupted rebuild is resumed from its
+//! checkpoint or discarded; the live tables are only ever touched by the swap.
+//! One process works on a projection's rebuild at a time (an advisory lock).
+
+mod apply;
+mod shadow;
+mod status;
+mod swap;
+
+pub use shadow::check_schema_name;
+pub use status::{ProjectionStatus, RebuildStatus, status};
+
+use crate::log;
+use crate::projection::Projection;
+use anyhow::Context;
+use apply::Shadow;
+use chrono::{DateTime, Utc};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// First key of the advisory locks held by rebuilds (the second is the hash of the
+/// projection's name).
+const LOCK_CLASS: i32 = 0x5A4D;
+
+/// Events read and applied per transaction by default.
+pub const DEFAULT_BATCH: i64 = 20_000;
+
+/// What a new rebuild produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// New live tables, swapped in at the head.
+    Swap,
+    /// The read model as it stood at `position`, left in `schema`.
+    Until {
+        /// The last position applied.
+        position: i64,
+        /// The schema its tables are built in.
+        schema: String,
+    },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The rebuilt tables are live, reflecting this position.
+    Swapped(i64),
+    /// The point-in-time tables are complete in their schema.
+    Built {
+        /// The position they reflect.
+        position: i64,
+        /// Where they are.
+        schema: String,
+    },
+    /// Stopped on request at this position; resume or discard it later.
+    Interrupted(i64),
+}
+
+/// A rebuild this process works on.
+pub struct Rebuild {
+    projection: Arc<dyn Projection>,
+    conn: PgConnection,
+    schema: String,
+    until: Option<i64>,
+    position: i64,
+    live: String,
+    live_path: String,
+    batch: i64,
+}
+
+impl Rebuild {
+    /// Starts a new rebuild: creates the shadow tables and the rebuild's checkpoint.
+    /// Fails when one is already in progress for the projection.
+    pub async fn start(
+        pool: &PgPool,
+        projection: Arc<dyn Projection>,
+        target: Target,
+    ) -> anyhow::Result<Self> {
+        let mut conn = Self::lock(pool, projection.name()).await?;
+        let (live, live_path) = live_schema(&mut conn).await?;
+        let (schema, until) = match target {
+            Target::Swap => (format!("rebuild_{}", projection.name()), None),
+            Target::Until { position, schema } => {
+                let head = log::head(&mut conn).await?;
+                anyhow::ensure!(
+                    position <= head,
+                    "position {position} is beyond the head of the log ({head})"
+                );
+                (schema, Some(position))
+            }
+        };
+        check_schema_name(&schema, &live)?;
+        let mut tx = conn.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO projection_rebuilds (name, shadow_schema, until_position) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(projection.name())
+        .bind(&schema)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?;
+        anyhow::ensure!(
+            inserted.rows_affected() == 1,
+            "a rebuild of {} is already in progress: resume it with --resume or drop it with --discard",
+            projection.name()
+        );
+        shadow::create(&mut tx, &live, &schema, projection.tables())
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot create the tables of {} in {schema}",
+                    projection.name()
+                )
+            })?;
+        tx.commit().await?;
+        Ok(Self {
+            projection,
+            conn,
+            schema,
+            until,
+            position: 0,
+            live,
+            live_path,
+            batch: DEFAULT_BATCH,
+        })
+    }
+
+    /// Takes up an interrupted rebuild where its checkpoint stands.
+    pub async fn resume(pool: &PgPool, projection: Arc<dyn Projection>) -> anyhow::Result<Self> {
+        let mut conn = Self::lock(pool, projection.name()).await?;
+        let (live, live_path) = live_schema(&mut conn).await?;
+        let row: Option<(String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT shadow_schema, position, until_position FROM projection_rebuilds WHERE name = $1",
+        )
+        .bind(projection.name())
+        .fetch_optional(&mut conn)
+        .await?;
+        let (schema, position, until) =
+            row.with_context(|| format!("no rebuild of {} is in progress", projection.name()))?;
+        Ok(Self {
+            projection,
+            conn,
+            schema,
+            until,
+            position,
+            live,
+            live_path,
+            batch: DEFAULT_BATCH,
+        })
+    }
+
+    /// Drops an interrupted rebuild's tables and checkpoint; `false` when there was
+    /// none. The live tables are not touched.
+    pub async fn discard(pool: &PgPool, projection: &dyn Projection) -> anyhow::Result<bool> {
+        let mut conn = Self::lock(pool, projection.name()).await?;
+        let mut tx = conn.begin().await?;
+        let schema: Option<String> = sqlx::query_scalar(
+            "DELETE FROM projection_rebuilds WHERE name = $1 RETURNING shadow_schema",
+        )
+        .bind(projection.name())
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(schema) = &schema {
+            shadow::drop(&mut tx, schema, projection.tables()).await?;
+        }
+        tx.commit().await?;
+        conn.close().await?;
+        Ok(schema.is_some())
+    }
+
+    /// Sets the number of events per transaction.
+    pub fn with_batch(mut self, batch: i64) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// The schema the tables are built in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The position the shadow tables reflect.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Applies batches until the target (its position, or the head followed by the
+    /// swap) or until `cancel` fires. `progress` receives (position, target) after
+    /// each batch.
+    pub async fn run(
+        mut self,
+        cancel: &CancellationToken,
+        mut progress: impl FnMut(i64, i64),
+    ) -> anyhow::Result<Outcome> {
+        loop {
+            let target = match self.until {
+                Some(until) => until,
+                None => log::head(&mut self.conn).await?,
+            };
+            // A swap catches up the last stretch under its lock.
+            let close_enough = if self.until.is_some() { 0 } else { self.batch };
+            if target - self.position <= close_enough {
+                break;
+            }
+            if cancel.is_cancelled() {
+                return Ok(Outcome::Interrupted(self.position));
+            }
+            let until = target.min(self.position + self.batch);
+            let shadow = Shadow {
+                projection: self.projection.as_ref(),
+                schema: &self.schema,
+                live_path: &self.live_path,
+            };
+            let mut tx = self.conn.begin().await?;
+            // A lost commit only costs a batch that is replayed on resume.
+            sqlx::query("SET LOCAL synchronous_commit = off")
+                .execute(&mut *tx)
+                .await?;
+            shadow.apply(&mut tx, self.position, until).await?;
+            tx.commit().await?;
+            self.position = until;
+            progress(self.position, target);
+        }
+        let shadow = Shadow {
+            projection: self.projection.as_ref(),
+            schema: &self.schema,
+            live_path: &self.live_path,
+        };
+        match self.until {
+            Some(position) => {
+                sqlx::query("DELETE FROM projection_rebuilds WHERE name = $1")
+                    .bind(self.projection.name())
+                    .execute(&mut self.conn)
+                    .await?;
+                Ok(Outcome::Built {
+                    position,
+                    schema: self.schema.clone(),
+                })
+            }
+            None => {
+                let position = swap::swap(&mut self.conn, &shadow, &self.live).await?;
+                progress(position, position);
+                Ok(Outcome::Swapped(position))
+            }
+        }
+    }
+
+    /// A connection of its own holding the projection's rebuild lock.
+    async fn lock(pool: &PgPool, name: &str) -> anyhow::Result<PgConnection> {
+        let mut conn = pool.connect_options().connect().await?;
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
+            .bind(LOCK_CLASS)
+            .bind(name)
+            .fetch_one(&mut conn)
+            .await?;
+        anyhow::ensure!(locked, "another process is rebuilding {name} right now");
+        Ok(conn)
+    }
+}
+
+/// The schema of the live tables and the session's `search_path`.
+async fn live_schema(conn: &mut PgConnection) -> anyhow::Result<(String, String)> {
+    let (schema, path): (Option<String>, String) =
+        sqlx::query_as("SELECT current_schema()::text, current_setting('search_path')")
+            .fetch_one(conn)
+            .await?;
+    let schema = schema.context("the search_path names no existing schema")?;
+    Ok((schema, path))
+}
+
+/// The last position of the log as it stood at `time`: every event up to it was
+/// decided at or before `time` (by metadata `time`).
+pub async fn position_at(conn: &mut PgConnection, time: DateTime<Utc>) -> anyhow::Result<i64> {
+    let head = log::head(conn).await?;
+    let first_after: Option<i64> = sqlx::query_scalar(
+        "SELECT min(position) FROM events
+          WHERE position IS NOT NULL AND (metadata->>'time')::timestamptz > $1",
+    )
+    .bind(time)
+    .fetch_one(conn)
+    .await?;
+    Ok(first_after.map_or(head, |p| p - 1))
+}

@@ -1,0 +1,132 @@
+//! Shadow tables: empty copies of a projection's live tables in another schema.
+//!
+//! `CREATE TABLE shadow.t (LIKE live.t INCLUDING ALL)` copies columns, defaults,
+//! constraints and indexes, but gives the indexes new names. The copies are renamed
+//! after the live indexes they mirror (matched by definition), so after a swap the
+//! indexes and primary keys carry the names the migrations gave them and a later
+//! migration can still refer to them.
+
+use crate::digest::{qualified, quote};
+use sqlx::PgConnection;
+
+/// Whether a schema name is one a rebuild may create and write (plain lower-case
+/// identifier, not a system or the live schema).
+pub fn check_schema_name(schema: &str, live: &str) -> anyhow::Result<()> {
+    let plain = !schema.is_empty()
+        && schema.len() <= 63
+        && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && schema
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    anyhow::ensure!(
+        plain,
+        "schema name `{schema}` must be a plain lower-case identifier"
+    );
+    anyhow::ensure!(
+        schema != live && schema != "information_schema" && !schema.starts_with("pg_"),
+        "schema `{schema}` is not one a rebuild may write"
+    );
+    Ok(())
+}
+
+/// Creates the schema (if needed) and an empty copy of each table in it. Fails when a
+/// table of that name already exists there.
+pub async fn create(
+    conn: &mut PgConnection,
+    live: &str,
+    shadow: &str,
+    tables: &[&str],
+) -> anyhow::Result<()> {
+    sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {}", quote(shadow)))
+        .execute(&mut *conn)
+        .await?;
+    for table in tables {
+        sqlx::query(&format!(
+            "CREATE TABLE {} (LIKE {} INCLUDING ALL)",
+            qualified(shadow, table),
+            qualified(live, table)
+        ))
+        .execute(&mut *conn)
+        .await?;
+        name_indexes_like(conn, live, shadow, table).await?;
+    }
+    Ok(())
+}
+
+/// Gives the shadow table's indexes the names of the live indexes they mirror.
+async fn name_indexes_like(
+    conn: &mut PgConnection,
+    live: &str,
+    shadow: &str,
+    table: &str,
+) -> anyhow::Result<()> {
+    let indexes: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT schemaname::text, indexname::text, indexdef FROM pg_indexes
+          WHERE schemaname = ANY($1) AND tablename = $2 ORDER BY indexname",
+    )
+    .bind([live, shadow])
+    .bind(table)
+    .fetch_all(&mut *conn)
+    .await?;
+    // The definition without its name and table: uniqueness, method, columns, predicate.
+    let shape = |definition: &str| {
+        let unique = definition.starts_with("CREATE UNIQUE");
+        let tail = definition
+            .split_once(" USING ")
+            .map_or("", |(_, tail)| tail)
+            .to_string();
+        (unique, tail)
+    };
+    let mut copies: Vec<(String, (bool, String))> = indexes
+        .iter()
+        .filter(|(schema, _, _)| schema == shadow)
+        .map(|(_, name, definition)| (name.clone(), shape(definition)))
+        .collect();
+    for (_, name, definition) in indexes.iter().filter(|(schema, _, _)| schema == live) {
+        let wanted = shape(definition);
+        let Some(at) = copies.iter().position(|(_, s)| *s == wanted) else {
+            anyhow::bail!("the copy of {live}.{table} lacks index {name}");
+        };
+        let (copy, _) = copies.remove(at);
+        if &copy != name {
+            sqlx::query(&format!(
+                "ALTER INDEX {} RENAME TO {}",
+                qualified(shadow, &copy),
+                quote(name)
+            ))
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Drops the tables from the schema, and the schema once it holds nothing else.
+pub async fn drop(conn: &mut PgConnection, shadow: &str, tables: &[&str]) -> anyhow::Result<()> {
+    for table in tables {
+        sqlx::query(&format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified(shadow, table)
+        ))
+        .execute(&mut *conn)
+        .await?;
+    }
+    drop_schema_if_empty(conn, shadow).await
+}
+
+/// Drops the schema when no object is left in it.
+pub async fn drop_schema_if_empty(conn: &mut PgConnection, shadow: &str) -> anyhow::Result<()> {
+    let objects: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1",
+    )
+    .bind(shadow)
+    .fetch_one(&mut *conn)
+    .await?;
+    if objects == 0 {
+        sqlx::query(&format!("DROP SCHEMA IF EXISTS {}", quote(shadow)))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
