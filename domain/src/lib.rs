@@ -11,6 +11,7 @@ pub mod error;
 pub mod ids;
 pub mod principal;
 pub mod settings;
+pub mod tables;
 pub mod validation;
 
 pub use aggregate_ext::AggregateExt;

@@ -119,7 +119,11 @@ mod tests {
             (&company, scope(Chatroom, ROOM), false),
         ];
         for (source, target, expected) in rows {
-            assert_eq!(may_link(source, COMPANY, target), expected, "{source:?} -> {target:?}");
+            assert_eq!(
+                may_link(source, COMPANY, target),
+                expected,
+                "{source:?} -> {target:?}"
+            );
         }
     }
 

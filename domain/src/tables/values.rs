@@ -89,7 +89,8 @@ pub fn format_duration(total_micros: i64) -> String {
     let mut rest = total_micros.unsigned_abs();
     let micros = rest % 1_000_000;
     rest /= 1_000_000;
-    let (days, hours, minutes, seconds) = (rest / 86_400, rest / 3_600 % 24, rest / 60 % 60, rest % 60);
+    let (days, hours, minutes, seconds) =
+        (rest / 86_400, rest / 3_600 % 24, rest / 60 % 60, rest % 60);
     let mut out = String::from(if negative { "-P" } else { "P" });
     if days > 0 {
         out.push_str(&format!("{days}D"));
@@ -159,14 +160,16 @@ fn number(s: &str) -> Option<i64> {
 
 /// Checks a value against its column and returns its canonical form; `null` (and an
 /// empty list) means an empty cell. References to check are appended to `refs`.
-pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -> Result<Value, String> {
+pub fn normalize(
+    column: &ColumnDef,
+    value: &Value,
+    refs: &mut Vec<Reference>,
+) -> Result<Value, String> {
     use ColumnType as T;
     if value.is_null() {
         return Ok(Value::Null);
     }
-    let max_chars = column
-        .max_length
-        .map_or(DEFAULT_MAX_CHARS, |n| n as usize);
+    let max_chars = column.max_length.map_or(DEFAULT_MAX_CHARS, |n| n as usize);
     Ok(match column.column_type {
         T::String | T::Text => Value::String(text(value, max_chars)?),
         T::Integer => match value.as_i64() {
@@ -217,7 +220,11 @@ pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -
                 }
                 out.push(Value::String(s));
             }
-            if out.is_empty() { Value::Null } else { Value::Array(out) }
+            if out.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(out)
+            }
         }
         T::Link => {
             let items: Vec<Value> = match value {
@@ -228,7 +235,10 @@ pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -
             let target = column.target_table_id.ok_or("link without target")?;
             let mut ids: Vec<Uuid> = Vec::with_capacity(items.len());
             for item in &items {
-                let id = item.as_str().and_then(parse_uuid).ok_or("expected record ids (UUIDs)")?;
+                let id = item
+                    .as_str()
+                    .and_then(parse_uuid)
+                    .ok_or("expected record ids (UUIDs)")?;
                 if ids.contains(&id) {
                     return Err(format!("record {id} is listed twice"));
                 }
@@ -237,7 +247,10 @@ pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -
             if column.link_cardinality() == Cardinality::One && ids.len() > 1 {
                 return Err("this link holds at most one record (cardinality one)".into());
             }
-            refs.extend(ids.iter().map(|&record_id| Reference::Record { table_id: target, record_id }));
+            refs.extend(ids.iter().map(|&record_id| Reference::Record {
+                table_id: target,
+                record_id,
+            }));
             if ids.is_empty() {
                 Value::Null
             } else {
@@ -252,7 +265,10 @@ pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -
             value.clone()
         }
         T::User | T::SocialClient => {
-            let id = value.as_str().and_then(parse_uuid).ok_or("expected an id (UUID)")?;
+            let id = value
+                .as_str()
+                .and_then(parse_uuid)
+                .ok_or("expected an id (UUID)")?;
             refs.push(if column.column_type == T::User {
                 Reference::User(id)
             } else {
@@ -272,8 +288,9 @@ pub fn normalize(column: &ColumnDef, value: &Value, refs: &mut Vec<Reference>) -
             Value::String(format!("{}:{id}", kind.tag()))
         }
         T::Interval => {
-            let micros = parse_duration(value)
-                .ok_or("expected an ISO 8601 duration (PnDTnHnMnS or PnW) or a number of seconds")?;
+            let micros = parse_duration(value).ok_or(
+                "expected an ISO 8601 duration (PnDTnHnMnS or PnW) or a number of seconds",
+            )?;
             Value::String(format_duration(micros))
         }
         T::Rollup | T::Lookup | T::Formula => return Err("computed columns are not written".into()),
@@ -303,13 +320,27 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
         let Value::Object(fields) = item else {
             return Err("expected {name, mime_type, size} objects".into());
         };
-        if let Some(extra) = fields.keys().find(|k| !["name", "mime_type", "size", "blob_id"].contains(&k.as_str())) {
+        if let Some(extra) = fields
+            .keys()
+            .find(|k| !["name", "mime_type", "size", "blob_id"].contains(&k.as_str()))
+        {
             return Err(format!("unknown attachment field '{extra}'"));
         }
-        let name = fields.get("name").map(|v| text(v, 255)).transpose()?.filter(|n| !n.is_empty());
+        let name = fields
+            .get("name")
+            .map(|v| text(v, 255))
+            .transpose()?
+            .filter(|n| !n.is_empty());
         let name = name.ok_or("attachment name is required (1..255 characters)")?;
-        let mime = fields.get("mime_type").and_then(Value::as_str).ok_or("attachment mime_type is required")?;
-        let size = fields.get("size").and_then(Value::as_i64).filter(|s| *s >= 0).ok_or("attachment size is required (bytes)")?;
+        let mime = fields
+            .get("mime_type")
+            .and_then(Value::as_str)
+            .ok_or("attachment mime_type is required")?;
+        let size = fields
+            .get("size")
+            .and_then(Value::as_i64)
+            .filter(|s| *s >= 0)
+            .ok_or("attachment size is required (bytes)")?;
         if let Some(max) = column.max_file_bytes
             && size > max
         {
@@ -317,7 +348,9 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
         }
         let allowed = column.allowed_mime_types.as_deref().unwrap_or_default();
         if !allowed.is_empty() && !allowed.iter().any(|a| mime_matches(a, mime)) {
-            return Err(format!("'{name}' has a MIME type ({mime}) this column does not allow"));
+            return Err(format!(
+                "'{name}' has a MIME type ({mime}) this column does not allow"
+            ));
         }
         let mut object = Map::new();
         object.insert("name".into(), Value::String(name));
@@ -328,7 +361,11 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
         }
         out.push(Value::Object(object));
     }
-    Ok(if out.is_empty() { Value::Null } else { Value::Array(out) })
+    Ok(if out.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(out)
+    })
 }
 
 fn mime_matches(pattern: &str, mime: &str) -> bool {

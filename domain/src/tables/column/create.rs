@@ -65,7 +65,11 @@ const RESERVED: [&str; 7] = [
 /// Checks a display name: 1..100 characters without control characters, not
 /// reserved (system fields, `col_...` keys, `$` tokens), unique in the table
 /// (case-insensitively) apart from the column `except`.
-pub fn check_name(name: &str, existing: &[ColumnDef], except: Option<&str>) -> Result<(), TableError> {
+pub fn check_name(
+    name: &str,
+    existing: &[ColumnDef],
+    except: Option<&str>,
+) -> Result<(), TableError> {
     let chars = name.chars().count();
     if name.trim().is_empty() || chars > NAME_CHARS || name.trim() != name {
         return Err(TableError::config(format!(
@@ -73,7 +77,9 @@ pub fn check_name(name: &str, existing: &[ColumnDef], except: Option<&str>) -> R
         )));
     }
     if name.chars().any(char::is_control) {
-        return Err(TableError::config("name may not contain control characters"));
+        return Err(TableError::config(
+            "name may not contain control characters",
+        ));
     }
     let lower = name.to_lowercase();
     if RESERVED.contains(&lower.as_str()) || lower.starts_with("col_") || lower.starts_with('$') {
@@ -105,7 +111,9 @@ pub(super) fn check_options(options: &[String]) -> Result<(), TableError> {
             )));
         }
         if options[..i].contains(option) {
-            return Err(TableError::config(format!("option '{option}' is listed twice")));
+            return Err(TableError::config(format!(
+                "option '{option}' is listed twice"
+            )));
         }
     }
     Ok(())
@@ -113,7 +121,9 @@ pub(super) fn check_options(options: &[String]) -> Result<(), TableError> {
 
 fn only_for(field: &str, present: bool, allowed: bool, types: &str) -> Result<(), TableError> {
     if present && !allowed {
-        return Err(TableError::config(format!("{field} is only allowed on {types} columns")));
+        return Err(TableError::config(format!(
+            "{field} is only allowed on {types} columns"
+        )));
     }
     Ok(())
 }
@@ -137,20 +147,59 @@ pub fn build_column(
     let t = column_type;
     if t.is_computed() {
         if spec.required.is_some() {
-            return Err(TableError::config("required is not allowed on computed columns"));
+            return Err(TableError::config(
+                "required is not allowed on computed columns",
+            ));
         }
         if spec.default_value.is_some() {
-            return Err(TableError::config("default_value is not allowed on computed columns"));
+            return Err(TableError::config(
+                "default_value is not allowed on computed columns",
+            ));
         }
     }
-    only_for("max_length", spec.max_length.is_some(), matches!(t, T::String | T::Text), "string and text")?;
-    only_for("options", spec.options.is_some(), matches!(t, T::Select | T::MultiSelect), "select and multi_select")?;
+    only_for(
+        "max_length",
+        spec.max_length.is_some(),
+        matches!(t, T::String | T::Text),
+        "string and text",
+    )?;
+    only_for(
+        "options",
+        spec.options.is_some(),
+        matches!(t, T::Select | T::MultiSelect),
+        "select and multi_select",
+    )?;
     let attachment = t == T::Attachment;
-    only_for("allowed_mime_types", spec.allowed_mime_types.is_some(), attachment, "attachment")?;
-    only_for("max_count", spec.max_count.is_some(), attachment, "attachment")?;
-    only_for("max_file_bytes", spec.max_file_bytes.is_some(), attachment, "attachment")?;
-    only_for("target_table_id", spec.target_table_id.is_some(), t == T::Link, "link")?;
-    only_for("cardinality", spec.cardinality.is_some(), t == T::Link, "link")?;
+    only_for(
+        "allowed_mime_types",
+        spec.allowed_mime_types.is_some(),
+        attachment,
+        "attachment",
+    )?;
+    only_for(
+        "max_count",
+        spec.max_count.is_some(),
+        attachment,
+        "attachment",
+    )?;
+    only_for(
+        "max_file_bytes",
+        spec.max_file_bytes.is_some(),
+        attachment,
+        "attachment",
+    )?;
+    only_for(
+        "target_table_id",
+        spec.target_table_id.is_some(),
+        t == T::Link,
+        "link",
+    )?;
+    only_for(
+        "cardinality",
+        spec.cardinality.is_some(),
+        t == T::Link,
+        "link",
+    )?;
     for (field, types) in [
         ("link_field", [T::Rollup, T::Lookup]),
         ("aggregation", [T::Rollup, T::Rollup]),
@@ -168,7 +217,12 @@ pub fn build_column(
         } else {
             format!("{} and {}", types[0].as_str(), types[1].as_str())
         };
-        only_for(field, spec.computed_fields.contains_key(field), types.contains(&t), &names)?;
+        only_for(
+            field,
+            spec.computed_fields.contains_key(field),
+            types.contains(&t),
+            &names,
+        )?;
     }
     if !t.is_stored() {
         return Err(TableError::TypeUnsupported(t.as_str()));
@@ -176,13 +230,14 @@ pub fn build_column(
     if let Some(n) = spec.max_length
         && !(1..=MAX_LENGTH).contains(&n)
     {
-        return Err(TableError::config(format!("max_length must be 1..{MAX_LENGTH}")));
+        return Err(TableError::config(format!(
+            "max_length must be 1..{MAX_LENGTH}"
+        )));
     }
     if matches!(t, T::Select | T::MultiSelect) {
-        let options = spec
-            .options
-            .as_deref()
-            .ok_or_else(|| TableError::config("options are required for select and multi_select"))?;
+        let options = spec.options.as_deref().ok_or_else(|| {
+            TableError::config("options are required for select and multi_select")
+        })?;
         check_options(options)?;
     }
     if let Some(n) = spec.max_count
@@ -200,14 +255,17 @@ pub fn build_column(
     if let Some(types) = &spec.allowed_mime_types
         && types.iter().any(|m| !is_mime_type(m))
     {
-        return Err(TableError::config("allowed_mime_types must be MIME types like image/png or image/*"));
+        return Err(TableError::config(
+            "allowed_mime_types must be MIME types like image/png or image/*",
+        ));
     }
     let mut cardinality = None;
     if t == T::Link {
         let target = spec
             .target_table_id
             .ok_or_else(|| TableError::config("target_table_id is required for link columns"))?;
-        let facts = link.ok_or_else(|| TableError::config(format!("target table {target} does not exist")))?;
+        let facts = link
+            .ok_or_else(|| TableError::config(format!("target table {target} does not exist")))?;
         if !may_link(placement, facts.company_id, facts.scope) {
             return Err(TableError::config(
                 "target_table_id must be a table of this scope or an ancestor scope (own chatroom, owning department or company)",
@@ -236,7 +294,10 @@ pub fn build_column(
 
 /// Checks a default value (string, integer, number, boolean or null) against the
 /// column and returns its normalized form (null means none).
-pub(super) fn normalize_default(column: &ColumnDef, value: Option<Value>) -> Result<Option<Value>, TableError> {
+pub(super) fn normalize_default(
+    column: &ColumnDef,
+    value: Option<Value>,
+) -> Result<Option<Value>, TableError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(value @ (Value::Array(_) | Value::Object(_))) => Err(TableError::config(format!(

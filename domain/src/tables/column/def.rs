@@ -52,7 +52,9 @@ pub struct ColumnDef {
 pub fn is_column_key(key: &str) -> bool {
     key.strip_prefix("col_").is_some_and(|hex| {
         (1..=32).contains(&hex.len())
-            && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 

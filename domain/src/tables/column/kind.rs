@@ -165,10 +165,18 @@ mod tests {
             let json = serde_json::to_value(t).unwrap();
             assert_eq!(json, t.as_str());
         }
-        let computed: Vec<_> = ColumnType::ALL.into_iter().filter(|t| t.is_computed()).collect();
+        let computed: Vec<_> = ColumnType::ALL
+            .into_iter()
+            .filter(|t| t.is_computed())
+            .collect();
         assert_eq!(
             computed,
-            vec![ColumnType::Link, ColumnType::Rollup, ColumnType::Lookup, ColumnType::Formula]
+            vec![
+                ColumnType::Link,
+                ColumnType::Rollup,
+                ColumnType::Lookup,
+                ColumnType::Formula
+            ]
         );
         assert!(!ColumnType::Principal.is_sortable());
     }

@@ -72,7 +72,9 @@ pub fn apply_changes(
 ) -> Result<Updated, TableError> {
     use ColumnType as T;
     if changes.options.is_some() && changes.option_renames.is_some() {
-        return Err(TableError::config("option_renames cannot be combined with options in one request"));
+        return Err(TableError::config(
+            "option_renames cannot be combined with options in one request",
+        ));
     }
     let mut column = current.clone();
     if let Some(name) = changes.name {
@@ -92,7 +94,9 @@ pub fn apply_changes(
             )));
         }
         if changes.option_renames.is_some() {
-            return Err(TableError::config("option_renames cannot be combined with a type change"));
+            return Err(TableError::config(
+                "option_renames cannot be combined with a type change",
+            ));
         }
         column.column_type = to;
         if !matches!(to, T::String | T::Text) {
@@ -101,26 +105,39 @@ pub fn apply_changes(
         if !matches!(to, T::Select | T::MultiSelect) {
             column.options = None;
         }
-        (column.allowed_mime_types, column.max_count, column.max_file_bytes) = (None, None, None);
+        (
+            column.allowed_mime_types,
+            column.max_count,
+            column.max_file_bytes,
+        ) = (None, None, None);
         (column.target_table_id, column.cardinality) = (None, None);
         column.default_value = None;
-        type_change = Some(TypeChange { from: current.column_type, to });
+        type_change = Some(TypeChange {
+            from: current.column_type,
+            to,
+        });
     }
     let t = column.column_type;
     if let Some(required) = changes.required {
         if t.is_computed() {
-            return Err(TableError::config("required is not allowed on computed columns"));
+            return Err(TableError::config(
+                "required is not allowed on computed columns",
+            ));
         }
         column.required = required;
     }
     if let Some(max_length) = changes.max_length {
         if max_length.is_some() && !matches!(t, T::String | T::Text) {
-            return Err(TableError::config("max_length is only allowed on string and text columns"));
+            return Err(TableError::config(
+                "max_length is only allowed on string and text columns",
+            ));
         }
         if let Some(n) = max_length
             && !(1..=MAX_LENGTH).contains(&n)
         {
-            return Err(TableError::config(format!("max_length must be 1..{MAX_LENGTH}")));
+            return Err(TableError::config(format!(
+                "max_length must be 1..{MAX_LENGTH}"
+            )));
         }
         column.max_length = max_length;
     }
@@ -128,7 +145,9 @@ pub fn apply_changes(
     let mut removed_options = Vec::new();
     if let Some(options) = changes.options {
         if !selectable {
-            return Err(TableError::config("options are only allowed on select and multi_select columns"));
+            return Err(TableError::config(
+                "options are only allowed on select and multi_select columns",
+            ));
         }
         check_options(&options)?;
         if type_change.is_none() {
@@ -143,17 +162,23 @@ pub fn apply_changes(
         column.options = Some(options);
     }
     if selectable && column.options.is_none() {
-        return Err(TableError::config("options are required for select and multi_select"));
+        return Err(TableError::config(
+            "options are required for select and multi_select",
+        ));
     }
     let mut renames = BTreeMap::new();
     if let Some(requested) = changes.option_renames {
         if !selectable {
-            return Err(TableError::config("option_renames is only allowed on select and multi_select columns"));
+            return Err(TableError::config(
+                "option_renames is only allowed on select and multi_select columns",
+            ));
         }
         let mut options = column.options.clone().unwrap_or_default();
         for (old, new) in requested {
             let Some(slot) = options.iter().position(|o| *o == old) else {
-                return Err(TableError::config(format!("option_renames: '{old}' is not an option")));
+                return Err(TableError::config(format!(
+                    "option_renames: '{old}' is not an option"
+                )));
             };
             let n = new.chars().count();
             if !(OPTION_CHARS.0..=OPTION_CHARS.1).contains(&n) || new.contains('\0') {
@@ -182,11 +207,14 @@ pub fn apply_changes(
     }
     if let Some(default) = changes.default_value {
         if t.is_computed() {
-            return Err(TableError::config("default_value is not allowed on computed columns"));
+            return Err(TableError::config(
+                "default_value is not allowed on computed columns",
+            ));
         }
         column.default_value = default;
     }
-    column.default_value = normalize_default(&column, column.default_value.take())?;
+    let default = column.default_value.take();
+    column.default_value = normalize_default(&column, default)?;
     Ok(Updated {
         column,
         type_change,
@@ -224,7 +252,10 @@ mod tests {
             option_renames: Some([("open".to_string(), "new".to_string())].into()),
             ..Default::default()
         };
-        assert!(matches!(apply_changes(&select(), changes, &[select()]), Err(TableError::ColumnConfig(_))));
+        assert!(matches!(
+            apply_changes(&select(), changes, &[select()]),
+            Err(TableError::ColumnConfig(_))
+        ));
     }
 
     #[test]
@@ -234,7 +265,10 @@ mod tests {
             ..Default::default()
         };
         let updated = apply_changes(&select(), changes, &[select()]).unwrap();
-        assert_eq!(updated.column.options, Some(vec!["todo".into(), "done".into()]));
+        assert_eq!(
+            updated.column.options,
+            Some(vec!["todo".into(), "done".into()])
+        );
         assert_eq!(updated.renames.len(), 1);
     }
 
@@ -263,6 +297,9 @@ mod tests {
         let mut text = select();
         text.column_type = T::String;
         text.options = None;
-        assert!(apply_changes(&text, to_select, &[]).is_err(), "select needs options");
+        assert!(
+            apply_changes(&text, to_select, &[]).is_err(),
+            "select needs options"
+        );
     }
 }

@@ -23,7 +23,10 @@ fn ok(t: ColumnType, v: Value) -> Value {
 }
 
 fn bad(t: ColumnType, v: Value) {
-    assert!(normalize(&column(t), &v, &mut Vec::new()).is_err(), "{t:?} accepted {v}");
+    assert!(
+        normalize(&column(t), &v, &mut Vec::new()).is_err(),
+        "{t:?} accepted {v}"
+    );
 }
 
 #[test]
@@ -54,22 +57,39 @@ fn people_and_links() {
     use ColumnType as T;
     let id = Uuid::from_u128(7);
     let mut refs = Vec::new();
-    let v = normalize(&column(T::Principal), &json!(format!("room:{id}")), &mut refs).unwrap();
+    let v = normalize(
+        &column(T::Principal),
+        &json!(format!("room:{id}")),
+        &mut refs,
+    )
+    .unwrap();
     assert_eq!(v, json!(format!("room:{id}")));
     assert_eq!(refs, vec![Reference::Room(id)]);
     bad(T::Principal, json!(id.to_string()));
     bad(T::Principal, json!([format!("user:{id}")]));
     bad(T::User, json!("bob"));
-    bad(T::Link, json!([id.to_string(), Uuid::from_u128(8).to_string()]));
+    bad(
+        T::Link,
+        json!([id.to_string(), Uuid::from_u128(8).to_string()]),
+    );
     assert_eq!(ok(T::Link, json!(id.to_string())), json!([id.to_string()]));
 }
 
 #[test]
 fn attachments_follow_their_limits() {
     use ColumnType as T;
-    ok(T::Attachment, json!({"name": "a.png", "mime_type": "image/png", "size": 3}));
-    bad(T::Attachment, json!({"name": "a.pdf", "mime_type": "application/pdf", "size": 3}));
-    bad(T::Attachment, json!({"name": "a.png", "mime_type": "image/png", "size": 30}));
+    ok(
+        T::Attachment,
+        json!({"name": "a.png", "mime_type": "image/png", "size": 3}),
+    );
+    bad(
+        T::Attachment,
+        json!({"name": "a.pdf", "mime_type": "application/pdf", "size": 3}),
+    );
+    bad(
+        T::Attachment,
+        json!({"name": "a.png", "mime_type": "image/png", "size": 30}),
+    );
     bad(
         T::Attachment,
         json!([{"name": "a", "mime_type": "image/png", "size": 1}, {"name": "b", "mime_type": "image/png", "size": 1}]),
