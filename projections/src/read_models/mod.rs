@@ -4,6 +4,7 @@ pub mod company_settings;
 pub mod directory;
 mod rowset;
 mod table;
+pub mod tables;
 
 pub use rowset::RowSet;
 pub use table::Table;
@@ -16,5 +17,6 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
     vec![
         Arc::new(directory::DirectoryProjection),
         Arc::new(company_settings::CompanySettingsProjection),
+        Arc::new(tables::CustomTablesProjection),
     ]
 }
