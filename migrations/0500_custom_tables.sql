@@ -59,6 +59,8 @@ CREATE TABLE custom_table_migrations
     estimated_records bigint      NOT NULL,
     -- Rows the projection rewrote; NULL until it applied the migration.
     records_migrated  bigint,
+    -- The starting event of a background migration, applied at its completion.
+    plan              jsonb,
     started_at        timestamptz NOT NULL,
     applied_at        timestamptz,
     completed_at      timestamptz

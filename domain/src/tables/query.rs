@@ -71,7 +71,7 @@ impl Op {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Field {
     /// A stored column.
-    Column(ColumnDef),
+    Column(Box<ColumnDef>),
     /// The record id.
     Id,
     /// Creation time.
@@ -133,7 +133,7 @@ pub fn field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError
         .find(|c| c.key == reference)
         .or_else(|| columns.iter().find(|c| c.name == reference))
         .filter(|c| c.column_type.is_stored())
-        .map(|c| Field::Column(c.clone()))
+        .map(|c| Field::Column(Box::new(c.clone())))
         .ok_or_else(|| {
             TableError::InvalidQuery(format!(
                 "Column '{reference}' does not exist in table schema"
@@ -294,15 +294,15 @@ fn predicate(
             let element = match &field {
                 Field::Column(c) if t == T::Link => ColumnDef {
                     column_type: T::User,
-                    ..c.clone()
+                    ..(**c).clone()
                 },
                 Field::Column(c) => ColumnDef {
                     column_type: T::String,
-                    ..c.clone()
+                    ..(**c).clone()
                 },
                 _ => unreachable!("system fields are not lists"),
             };
-            vec![operand(&Field::Column(element), value, path)?]
+            vec![operand(&Field::Column(Box::new(element)), value, path)?]
         }
         _ => vec![operand(&field, value, path)?],
     };
@@ -328,7 +328,7 @@ fn operand(field: &Field, value: &Value, path: &str) -> Result<Value, TableError
                 other => other,
             },
             max_length: None,
-            ..c.clone()
+            ..(**c).clone()
         },
         other => ColumnDef {
             key: String::new(),

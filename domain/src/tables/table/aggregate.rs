@@ -208,10 +208,7 @@ impl CustomTable {
                 self.column(&key).ok_or(TableError::NotFound("column"))?;
                 vec![E::ColumnDeleted { table_id, key }]
             }
-            TableCommand::CompleteMigration {
-                migration_id,
-                records_migrated,
-            } => {
+            TableCommand::CompleteMigration { migration_id } => {
                 let table_id = self.live()?;
                 if self.migration != Some(migration_id) {
                     return Ok(vec![]);
@@ -219,7 +216,6 @@ impl CustomTable {
                 vec![E::MigrationCompleted {
                     table_id,
                     migration_id,
-                    records_migrated,
                 }]
             }
             TableCommand::CreateView { view_id, spec } => {

@@ -66,12 +66,10 @@ pub enum TableCommand {
         /// The column.
         key: String,
     },
-    /// The projection applied a background migration.
+    /// Runs a planned background migration and frees the table.
     CompleteMigration {
         /// The migration.
         migration_id: Uuid,
-        /// Rows rewritten.
-        records_migrated: i64,
     },
     /// Saves a view.
     CreateView {

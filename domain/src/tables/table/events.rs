@@ -11,7 +11,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// A data migration of a column.
+/// A data migration of a column. A background one only plans the data change; the
+/// rows are rewritten when its `MigrationCompleted` is applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MigrationInfo {
     /// Globally unique id.
@@ -104,14 +105,14 @@ pub enum TableEvent {
         /// The column.
         key: String,
     },
-    /// A background migration finished; the table is free again.
+    /// A background migration runs now: the read model applies the data change
+    /// its starting event planned (at this position in the log), and the table is
+    /// free again.
     MigrationCompleted {
         /// The table.
         table_id: Uuid,
         /// The migration.
         migration_id: Uuid,
-        /// Rows rewritten.
-        records_migrated: i64,
     },
     /// A view was saved.
     ViewCreated {

@@ -109,7 +109,7 @@ impl ViewSpec {
                 names
                     .iter()
                     .map(|r| match query::field(columns, r)? {
-                        Field::Column(c) => Ok(c.key),
+                        Field::Column(c) => Ok(c.key.clone()),
                         _ => Err(TableError::InvalidQuery(format!("'{r}' is not a column"))),
                     })
                     .collect::<Result<_, _>>()?,

@@ -202,6 +202,17 @@ pub async fn change_type(
     Ok(())
 }
 
+/// Runs several statements (simple query protocol, no parameters).
+pub fn batch<'c>(
+    conn: &'c mut PgConnection,
+    sql: &'c str,
+) -> futures::future::BoxFuture<'c, anyhow::Result<()>> {
+    Box::pin(async move {
+        sqlx::Executor::execute(conn, sql).await?;
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,15 +229,4 @@ mod tests {
             "ct_00000000000000000000000000000001"
         );
     }
-}
-
-/// Runs several statements (simple query protocol, no parameters).
-pub fn batch<'c>(
-    conn: &'c mut PgConnection,
-    sql: &'c str,
-) -> futures::future::BoxFuture<'c, anyhow::Result<()>> {
-    Box::pin(async move {
-        sqlx::Executor::execute(conn, sql).await?;
-        Ok(())
-    })
 }

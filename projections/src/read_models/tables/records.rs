@@ -76,10 +76,10 @@ impl Pending {
             }),
             (_, RecordEvent::RecordDeleted { .. }) => Some(Change::Delete),
         };
-        if let Some(change) = next {
-            if self.changes.insert(record_id, change).is_none() {
-                self.order.push(record_id);
-            }
+        if let Some(change) = next
+            && self.changes.insert(record_id, change).is_none()
+        {
+            self.order.push(record_id);
         }
     }
 }

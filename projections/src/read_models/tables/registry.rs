@@ -18,7 +18,7 @@ pub async fn apply(
     at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
     use TableEvent as E;
-    match event {
+    match event.clone() {
         E::TableCreated {
             table_id,
             company_id,
@@ -72,10 +72,10 @@ pub async fn apply(
             physical::drop_table(conn, table_id).await
         }
         E::ColumnAdded {
-            table_id,
-            column,
-            fill,
-            migration,
+            ref table_id,
+            ref column,
+            ref fill,
+            ref migration,
         } => {
             sqlx::query(
                 "INSERT INTO custom_table_columns (table_id, key, position, name, type, definition, created_at, updated_at)
@@ -86,100 +86,30 @@ pub async fn apply(
             .bind(&column.key)
             .bind(&column.name)
             .bind(column.column_type.as_str())
-            .bind(Json(&column))
+            .bind(Json(column))
             .bind(at)
             .execute(&mut *conn)
             .await?;
-            physical::add_column(conn, table_id, &column).await?;
-            touch(conn, table_id, at).await?;
-            if let (Some(fill), Some(migration)) = (fill, migration) {
-                let sql = format!(
-                    "UPDATE {} SET {} = {}($1::jsonb)",
-                    table_name(table_id),
-                    ident(&column.key)?,
-                    physical::converter(column.column_type)
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(Json(fill))
-                    .execute(&mut *conn)
-                    .await?
-                    .rows_affected();
-                record_migration(
-                    conn,
-                    table_id,
-                    &column.key,
-                    "default_fill",
-                    &migration,
-                    rows,
-                    at,
-                )
-                .await?;
+            physical::add_column(conn, *table_id, column).await?;
+            touch(conn, *table_id, at).await?;
+            match (fill, migration) {
+                (Some(_), Some(m)) => {
+                    start_migration(conn, &event, m, &column.key, "default_fill", at).await
+                }
+                _ => Ok(()),
             }
-            Ok(())
         }
         E::ColumnUpdated { table_id, column } => update_column(conn, table_id, &column, at).await,
         E::ColumnTypeChanged {
-            table_id,
-            from,
-            column,
-            migration,
-        } => {
-            physical::change_type(conn, table_id, &from, &column).await?;
-            update_column(conn, table_id, &column, at).await?;
-            let rows: i64 =
-                sqlx::query_scalar("SELECT record_count FROM custom_tables WHERE id = $1")
-                    .bind(table_id)
-                    .fetch_one(&mut *conn)
-                    .await?;
-            record_migration(
-                conn,
-                table_id,
-                &column.key,
-                "type_change",
-                &migration,
-                rows as u64,
-                at,
-            )
-            .await
-        }
+            ref migration,
+            ref column,
+            ..
+        } => start_migration(conn, &event, migration, &column.key, "type_change", at).await,
         E::ColumnOptionsRenamed {
-            table_id,
-            key,
-            renames,
-            migration,
-        } => {
-            let definition: Json<ColumnDef> = sqlx::query_scalar(
-                "SELECT definition FROM custom_table_columns WHERE table_id = $1 AND key = $2",
-            )
-            .bind(table_id)
-            .bind(&key)
-            .fetch_one(&mut *conn)
-            .await?;
-            let (old, new): (Vec<String>, Vec<String>) = renames.into_iter().unzip();
-            let (table, k) = (table_name(table_id), ident(&key)?);
-            let sql = if definition.0.column_type == ColumnType::MultiSelect {
-                format!(
-                    "UPDATE {table} SET {k} = (SELECT array_agg(x ORDER BY o) FROM
-                        (SELECT coalesce(m.new, u.v) AS x, min(u.o) AS o
-                           FROM unnest({k}) WITH ORDINALITY AS u(v, o)
-                           LEFT JOIN unnest($1::text[], $2::text[]) AS m(old, new) ON m.old = u.v
-                          GROUP BY 1) s)
-                     WHERE {k} && $1::text[]"
-                )
-            } else {
-                format!(
-                    "UPDATE {table} SET {k} = m.new FROM unnest($1::text[], $2::text[]) AS m(old, new)
-                      WHERE {k} = m.old"
-                )
-            };
-            let rows = sqlx::query(&sql)
-                .bind(old)
-                .bind(new)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected();
-            record_migration(conn, table_id, &key, "option_rename", &migration, rows, at).await
-        }
+            ref migration,
+            ref key,
+            ..
+        } => start_migration(conn, &event, migration, key, "option_rename", at).await,
         E::ColumnDeleted { table_id, key } => {
             sqlx::query("DELETE FROM custom_table_columns WHERE table_id = $1 AND key = $2")
                 .bind(table_id)
@@ -192,13 +122,18 @@ pub async fn apply(
         E::MigrationCompleted {
             table_id,
             migration_id,
-            ..
         } => {
-            sqlx::query("UPDATE custom_table_migrations SET completed_at = $2 WHERE id = $1")
-                .bind(migration_id)
-                .bind(at)
-                .execute(&mut *conn)
-                .await?;
+            let plan: Option<Json<TableEvent>> = sqlx::query_scalar(
+                "SELECT plan FROM custom_table_migrations WHERE id = $1 AND completed_at IS NULL",
+            )
+            .bind(migration_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .flatten();
+            if let Some(Json(plan)) = plan {
+                let rows = run_data_change(conn, &plan, at).await?;
+                finish_migration(conn, migration_id, rows, at).await?;
+            }
             sqlx::query(
                 "UPDATE custom_tables SET migration_id = NULL WHERE id = $1 AND migration_id = $2",
             )
@@ -265,22 +200,21 @@ async fn update_column(
     touch(conn, table_id, at).await
 }
 
-/// Records an applied migration; a background one holds the table until its
-/// `MigrationCompleted`.
-async fn record_migration(
+/// Registers a migration. A background one keeps its starting event as its plan and
+/// holds the table; any other runs its data change now.
+async fn start_migration(
     conn: &mut PgConnection,
-    table_id: Uuid,
+    event: &TableEvent,
+    migration: &MigrationInfo,
     key: &str,
     kind: &str,
-    migration: &MigrationInfo,
-    rows: u64,
     at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
+    let table_id = event.table_id();
     sqlx::query(
         "INSERT INTO custom_table_migrations (id, table_id, company_id, column_key, kind, background,
-                                              estimated_records, records_migrated, started_at, applied_at, completed_at)
-         SELECT $1, $2, company_id, $3, $4, $5, $6, $7, $8, $8, CASE WHEN $5 THEN NULL ELSE $8 END
-           FROM custom_tables WHERE id = $2",
+                                              estimated_records, plan, started_at)
+         SELECT $1, $2, company_id, $3, $4, $5, $6, $7, $8 FROM custom_tables WHERE id = $2",
     )
     .bind(migration.migration_id)
     .bind(table_id)
@@ -288,7 +222,7 @@ async fn record_migration(
     .bind(kind)
     .bind(migration.background)
     .bind(migration.estimated_records)
-    .bind(rows as i64)
+    .bind(migration.background.then_some(Json(event)))
     .bind(at)
     .execute(&mut *conn)
     .await?;
@@ -298,6 +232,107 @@ async fn record_migration(
             .bind(migration.migration_id)
             .execute(&mut *conn)
             .await?;
+        return Ok(());
     }
+    let rows = run_data_change(conn, event, at).await?;
+    finish_migration(conn, migration.migration_id, rows, at).await
+}
+
+async fn finish_migration(
+    conn: &mut PgConnection,
+    migration_id: Uuid,
+    rows: u64,
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE custom_table_migrations SET records_migrated = $2, applied_at = $3, completed_at = $3
+          WHERE id = $1",
+    )
+    .bind(migration_id)
+    .bind(rows as i64)
+    .bind(at)
+    .execute(conn)
+    .await?;
     Ok(())
+}
+
+/// The data change a migration event stands for; returns the rows it rewrote.
+async fn run_data_change(
+    conn: &mut PgConnection,
+    event: &TableEvent,
+    at: DateTime<Utc>,
+) -> anyhow::Result<u64> {
+    match event {
+        TableEvent::ColumnAdded {
+            table_id,
+            column,
+            fill: Some(fill),
+            ..
+        } => {
+            let sql = format!(
+                "UPDATE {} SET {1} = {}($1::jsonb) WHERE {1} IS NULL",
+                table_name(*table_id),
+                ident(&column.key)?,
+                physical::converter(column.column_type)
+            );
+            let done = sqlx::query(&sql)
+                .bind(Json(fill))
+                .execute(&mut *conn)
+                .await?;
+            Ok(done.rows_affected())
+        }
+        TableEvent::ColumnTypeChanged {
+            table_id,
+            from,
+            column,
+            ..
+        } => {
+            physical::change_type(conn, *table_id, from, column).await?;
+            update_column(conn, *table_id, column, at).await?;
+            let rows: i64 =
+                sqlx::query_scalar("SELECT record_count FROM custom_tables WHERE id = $1")
+                    .bind(table_id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            Ok(rows as u64)
+        }
+        TableEvent::ColumnOptionsRenamed {
+            table_id,
+            key,
+            renames,
+            ..
+        } => {
+            let definition: Json<ColumnDef> = sqlx::query_scalar(
+                "SELECT definition FROM custom_table_columns WHERE table_id = $1 AND key = $2",
+            )
+            .bind(table_id)
+            .bind(key)
+            .fetch_one(&mut *conn)
+            .await?;
+            let (old, new): (Vec<String>, Vec<String>) = renames.clone().into_iter().unzip();
+            let (table, k) = (table_name(*table_id), ident(key)?);
+            let sql = if definition.0.column_type == ColumnType::MultiSelect {
+                format!(
+                    "UPDATE {table} SET {k} = (SELECT array_agg(x ORDER BY o) FROM
+                        (SELECT coalesce(m.new, u.v) AS x, min(u.o) AS o
+                           FROM unnest({k}) WITH ORDINALITY AS u(v, o)
+                           LEFT JOIN unnest($1::text[], $2::text[]) AS m(old, new) ON m.old = u.v
+                          GROUP BY 1) s)
+                     WHERE {k} && $1::text[]"
+                )
+            } else {
+                format!(
+                    "UPDATE {table} SET {k} = m.new FROM unnest($1::text[], $2::text[]) AS m(old, new)
+                      WHERE {k} = m.old"
+                )
+            };
+            let done = sqlx::query(&sql)
+                .bind(old)
+                .bind(new)
+                .execute(&mut *conn)
+                .await?;
+            Ok(done.rows_affected())
+        }
+        _ => Ok(0),
+    }
 }

@@ -134,7 +134,6 @@ fn a_background_migration_locks_the_schema_until_completed() {
         given.clone(),
         TableCommand::CompleteMigration {
             migration_id: MIGRATION,
-            records_migrated: 5,
         },
     )
     .unwrap();
