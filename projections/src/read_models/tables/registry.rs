@@ -270,7 +270,7 @@ async fn run_data_change(
             ..
         } => {
             let sql = format!(
-                "UPDATE {} SET {1} = {}($1::jsonb) WHERE {1} IS NULL",
+                "UPDATE {0} SET {1} = {2}($1::jsonb) WHERE {1} IS NULL",
                 table_name(*table_id),
                 ident(&column.key)?,
                 physical::converter(column.column_type)
