@@ -98,6 +98,7 @@ impl AppState {
             transit,
             deployment,
         }));
+        tokio::spawn(crate::routes::tables::migrations::resume(state.clone()));
         Ok(Started {
             state,
             pump: pump_task,

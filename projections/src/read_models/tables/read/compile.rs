@@ -24,6 +24,8 @@ pub struct Selection {
     pub sort: Vec<(Field, Order)>,
     /// Internal keys of the columns to return; `None` for all.
     pub projection: Option<Vec<String>>,
+    /// Only rows created (true) or not created (false) by this principal reference.
+    pub created_by: Option<(String, bool)>,
     /// Rows to return (none: all).
     pub limit: Option<i64>,
     /// Rows to skip.
@@ -271,6 +273,14 @@ impl Selection {
         if let Some(condition) = &self.condition {
             qb.push(" AND ");
             push_condition(qb, condition, table.company_id)?;
+        }
+        if let Some((creator, mine)) = &self.created_by {
+            qb.push(if *mine {
+                " AND t.created_by = "
+            } else {
+                " AND t.created_by <> "
+            });
+            qb.push_bind(creator.clone());
         }
         if let Some(q) = self.q.as_deref().filter(|q| !q.is_empty()) {
             let textual: Vec<String> = table
