@@ -7,3 +7,4 @@ mod general;
 mod public;
 mod restricted;
 mod settings;
+mod tables;
