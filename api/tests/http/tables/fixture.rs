@@ -56,6 +56,11 @@ impl Tables {
         format!("{mount}/tables/{}", body["id"].as_str().unwrap())
     }
 
+    /// A company table of the other company (globex), created by its CEO.
+    pub async fn table_as_ceo(&self) -> String {
+        self.table("company", "ceo", "globex table").await
+    }
+
     pub async fn add_column(&self, table: &str, user: &str, column: Value) -> (u16, Value) {
         self.call(Method::POST, &format!("{table}/columns"), user, Some(column)).await
     }
