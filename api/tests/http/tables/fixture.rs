@@ -38,8 +38,17 @@ impl Tables {
         }
     }
 
-    pub async fn call(&self, method: Method, path: &str, user: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.app.request(method, path).bearer_token(&self.token(user));
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        user: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .app
+            .request(method, path)
+            .bearer_token(&self.token(user));
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -50,7 +59,12 @@ impl Tables {
     pub async fn table(&self, scope: &str, user: &str, name: &str) -> String {
         let mount = self.mount(scope);
         let (status, body) = self
-            .call(Method::POST, &format!("{mount}/tables"), user, Some(json!({"name": name})))
+            .call(
+                Method::POST,
+                &format!("{mount}/tables"),
+                user,
+                Some(json!({"name": name})),
+            )
             .await;
         assert_eq!(status, 201, "create table: {body}");
         format!("{mount}/tables/{}", body["id"].as_str().unwrap())
@@ -62,7 +76,13 @@ impl Tables {
     }
 
     pub async fn add_column(&self, table: &str, user: &str, column: Value) -> (u16, Value) {
-        self.call(Method::POST, &format!("{table}/columns"), user, Some(column)).await
+        self.call(
+            Method::POST,
+            &format!("{table}/columns"),
+            user,
+            Some(column),
+        )
+        .await
     }
 
     /// Adds a column that must be accepted; returns its key.
@@ -73,8 +93,13 @@ impl Tables {
     }
 
     pub async fn insert(&self, table: &str, user: &str, data: Value) -> (u16, Value) {
-        self.call(Method::POST, &format!("{table}/records"), user, Some(json!({"data": data})))
-            .await
+        self.call(
+            Method::POST,
+            &format!("{table}/records"),
+            user,
+            Some(json!({"data": data})),
+        )
+        .await
     }
 
     /// Inserts a record that must be accepted; returns it.
@@ -85,7 +110,13 @@ impl Tables {
     }
 
     pub async fn search(&self, table: &str, body: Value) -> (u16, Value) {
-        self.call(Method::POST, &format!("{table}/records/search"), "boss", Some(body)).await
+        self.call(
+            Method::POST,
+            &format!("{table}/records/search"),
+            "boss",
+            Some(body),
+        )
+        .await
     }
 
     pub async fn export_csv(&self, table: &str, body: Value) -> String {

@@ -72,7 +72,7 @@ impl TableHandle {
         let mut qb = self.query(&list, selection)?;
         selection.push_order(&mut qb)?;
         selection.push_window(&mut qb);
-        let rows = qb.build().fetch_all(pool).await?;
+        let rows = qb.build().persistent(false).fetch_all(pool).await?;
         rows.iter()
             .map(|row| decode::record(row, &columns))
             .collect()
@@ -81,7 +81,11 @@ impl TableHandle {
     /// Records matching the selection's filter.
     pub async fn count(&self, pool: &PgPool, selection: &Selection) -> anyhow::Result<i64> {
         let mut qb = self.query("count(*)", selection)?;
-        Ok(qb.build_query_scalar::<i64>().fetch_one(pool).await?)
+        Ok(qb
+            .build_query_scalar::<i64>()
+            .persistent(false)
+            .fetch_one(pool)
+            .await?)
     }
 
     /// The stored columns a projection (internal keys; `None` for all) selects.
@@ -107,7 +111,7 @@ impl TableHandle {
         let (list, columns) = self.select_list(selection.projection.as_deref())?;
         let mut qb = self.query(&list, selection)?;
         selection.push_order(&mut qb)?;
-        let mut rows = qb.build().fetch(conn);
+        let mut rows = qb.build().persistent(false).fetch(conn);
         while let Some(row) = rows.try_next().await? {
             if !each(decode::record(&row, &columns)?).await {
                 break;
@@ -149,7 +153,7 @@ impl TableHandle {
             qb.push(format!(" GROUP BY {0} ORDER BY {0}", positions.join(", ")));
         }
         qb.push(" LIMIT 1000");
-        let rows = qb.build().fetch_all(pool).await?;
+        let rows = qb.build().persistent(false).fetch_all(pool).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             let mut keys = Vec::with_capacity(group_by.len());
@@ -191,6 +195,7 @@ impl TableHandle {
             table_name(self.table_id)
         );
         Ok(sqlx::query_scalar(&sql)
+            .persistent(false)
             .bind(options)
             .fetch_one(pool)
             .await?)
@@ -202,6 +207,10 @@ impl TableHandle {
             "SELECT id FROM {} WHERE id = ANY($1)",
             table_name(self.table_id)
         );
-        Ok(sqlx::query_scalar(&sql).bind(ids).fetch_all(pool).await?)
+        Ok(sqlx::query_scalar(&sql)
+            .persistent(false)
+            .bind(ids)
+            .fetch_all(pool)
+            .await?)
     }
 }
