@@ -8,6 +8,7 @@ mod catchup;
 mod http;
 mod raw;
 mod stats;
+mod tables;
 
 use crate::connection::Target;
 use clap::{Args, Subcommand};
@@ -19,6 +20,9 @@ pub enum BenchCommand {
     /// The command path: raw Postgres cycle, HTTP commands, 10-event appends and
     /// projector catch-up.
     Append(AppendArgs),
+    /// Custom tables: a filtered, sorted page over 100,000 records, a full CSV
+    /// export and a column type change.
+    Tables(tables::TablesArgs),
 }
 
 /// Options of `bench append`.
@@ -37,7 +41,10 @@ pub struct AppendArgs {
 
 /// Runs a benchmark command.
 pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
-    let BenchCommand::Append(args) = command;
+    let args = match command {
+        BenchCommand::Append(args) => args,
+        BenchCommand::Tables(args) => return tables::run(&target.url()?, &args).await,
+    };
     let scratch = raw::Scratch::create(&target.url()?).await?;
     let result = run_append(&scratch, &args).await;
     scratch.drop_database().await?;
