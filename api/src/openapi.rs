@@ -19,6 +19,7 @@ use utoipa::{Modify, OpenApi};
         (name = "bindings", description = "Room enablement"),
         (name = "secrets", description = "Secret slots and approvals"),
         (name = "runs", description = "Runs, artifacts and public links"),
+        (name = "custom_tables", description = "Custom tables: scopes, tables, columns, records, views, migrations"),
     )
 )]
 pub struct ApiDoc;

@@ -48,10 +48,19 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .layer(from_fn_with_state(state.deployment.enabled, kill_switch))
         .layer(from_fn_with_state(PREFIX, sandbox_gate))
         .layer(from_fn_with_state(state.clone(), authenticate));
+    // Custom tables: the same authentication and body guard, but neither the sandbox
+    // kill switch nor its restricted-key gate (restricted keys are refused outright).
+    let tables = routes::tables::router()
+        .fallback(not_found)
+        .layer(from_fn(routes::tables::refuse_restricted))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())
         .nest(PREFIX, sandbox)
+        .nest(routes::tables::PREFIX, tables)
         .route_layer(from_fn(record_metrics))
         .with_state(state.clone())
 }

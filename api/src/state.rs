@@ -137,6 +137,7 @@ impl AppState {
             builder,
             shutdown: cancel,
         }));
+        tokio::spawn(crate::routes::tables::migrations::resume(state.clone()));
         Ok(Started {
             state,
             pump: pump_task,

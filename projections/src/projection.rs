@@ -23,6 +23,24 @@ pub trait Projection: Send + Sync {
     /// moves the checkpoint.
     fn aggregate_types(&self) -> &'static [&'static str];
 
+    /// Every table the projection owns in `schema`: [`Projection::tables`] plus any
+    /// it creates while projecting (custom tables' `ct_<id>`). Rebuilds swap and
+    /// drop these, digests and replays read them.
+    async fn owned_tables(
+        &self,
+        _conn: &mut PgConnection,
+        _schema: &str,
+    ) -> anyhow::Result<Vec<String>> {
+        Ok(self.tables().iter().map(|t| t.to_string()).collect())
+    }
+
+    /// Whether `apply` calls SQL functions of the live schema (custom tables'
+    /// `ct_as_*` conversions). A rebuild then searches the live schema after the
+    /// shadow one; every table such a projection writes exists in the shadow first.
+    fn calls_live_functions(&self) -> bool {
+        false
+    }
+
     /// Applies a batch of events in log order.
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()>;
 }

@@ -113,9 +113,9 @@ pub async fn read_models(pool: &PgPool) -> anyhow::Result<BTreeMap<String, Vec<V
     let mut conn = pool.acquire().await?;
     let mut tables = BTreeMap::new();
     for projection in read_models::all() {
-        for table in projection.tables() {
-            let rows = projections::digest::rows(&mut conn, "public", table).await?;
-            tables.insert(table.to_string(), rows);
+        for table in projection.owned_tables(&mut conn, "public").await? {
+            let rows = projections::digest::rows(&mut conn, "public", &table).await?;
+            tables.insert(table, rows);
         }
     }
     Ok(tables)
@@ -126,8 +126,9 @@ pub async fn digests(pool: &PgPool) -> anyhow::Result<BTreeMap<String, String>> 
     let mut conn = pool.acquire().await?;
     let mut digests = BTreeMap::new();
     for projection in read_models::all() {
-        digests
-            .extend(projections::digest::digest(&mut conn, "public", projection.tables()).await?);
+        let tables = projection.owned_tables(&mut conn, "public").await?;
+        let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+        digests.extend(projections::digest::digest(&mut conn, "public", &tables).await?);
     }
     Ok(digests)
 }

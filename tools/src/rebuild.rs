@@ -101,8 +101,9 @@ pub async fn run(target: &Target, command: ProjectionsCommand) -> anyhow::Result
                 }
             };
             for projection in chosen {
-                let digests =
-                    projections::digest::digest(&mut conn, &schema, projection.tables()).await?;
+                let tables = projection.owned_tables(&mut conn, &schema).await?;
+                let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+                let digests = projections::digest::digest(&mut conn, &schema, &tables).await?;
                 for (table, digest) in digests {
                     println!("{}\t{table}\t{digest}", projection.name());
                 }

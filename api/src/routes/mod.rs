@@ -3,6 +3,7 @@
 pub mod health;
 pub mod public;
 pub mod sandbox;
+pub mod tables;
 
 use crate::error::ApiError;
 

@@ -9,3 +9,4 @@ mod general;
 mod public;
 mod restricted;
 mod settings;
+mod tables;

@@ -9,6 +9,7 @@
 
 mod environment_examples;
 mod examples;
+mod table_examples;
 mod variants;
 
 pub use variants::variant_names;
@@ -76,6 +77,8 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::environments::version::EnvironmentVersion>(),
         entry::<crate::environments::upload::ContextUpload>(),
         entry::<crate::objects::OwnedObject>(),
+        entry::<crate::tables::table::CustomTable>(),
+        entry::<crate::tables::record::Record>(),
     ]
 }
 

@@ -8,6 +8,7 @@ pub mod notifications;
 pub mod owned_objects;
 mod rowset;
 mod table;
+pub mod tables;
 
 pub use rowset::RowSet;
 pub use table::Table;
@@ -24,6 +25,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(context_uploads::ContextUploadsProjection),
         Arc::new(environments::EnvironmentsProjection),
         Arc::new(notifications::NotificationsProjection),
+        Arc::new(tables::CustomTablesProjection),
     ]
 }
 

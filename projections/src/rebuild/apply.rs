@@ -3,7 +3,8 @@
 //! The projection's own `apply` runs unchanged: its table names are unqualified, and
 //! for the duration of the batch the transaction's `search_path` names the shadow
 //! schema alone, so every table it touches is a shadow table (and one it should not
-//! touch does not resolve at all). The shadow's checkpoint is written in the same
+//! touch does not resolve at all). A projection that calls SQL functions of the live
+//! schema gets the live path after the shadow schema. The shadow's checkpoint is written in the same
 //! transaction, so a batch is applied exactly once even when the process dies.
 
 use crate::digest::quote;
@@ -34,7 +35,12 @@ impl Shadow<'_> {
         let events =
             log::read_range_of(tx, after, until, self.projection.aggregate_types()).await?;
         if !events.is_empty() {
-            set_search_path(tx, &quote(self.schema)).await?;
+            let path = if self.projection.calls_live_functions() {
+                format!("{}, {}", quote(self.schema), self.live_path)
+            } else {
+                quote(self.schema)
+            };
+            set_search_path(tx, &path).await?;
             self.projection.apply(tx, &events).await?;
             set_search_path(tx, self.live_path).await?;
         }

@@ -170,7 +170,8 @@ impl Rebuild {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some(schema) = &schema {
-            shadow::drop(&mut tx, schema, projection.tables()).await?;
+            let tables = projection.owned_tables(&mut tx, schema).await?;
+            shadow::drop(&mut tx, schema, &tables).await?;
         }
         tx.commit().await?;
         conn.close().await?;

@@ -102,7 +102,7 @@ async fn name_indexes_like(
 }
 
 /// Drops the tables from the schema, and the schema once it holds nothing else.
-pub async fn drop(conn: &mut PgConnection, shadow: &str, tables: &[&str]) -> anyhow::Result<()> {
+pub async fn drop(conn: &mut PgConnection, shadow: &str, tables: &[String]) -> anyhow::Result<()> {
     for table in tables {
         sqlx::query(&format!(
             "DROP TABLE IF EXISTS {}",

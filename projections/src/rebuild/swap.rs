@@ -71,21 +71,24 @@ async fn try_swap(conn: &mut PgConnection, shadow: &Shadow<'_>, live: &str) -> a
     let head = log::head(&mut tx).await?;
     shadow.apply(&mut tx, position, head).await?;
     set_lock_timeout(&mut tx, TABLE_LOCK_TIMEOUT).await?;
-    let tables: Vec<String> = projection
-        .tables()
+    let live_tables = projection.owned_tables(&mut tx, live).await?;
+    let shadow_tables = projection.owned_tables(&mut tx, shadow.schema).await?;
+    let locked: Vec<String> = live_tables
         .iter()
         .map(|table| qualified(live, table))
         .collect();
     sqlx::query(&format!(
         "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-        tables.join(", ")
+        locked.join(", ")
     ))
     .execute(&mut *tx)
     .await?;
-    for table in projection.tables() {
+    for table in &live_tables {
         sqlx::query(&format!("DROP TABLE {}", qualified(live, table)))
             .execute(&mut *tx)
             .await?;
+    }
+    for table in &shadow_tables {
         sqlx::query(&format!(
             "ALTER TABLE {} SET SCHEMA {}",
             qualified(shadow.schema, table),

@@ -23,22 +23,7 @@ pub async fn commands(
 ) -> anyhow::Result<Summary> {
     let data = std::env::temp_dir().join(format!("sandbox-bench-{}", uuid::Uuid::new_v4()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let config = Config {
-        data_dir: data.clone(),
-        database_url: Some(scratch.url.clone()),
-        listen: listener.local_addr()?,
-        base_url: None,
-        provider: Provider::Onprem,
-        regions: Vec::new(),
-        enabled: true,
-        jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
-        transit_key: TransitKeyMode::Off,
-        log_format: LogFormat::Text,
-        region_job_quotas: Vec::new(),
-        build_slots: 1,
-        buildah: "buildah".into(),
-        build_timeout: std::time::Duration::from_secs(300).into(),
-    };
+    let config = bench_config(scratch, listener.local_addr()?, data.clone());
     let cancel = CancellationToken::new();
     let started = AppState::start(&config, scratch.pool.clone(), cancel.clone()).await?;
     let state = started.state.clone();
@@ -105,4 +90,29 @@ pub async fn commands(
     cancel.cancel();
     let _ = std::fs::remove_dir_all(data);
     Ok(summarize(latencies, elapsed))
+}
+
+/// The configuration of an in-process benchmark server on a scratch database: no
+/// transit key, one build slot.
+pub fn bench_config(
+    scratch: &Scratch,
+    listen: std::net::SocketAddr,
+    data: std::path::PathBuf,
+) -> Config {
+    Config {
+        data_dir: data,
+        database_url: Some(scratch.url.clone()),
+        listen,
+        base_url: None,
+        provider: Provider::Onprem,
+        regions: Vec::new(),
+        enabled: true,
+        jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
+        transit_key: TransitKeyMode::Off,
+        log_format: LogFormat::Text,
+        region_job_quotas: Vec::new(),
+        build_slots: 1,
+        buildah: "buildah".into(),
+        build_timeout: std::time::Duration::from_secs(300).into(),
+    }
 }

@@ -10,6 +10,7 @@ mod http;
 mod raw;
 mod rebuild;
 mod stats;
+mod tables;
 
 use crate::connection::Target;
 use clap::{Args, Subcommand};
@@ -25,6 +26,9 @@ pub enum BenchCommand {
     Rebuild(RebuildArgs),
     /// Append and seal throughput with and without the hash chain.
     Chain(ChainArgs),
+    /// Custom tables: a filtered, sorted page over 100,000 records, a full CSV
+    /// export and a column type change.
+    Tables(tables::TablesArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -75,6 +79,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Append(args) => run_append_and_catch_up(target, &args).await,
         BenchCommand::Rebuild(args) => run_rebuild(target, &args).await,
         BenchCommand::Chain(args) => run_chain(target, &args).await,
+        BenchCommand::Tables(args) => tables::run(&target.url()?, &args).await,
     }
 }
 

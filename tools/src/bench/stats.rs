@@ -29,3 +29,12 @@ pub fn summarize(mut latencies: Vec<Duration>, elapsed: Duration) -> Summary {
         p99_ms: at(0.99),
     }
 }
+
+/// The `q` quantile (0..1) of sorted latencies, in milliseconds.
+pub fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[index].as_secs_f64() * 1000.0
+}

@@ -1,0 +1,451 @@
+//! Column routes (spec section 4, "Columns"): list, create, preview, update (PATCH
+//! and the deprecated company-scope PUT) and delete.
+
+use super::column_schema::*;
+use super::errors::{CommandResultExt, refusal};
+use super::gates::Operation;
+use super::migrations::{self, Started};
+use super::scope::{Mount, OpenTable, open_table, scope_facts, table_row};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use domain::tables::TableError;
+use domain::tables::column::{ColumnDef, LinkFacts, build_column};
+use domain::tables::scope::{Placement, ScopeKind, ScopeRef};
+use domain::tables::table::{CustomTable, TableCommand, TableEvent};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Column routes of every mount.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_columns, create_column))
+        .routes(routes!(preview_column))
+        .routes(routes!(update_column, delete_column))
+}
+
+/// The deprecated PUT, on the company mount only.
+pub fn company_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(put_column))
+}
+
+/// `SuccessResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SuccessResponse {
+    /// What happened.
+    pub message: String,
+}
+
+type Times = HashMap<String, (DateTime<Utc>, DateTime<Utc>)>;
+
+async fn times(state: &AppState, table_id: Uuid) -> ApiResult<Times> {
+    let rows: Vec<(String, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT key, created_at, updated_at FROM custom_table_columns WHERE table_id = $1",
+    )
+    .bind(table_id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows.into_iter().map(|(k, c, u)| (k, (c, u))).collect())
+}
+
+fn respond(column: &ColumnDef, times: &Times, now: DateTime<Utc>) -> ColumnResponse {
+    let (created, updated) = times.get(&column.key).copied().unwrap_or((now, now));
+    ColumnResponse::of(column, created, updated)
+}
+
+/// A fresh internal key.
+fn new_key() -> String {
+    format!("col_{:016x}", rand::random::<u64>())
+}
+
+/// What the caller's company knows about a link target.
+async fn link_facts(
+    state: &AppState,
+    company_id: Uuid,
+    target: Option<Uuid>,
+) -> ApiResult<Option<LinkFacts>> {
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let Some(row) = table_row(state, company_id, target).await? else {
+        return Ok(None);
+    };
+    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    Ok(Some(LinkFacts {
+        company_id: row.company_id,
+        scope: ScopeRef {
+            kind,
+            id: row.scope_id,
+        },
+    }))
+}
+
+/// The table's columns (spec: `ColumnResponse[]`).
+#[utoipa::path(get, path = "/tables/{table_id}/columns", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = Vec<ColumnResponse>), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn list_columns(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<Vec<ColumnResponse>>> {
+    let table = open_table(&state, &principal, &mount, Operation::ListColumns).await?;
+    let times = times(&state, table.row.id).await?;
+    let now = Utc::now();
+    Ok(Json(
+        table
+            .columns
+            .iter()
+            .map(|c| respond(c, &times, now))
+            .collect(),
+    ))
+}
+
+/// Adds a column; a `default_value` is written into existing rows.
+#[utoipa::path(post, path = "/tables/{table_id}/columns", tag = "custom_tables", request_body = ColumnCreate,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = ColumnCreateResponse),
+              (status = 400, description = "Invalid column config, duplicate or reserved name, or existing rows need a default"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
+              (status = 409, description = "Concurrent write; resend"), (status = 423, description = "A migration holds the table")))]
+async fn create_column(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ColumnCreate>,
+) -> ApiResult<Json<ColumnCreateResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::CreateColumn).await?;
+    let key = new_key();
+    let command = TableCommand::AddColumn {
+        key: key.clone(),
+        spec: body.spec(),
+        room_department: table.room_department,
+        link: link_facts(&state, principal.company_id, body.target_table_id).await?,
+        live_records: table.row.record_count,
+        migration_id: Uuid::new_v4(),
+    };
+    let committed = state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            command,
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    let Some(TableEvent::ColumnAdded {
+        column,
+        fill,
+        migration,
+        ..
+    }) = committed.events.into_iter().next()
+    else {
+        return Err(ApiError::internal(anyhow::anyhow!(
+            "column add appended nothing"
+        )));
+    };
+    let migration_info = match migration {
+        Some(m) => {
+            let started = Started {
+                table: &table,
+                info: &m,
+                ctx: &ctx,
+            };
+            migrations::report(
+                &state,
+                started,
+                fill.is_some(),
+                "the default value is written into existing records",
+            )
+            .await?
+        }
+        None => MigrationInfoResponse {
+            background_migration: false,
+            migration_id: None,
+            records_migrated: Some(0),
+            estimated_records: table.row.record_count,
+            default_value_applied: false,
+            message: "column added; no existing record needed a value".into(),
+            note: None,
+        },
+    };
+    let times = times(&state, table.row.id).await?;
+    Ok(Json(ColumnCreateResponse {
+        column: respond(&column, &times, ctx.time),
+        migration_info,
+    }))
+}
+
+/// Validates a ColumnCreate and shows what it would do, writing nothing.
+#[utoipa::path(post, path = "/tables/{table_id}/columns/preview", tag = "custom_tables", request_body = ColumnCreate,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = ColumnPreviewResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn preview_column(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ColumnCreate>,
+) -> ApiResult<Json<ColumnPreviewResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
+    let link = link_facts(&state, principal.company_id, body.target_table_id).await?;
+    let placement = Placement {
+        company_id: table.row.company_id,
+        scope: table.scope,
+        room_department: table.room_department,
+    };
+    let built = build_column(
+        "col_preview".into(),
+        body.spec(),
+        &table.columns,
+        &placement,
+        link,
+    )
+    .and_then(|c| {
+        if c.required && c.default_value.is_none() && table.row.record_count > 0 {
+            Err(TableError::DefaultNeeded(table.row.record_count))
+        } else {
+            Ok(c)
+        }
+    });
+    let column = match built {
+        Ok(column) => column,
+        Err(error) => {
+            let hint = match &error {
+                TableError::DefaultNeeded(_) => {
+                    Some("give a default_value, or add the column as not required".to_string())
+                }
+                TableError::DuplicateName(_) | TableError::ReservedName(_) => {
+                    Some("choose another name".to_string())
+                }
+                _ => None,
+            };
+            return Ok(Json(ColumnPreviewResponse {
+                valid: false,
+                errors: vec![ColumnPreviewError {
+                    code: error.code().into(),
+                    message: error.to_string(),
+                }],
+                hint,
+                normalized: None,
+                sample: Vec::new(),
+            }));
+        }
+    };
+    let mut normalized = serde_json::to_value(ColumnResponse::of(&column, ctx.time, ctx.time))
+        .map_err(ApiError::internal)?;
+    normalized["id"] = Value::Null;
+    if let Some(target) = column.target_table_id {
+        normalized["target_table"] = target_summary(&state, &table, target).await?;
+    }
+    let fill = column.default_value.clone().unwrap_or(Value::Null);
+    let ids: Vec<Uuid> = sqlx::query_scalar(&format!(
+        "SELECT id FROM {} ORDER BY created_at, id LIMIT 5",
+        projections::read_models::tables::table_name(table.row.id)
+    ))
+    .fetch_all(&state.pool)
+    .await?;
+    let sample = ids
+        .into_iter()
+        .map(|record_id| ColumnPreviewSample {
+            record_id,
+            value: fill.clone(),
+        })
+        .collect();
+    Ok(Json(ColumnPreviewResponse {
+        valid: true,
+        errors: Vec::new(),
+        hint: column
+            .default_value
+            .as_ref()
+            .filter(|_| table.row.record_count > 0)
+            .map(|_| {
+                format!(
+                    "the default value will be written into {} existing record(s)",
+                    table.row.record_count
+                )
+            }),
+        normalized: Some(normalized),
+        sample,
+    }))
+}
+
+/// The link target as the caller may see it: `restricted` when its scope is not
+/// visible to them.
+async fn target_summary(state: &AppState, table: &OpenTable, target: Uuid) -> ApiResult<Value> {
+    let row = table_row(state, table.row.company_id, target)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    let facts = scope_facts(
+        state,
+        &table.principal,
+        ScopeRef {
+            kind,
+            id: row.scope_id,
+        },
+    )
+    .await?;
+    let visible = facts.is_some_and(|f| super::gates::entry(kind, &f.standing));
+    Ok(if visible {
+        json!({"id": row.id, "name": row.name, "scope": kind.as_str(), "restricted": false})
+    } else {
+        json!({"id": row.id, "restricted": true})
+    })
+}
+
+async fn change_column(
+    state: AppState,
+    ctx: Context,
+    mount: Mount,
+    principal: domain::principal::Principal,
+    body: ColumnUpdate,
+) -> ApiResult<Json<ColumnUpdateResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
+    let key = mount.param("column_id")?.to_string();
+    let current = table
+        .columns
+        .iter()
+        .find(|c| c.key == key)
+        .ok_or(ApiError::NotFound)?;
+    let changes = body.changes();
+    let option_usage =
+        match domain::tables::column::apply_changes(current, changes.clone(), &table.columns) {
+            Ok(updated) if !updated.removed_options.is_empty() => table
+                .handle()
+                .option_usage(&state.pool, current, &updated.removed_options)
+                .await
+                .map_err(ApiError::Internal)?,
+            Ok(_) => 0,
+            Err(error) => return Err(refusal(error)),
+        };
+    let command = TableCommand::UpdateColumn {
+        key: key.clone(),
+        changes,
+        live_records: table.row.record_count,
+        option_usage,
+        migration_id: Uuid::new_v4(),
+    };
+    let committed = state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            command,
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    let mut migration_info = None;
+    for event in &committed.events {
+        let (info, note) = match event {
+            TableEvent::ColumnTypeChanged {
+                from,
+                column,
+                migration,
+                ..
+            } => (
+                migration,
+                format!(
+                    "values convert from {} to {}; values that do not convert become empty",
+                    from.column_type.as_str(),
+                    column.column_type.as_str()
+                ),
+            ),
+            TableEvent::ColumnOptionsRenamed { migration, .. } => (
+                migration,
+                "renamed options are rewritten in every live record".to_string(),
+            ),
+            _ => continue,
+        };
+        let started = Started {
+            table: &table,
+            info,
+            ctx: &ctx,
+        };
+        migration_info = Some(migrations::report(&state, started, false, &note).await?);
+    }
+    let column = committed
+        .state
+        .column(&key)
+        .cloned()
+        .ok_or(ApiError::NotFound)?;
+    let times = times(&state, table.row.id).await?;
+    Ok(Json(ColumnUpdateResponse {
+        column: respond(&column, &times, ctx.time),
+        migration_info,
+    }))
+}
+
+/// Renames, re-describes, re-types (migrating every row) or re-options a column.
+#[utoipa::path(patch, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables", request_body = ColumnUpdate,
+    params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
+    responses((status = 200, body = ColumnUpdateResponse), (status = 400, description = "Invalid change"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
+              (status = 409, description = "A removed option is in use (usage count included)"),
+              (status = 423, description = "A migration holds the table")))]
+async fn update_column(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ColumnUpdate>,
+) -> ApiResult<Json<ColumnUpdateResponse>> {
+    change_column(state, ctx, mount, principal, body).await
+}
+
+/// Deprecated: the same as PATCH, on the company mount only.
+#[utoipa::path(put, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables", request_body = ColumnUpdate,
+    params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
+    responses((status = 200, body = ColumnUpdateResponse), (status = 404, description = "Not found")))]
+async fn put_column(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ColumnUpdate>,
+) -> ApiResult<Json<ColumnUpdateResponse>> {
+    change_column(state, ctx, mount, principal, body).await
+}
+
+/// Removes the column and permanently deletes its values in all rows.
+#[utoipa::path(delete, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
+    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
+async fn delete_column(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
+    let key = mount.param("column_id")?.to_string();
+    if !table.columns.iter().any(|c| c.key == key) {
+        return Err(ApiError::NotFound);
+    }
+    state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            TableCommand::DeleteColumn { key },
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    Ok(Json(SuccessResponse {
+        message: "Column deleted".into(),
+    }))
+}

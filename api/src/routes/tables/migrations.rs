@@ -1,0 +1,225 @@
+//! Column data migrations: what a column change reports, the background completion
+//! and `GET /{scopeName}/migrations/{migration_id}/status`.
+//!
+//! A migration over more than `BACKGROUND_THRESHOLD` live records is planned by its
+//! starting event and holds the table (other schema changes answer 423); a task then
+//! issues `CompleteMigration`, whose event the pump applies by rewriting the rows
+//! with one SQL statement, and the table is free again. The request does not wait for
+//! the rows. A process that stopped before completing resumes at start ([`resume`]).
+
+use super::column_schema::MigrationInfoResponse;
+use super::gates::Operation;
+use super::scope::{Mount, OpenTable, open_table_id};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use domain::principal::{Actor, EventMetadata};
+use domain::tables::table::{CustomTable, MigrationInfo, TableCommand};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The status route (on each scope name, without a scope id).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(migration_status))
+}
+
+/// A migration a command just started.
+pub struct Started<'a> {
+    /// The table.
+    pub table: &'a OpenTable,
+    /// The migration.
+    pub info: &'a MigrationInfo,
+    /// The request.
+    pub ctx: &'a Context,
+}
+
+fn metadata(company_id: Uuid, request_id: &str) -> EventMetadata {
+    EventMetadata {
+        actor: Actor::System("custom_tables.migrations"),
+        company_id: Some(company_id),
+        request_id: request_id.to_string(),
+        time: Utc::now(),
+    }
+}
+
+/// Issues `CompleteMigration` and waits for the pump to apply it.
+async fn complete(
+    state: AppState,
+    company_id: Uuid,
+    table_id: Uuid,
+    migration_id: Uuid,
+    request_id: String,
+) {
+    let command = TableCommand::CompleteMigration { migration_id };
+    let result = state
+        .bus
+        .execute::<CustomTable>(
+            &table_id.to_string(),
+            command,
+            &metadata(company_id, &request_id),
+        )
+        .await;
+    if let Err(error) = result {
+        tracing::error!(%error, %migration_id, "completing a background migration failed");
+    }
+}
+
+/// Completes background migrations a previous process left running.
+pub async fn resume(state: AppState) {
+    let pending: Result<Vec<(Uuid, Uuid, Uuid)>, sqlx::Error> = sqlx::query_as(
+        "SELECT m.id, t.id, t.company_id FROM custom_table_migrations m
+           JOIN custom_tables t ON t.migration_id = m.id
+          WHERE m.completed_at IS NULL",
+    )
+    .fetch_all(&state.pool)
+    .await;
+    match pending {
+        Ok(rows) => {
+            for (migration_id, table_id, company_id) in rows {
+                complete(
+                    state.clone(),
+                    company_id,
+                    table_id,
+                    migration_id,
+                    "resume".into(),
+                )
+                .await;
+            }
+        }
+        Err(error) => tracing::error!(%error, "cannot look for unfinished migrations"),
+    }
+}
+
+/// The `migration_info` of a started migration; starts the completion of a
+/// background one.
+pub async fn report(
+    state: &AppState,
+    started: Started<'_>,
+    default_applied: bool,
+    note: &str,
+) -> ApiResult<MigrationInfoResponse> {
+    let info = started.info;
+    if info.background {
+        tokio::spawn(complete(
+            state.clone(),
+            started.table.row.company_id,
+            started.table.row.id,
+            info.migration_id,
+            started.ctx.request_id.clone(),
+        ));
+        return Ok(MigrationInfoResponse {
+            background_migration: true,
+            migration_id: Some(info.migration_id),
+            records_migrated: None,
+            estimated_records: info.estimated_records,
+            default_value_applied: default_applied,
+            message: "the table is large: its records migrate in the background; poll the migration status".into(),
+            note: Some(note.to_string()),
+        });
+    }
+    let migrated: Option<Option<i64>> =
+        sqlx::query_scalar("SELECT records_migrated FROM custom_table_migrations WHERE id = $1")
+            .bind(info.migration_id)
+            .fetch_optional(&state.pool)
+            .await?;
+    Ok(MigrationInfoResponse {
+        background_migration: false,
+        migration_id: Some(info.migration_id),
+        records_migrated: migrated.flatten(),
+        estimated_records: info.estimated_records,
+        default_value_applied: default_applied,
+        message: "records migrated".into(),
+        note: Some(note.to_string()),
+    })
+}
+
+/// The state of a migration.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MigrationStatusResponse {
+    /// The migration.
+    pub migration_id: Uuid,
+    /// Its table.
+    pub table_id: Uuid,
+    /// The column it migrates.
+    pub column_id: String,
+    /// `default_fill`, `type_change` or `option_rename`.
+    pub kind: String,
+    /// `running` or `completed`.
+    pub state: String,
+    /// Whether it ran in the background.
+    pub background: bool,
+    /// Live records when it started.
+    pub estimated_records: i64,
+    /// Rows rewritten, once completed.
+    pub records_migrated: Option<i64>,
+    /// 0 while running, 1 when completed (the rows are rewritten by one statement).
+    pub progress: f64,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it completed.
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: Uuid,
+    table_id: Uuid,
+    column_key: String,
+    kind: String,
+    background: bool,
+    estimated_records: i64,
+    records_migrated: Option<i64>,
+    started_at: DateTime<Utc>,
+    completed_at: Option<DateTime<Utc>>,
+}
+
+/// Progress of a background migration. The table is found from the globally unique
+/// migration id and the caller is re-authorized on its owning scope.
+#[utoipa::path(get, path = "/migrations/{migration_id}/status", tag = "custom_tables",
+    params(("migration_id" = Uuid, Path, description = "From `migration_info.migration_id`")),
+    responses((status = 200, body = MigrationStatusResponse), (status = 404, description = "Not found")))]
+async fn migration_status(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<MigrationStatusResponse>> {
+    let migration_id = mount.uuid("migration_id")?;
+    let row: Row = sqlx::query_as(
+        "SELECT id, table_id, column_key, kind, background, estimated_records, records_migrated, started_at, completed_at
+           FROM custom_table_migrations WHERE id = $1 AND company_id = $2",
+    )
+    .bind(migration_id)
+    .bind(principal.company_id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    open_table_id(
+        &state,
+        &principal,
+        &mount,
+        row.table_id,
+        Operation::ReadRows,
+    )
+    .await?;
+    let done = row.completed_at.is_some();
+    Ok(Json(MigrationStatusResponse {
+        migration_id: row.id,
+        table_id: row.table_id,
+        column_id: row.column_key,
+        kind: row.kind,
+        state: if done { "completed" } else { "running" }.into(),
+        background: row.background,
+        estimated_records: row.estimated_records,
+        records_migrated: row.records_migrated,
+        progress: if done { 1.0 } else { 0.0 },
+        started_at: row.started_at,
+        completed_at: row.completed_at,
+    }))
+}

@@ -1,0 +1,68 @@
+//! The custom-tables API under `/private/module/custom_tables` (spec
+//! `custom-tables.md`), mounted once per scope: `/chatroom/{chatroom_id}`,
+//! `/department/{department_id}` and `/company`. Every table route resolves the
+//! table through its owning scope's mount and gates it (see [`gates`], [`scope`]);
+//! the scope-id-free migration status route resolves the scope from the migration.
+
+mod cells;
+mod column_schema;
+mod columns;
+mod errors;
+mod export;
+pub mod gates;
+pub mod migrations;
+mod records;
+pub mod scope;
+mod search;
+mod selection;
+mod table;
+mod views;
+
+pub use scope::PREFIX;
+
+use crate::auth::restricted::FORBIDDEN_PATH;
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use domain::principal::Principal;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The routes every mount serves.
+fn mount_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(table::router())
+        .merge(columns::router())
+        .merge(records::router())
+        .merge(search::router())
+        .merge(export::router())
+        .merge(views::router())
+}
+
+/// Every custom-table route (relative to [`PREFIX`]).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .nest("/chatroom", migrations::router())
+        .nest("/department", migrations::router())
+        .nest("/chatroom/{chatroom_id}", mount_routes())
+        .nest("/department/{department_id}", mount_routes())
+        .nest(
+            "/company",
+            mount_routes()
+                .merge(columns::company_router())
+                .merge(migrations::router()),
+        )
+}
+
+/// Middleware: a sandbox-scoped (restricted) API key may use no custom-table route.
+pub async fn refuse_restricted(request: Request, next: Next) -> Response {
+    let restricted = request
+        .extensions()
+        .get::<Principal>()
+        .is_some_and(Principal::is_restricted);
+    if restricted {
+        return ApiError::Forbidden(FORBIDDEN_PATH).into_response();
+    }
+    next.run(request).await
+}

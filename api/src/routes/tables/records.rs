@@ -1,0 +1,297 @@
+//! Record routes: `GET/POST .../tables/{table_id}/records` and
+//! `GET/PUT/DELETE .../records/{record_id}`.
+
+use super::cells::{self, RecordResponse};
+use super::columns::SuccessResponse;
+use super::errors::{CommandResultExt, refusal};
+use super::gates::Operation;
+use super::scope::{Mount, OpenTable, open_table};
+use super::selection::{SortSpec, sort_keys};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use domain::tables::TableError;
+use domain::tables::query::{Condition, Field, Op};
+use domain::tables::record::{Record, RecordCommand};
+use domain::validation::ViolationKind;
+use projections::read_models::tables::read::Selection;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Record routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_records, create_record))
+        .routes(routes!(get_record, put_record, delete_record))
+}
+
+/// Largest page.
+pub const MAX_LIMIT: i64 = 100;
+
+/// A record write: cells by display name or internal key.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordWrite {
+    /// Cells; on PUT only the named cells change (`null` empties one).
+    #[schema(value_type = Object)]
+    pub data: Map<String, Value>,
+}
+
+/// A page of records.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordListResponse {
+    /// The records.
+    pub records: Vec<RecordResponse>,
+    /// Records matching, before paging.
+    pub total: i64,
+}
+
+/// Query of the record list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Rows to skip (at least 0).
+    pub skip: Option<i64>,
+    /// Rows to return, 1..100 (default 50).
+    pub limit: Option<i64>,
+    /// Internal key or display name of a sortable column, or `id`, `created_at`,
+    /// `updated_at`.
+    pub sort_by: Option<String>,
+    /// `asc` or `desc`.
+    pub sort_order: Option<String>,
+}
+
+/// Checks `skip` and `limit`.
+pub fn window(skip: Option<i64>, limit: Option<i64>, loc: &str) -> ApiResult<(i64, i64)> {
+    let skip = skip.unwrap_or(0);
+    let limit = limit.unwrap_or(50);
+    if skip < 0 {
+        return Err(ApiError::invalid(
+            &[loc, "skip"],
+            ViolationKind::GreaterThanEqual(0),
+            Some(skip.into()),
+        ));
+    }
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        let kind = if limit < 1 {
+            ViolationKind::GreaterThanEqual(1)
+        } else {
+            ViolationKind::LessThanEqual(MAX_LIMIT)
+        };
+        return Err(ApiError::invalid(&[loc, "limit"], kind, Some(limit.into())));
+    }
+    Ok((skip, limit))
+}
+
+/// A page and its total.
+pub async fn page(
+    state: &AppState,
+    table: &OpenTable,
+    selection: &Selection,
+) -> ApiResult<RecordListResponse> {
+    let handle = table.handle();
+    let rows = handle
+        .page(&state.pool, selection)
+        .await
+        .map_err(ApiError::Internal)?;
+    let total = handle
+        .count(&state.pool, selection)
+        .await
+        .map_err(ApiError::Internal)?;
+    Ok(RecordListResponse {
+        records: cells::render(state, table, rows).await?,
+        total,
+    })
+}
+
+/// Records of the table, one page.
+#[utoipa::path(get, path = "/tables/{table_id}/records", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ListQuery),
+    responses((status = 200, body = RecordListResponse), (status = 404, description = "Not found")))]
+async fn list_records(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<RecordListResponse>> {
+    let (skip, limit) = window(query.skip, query.limit, "query")?;
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let sort = match query.sort_by {
+        Some(column) => sort_keys(
+            &table,
+            &[SortSpec {
+                column,
+                order: query.sort_order,
+            }],
+        )?,
+        None => Vec::new(),
+    };
+    let selection = Selection {
+        sort,
+        limit: Some(limit),
+        offset: skip,
+        ..Default::default()
+    };
+    Ok(Json(page(&state, &table, &selection).await?))
+}
+
+/// One record by id, as read after a write.
+async fn read_one(
+    state: &AppState,
+    table: &OpenTable,
+    record_id: Uuid,
+) -> ApiResult<RecordResponse> {
+    let selection = Selection {
+        condition: Some(Condition::Test {
+            field: Field::Id,
+            op: Op::Eq,
+            operands: vec![Value::String(record_id.to_string())],
+        }),
+        limit: Some(1),
+        ..Default::default()
+    };
+    let rows = table
+        .handle()
+        .page(&state.pool, &selection)
+        .await
+        .map_err(ApiError::Internal)?;
+    cells::render(state, table, rows)
+        .await?
+        .pop()
+        .ok_or(ApiError::NotFound)
+}
+
+/// Refuses record writes while a background migration rewrites the table.
+fn unlocked(table: &OpenTable) -> ApiResult<()> {
+    match table.row.migration_id {
+        Some(id) => Err(refusal(TableError::MigrationInProgress(id))),
+        None => Ok(()),
+    }
+}
+
+/// Creates a record; every value is checked against its column.
+#[utoipa::path(post, path = "/tables/{table_id}/records", tag = "custom_tables", request_body = RecordWrite,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 201, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
+              (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
+async fn create_record(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<RecordWrite>,
+) -> ApiResult<(StatusCode, Json<RecordResponse>)> {
+    let table = open_table(&state, &principal, &mount, Operation::InsertRows).await?;
+    unlocked(&table)?;
+    let data = cells::validate(&state, &table, &body.data, true).await?;
+    let record_id = Uuid::new_v4();
+    let command = RecordCommand::Create {
+        record_id,
+        table_id: table.row.id,
+        company_id: table.row.company_id,
+        created_by: principal.reference(),
+        data,
+    };
+    state
+        .bus
+        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
+        .await
+        .answer()?;
+    Ok((
+        StatusCode::CREATED,
+        Json(read_one(&state, &table, record_id).await?),
+    ))
+}
+
+/// One record.
+#[utoipa::path(get, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
+    responses((status = 200, body = RecordResponse), (status = 404, description = "Not found")))]
+async fn get_record(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<RecordResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    Ok(Json(
+        read_one(&state, &table, mount.uuid("record_id")?).await?,
+    ))
+}
+
+/// The record, for a change by a caller who may edit it.
+async fn editable(
+    state: &AppState,
+    table: &OpenTable,
+    record_id: Uuid,
+) -> ApiResult<RecordResponse> {
+    let record = read_one(state, table, record_id).await?;
+    if !record.can_edit {
+        return Err(ApiError::Forbidden(crate::authz::INSUFFICIENT));
+    }
+    Ok(record)
+}
+
+/// Changes the named cells of a record.
+#[utoipa::path(put, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables", request_body = RecordWrite,
+    params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
+    responses((status = 200, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+async fn put_record(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<RecordWrite>,
+) -> ApiResult<Json<RecordResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+    let record_id = mount.uuid("record_id")?;
+    editable(&state, &table, record_id).await?;
+    unlocked(&table)?;
+    let changes = cells::validate(&state, &table, &body.data, false).await?;
+    let command = RecordCommand::Update {
+        table_id: table.row.id,
+        changes,
+    };
+    state
+        .bus
+        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
+        .await
+        .answer()?;
+    Ok(Json(read_one(&state, &table, record_id).await?))
+}
+
+/// Deletes a record.
+#[utoipa::path(delete, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
+    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn delete_record(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+    let record_id = mount.uuid("record_id")?;
+    editable(&state, &table, record_id).await?;
+    let command = RecordCommand::Delete {
+        table_id: table.row.id,
+    };
+    state
+        .bus
+        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
+        .await
+        .answer()?;
+    Ok(Json(SuccessResponse {
+        message: "Record deleted".into(),
+    }))
+}

@@ -1,0 +1,346 @@
+//! The three scope mounts and the lookup of a table through them.
+//!
+//! A request names a scope by its mount (`/chatroom/{chatroom_id}`,
+//! `/department/{department_id}`, `/company`, or a scope name alone on the
+//! scope-id-free routes). [`open_table`] finds the table in the caller's company,
+//! checks that the mount is its owning scope, loads the caller's [`Standing`] and
+//! applies the operation's gate: anything not visible answers the uniform 404, a
+//! visible table without the gate answers 403.
+
+use super::gates::{self, Operation, Standing};
+use crate::authz::INSUFFICIENT;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use axum::extract::{FromRequestParts, OriginalUri, Path};
+use axum::http::request::Parts;
+use chrono::{DateTime, Utc};
+use domain::principal::{Principal, PrincipalType};
+use domain::tables::column::ColumnDef;
+use domain::tables::scope::{ScopeKind, ScopeRef};
+use projections::read_models::tables::read::TableHandle;
+use sqlx::types::Json;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// The prefix of every custom-table route.
+pub const PREFIX: &str = "/private/module/custom_tables";
+
+/// The mount a request came through, with its path parameters.
+#[derive(Debug, Clone)]
+pub struct Mount {
+    /// Scope kind.
+    pub kind: ScopeKind,
+    /// Chatroom or department id; `None` on the company mount and on the
+    /// scope-id-free routes.
+    pub id: Option<Uuid>,
+    params: HashMap<String, String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Mount {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let path = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.path().to_string(), |o| o.path().to_string());
+        let rest = path.strip_prefix(PREFIX).unwrap_or(&path);
+        let kind = rest
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .and_then(ScopeKind::parse)
+            .ok_or(ApiError::NotFound)?;
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound)?;
+        let id_param = match kind {
+            ScopeKind::Chatroom => params.get("chatroom_id"),
+            ScopeKind::Department => params.get("department_id"),
+            ScopeKind::Company => None,
+        };
+        let id = id_param
+            .map(|s| Uuid::parse_str(s).map_err(|_| ApiError::NotFound))
+            .transpose()?;
+        Ok(Self { kind, id, params })
+    }
+}
+
+impl Mount {
+    /// A UUID path parameter; a malformed one answers 422.
+    pub fn uuid(&self, name: &str) -> ApiResult<Uuid> {
+        let raw = self.params.get(name).ok_or(ApiError::NotFound)?;
+        Uuid::parse_str(raw).map_err(|_| {
+            ApiError::invalid(
+                &["path", name],
+                domain::validation::ViolationKind::Rule {
+                    kind: "uuid_parsing",
+                    message: "Input should be a valid UUID".into(),
+                },
+                Some(raw.clone().into()),
+            )
+        })
+    }
+
+    /// A string path parameter.
+    pub fn param(&self, name: &str) -> ApiResult<&str> {
+        self.params
+            .get(name)
+            .map(String::as_str)
+            .ok_or(ApiError::NotFound)
+    }
+
+    /// The owning scope this mount names, for a caller of `company_id`.
+    pub fn scope(&self, company_id: Uuid) -> Option<ScopeRef> {
+        let id = match self.kind {
+            ScopeKind::Company => company_id,
+            _ => self.id?,
+        };
+        Some(ScopeRef {
+            kind: self.kind,
+            id,
+        })
+    }
+}
+
+/// Facts about a scope: the caller's standing and, for a room, its department.
+pub struct ScopeFacts {
+    /// The caller's standing (without `table_creator`).
+    pub standing: Standing,
+    /// The room's department (chatroom scope).
+    pub room_department: Option<Uuid>,
+}
+
+#[derive(sqlx::FromRow)]
+struct FactsRow {
+    exists: bool,
+    department_id: Option<Uuid>,
+    member: bool,
+    manager: bool,
+    department_manager: bool,
+}
+
+/// Loads the caller's standing in a scope of their company; `None` when the scope
+/// does not exist there (or the room is archived).
+pub async fn scope_facts(
+    state: &AppState,
+    principal: &Principal,
+    scope: ScopeRef,
+) -> ApiResult<Option<ScopeFacts>> {
+    let user = principal.principal_type == PrincipalType::User;
+    let base = Standing {
+        user,
+        company_manager: principal.is_company_manager(),
+        ..Default::default()
+    };
+    let kind = principal.principal_type.as_str();
+    let row: Option<FactsRow> = match scope.kind {
+        ScopeKind::Company => {
+            return Ok((scope.id == principal.company_id).then_some(ScopeFacts { standing: base, room_department: None }));
+        }
+        ScopeKind::Chatroom => sqlx::query_as(
+            "SELECT true AS exists, r.department_id,
+                    coalesce(m.is_member, false) AS member, coalesce(m.is_manager, false) AS manager,
+                    EXISTS (SELECT 1 FROM department_members d
+                             WHERE d.department_id = r.department_id AND d.user_id = $3 AND d.is_manager
+                               AND $4 = 'user') AS department_manager
+               FROM chatrooms r
+               LEFT JOIN chatroom_members m ON m.chatroom_id = r.id AND m.member_kind = $4 AND m.member_id = $3
+              WHERE r.id = $1 AND r.company_id = $2 AND NOT r.archived",
+        ),
+        ScopeKind::Department => sqlx::query_as(
+            "SELECT true AS exists, NULL::uuid AS department_id,
+                    coalesce(m.is_member, false) AND $4 = 'user' AS member,
+                    coalesce(m.is_manager, false) AND $4 = 'user' AS manager, false AS department_manager
+               FROM departments d
+               LEFT JOIN department_members m ON m.department_id = d.id AND m.user_id = $3
+              WHERE d.id = $1 AND d.company_id = $2",
+        ),
+    }
+    .bind(scope.id)
+    .bind(principal.company_id)
+    .bind(principal.principal_id)
+    .bind(kind)
+    .fetch_optional(&state.pool)
+    .await?;
+    Ok(row.filter(|r| r.exists).map(|r| ScopeFacts {
+        standing: Standing {
+            member: r.member,
+            manager: r.manager,
+            room_department_manager: r.department_manager,
+            ..base
+        },
+        room_department: r.department_id,
+    }))
+}
+
+/// The caller's standing in a mount's scope, gated for `operation`; 404 when the
+/// scope is not visible, 403 when visible without the gate.
+pub async fn enter_scope(
+    state: &AppState,
+    principal: &Principal,
+    mount: &Mount,
+    operation: Operation,
+) -> ApiResult<(ScopeRef, ScopeFacts)> {
+    let scope = mount
+        .scope(principal.company_id)
+        .ok_or(ApiError::NotFound)?;
+    let facts = scope_facts(state, principal, scope)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if !gates::entry(scope.kind, &facts.standing) {
+        return Err(ApiError::NotFound);
+    }
+    if !gates::allows(operation, scope.kind, &facts.standing) {
+        return Err(ApiError::Forbidden(INSUFFICIENT));
+    }
+    Ok((scope, facts))
+}
+
+/// A table row of the registry.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TableRow {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Scope kind name.
+    pub scope_kind: String,
+    /// Scope id.
+    pub scope_id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Creator reference.
+    pub created_by: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Live records.
+    pub record_count: i64,
+    /// The background migration holding it.
+    pub migration_id: Option<Uuid>,
+}
+
+/// An opened table: its row, columns, the caller's standing and scope facts.
+pub struct OpenTable {
+    /// The registry row.
+    pub row: TableRow,
+    /// Columns in order.
+    pub columns: Vec<ColumnDef>,
+    /// The caller.
+    pub principal: Principal,
+    /// The caller's standing (with `table_creator`).
+    pub standing: Standing,
+    /// The owning scope.
+    pub scope: ScopeRef,
+    /// The room's department, for chatroom tables.
+    pub room_department: Option<Uuid>,
+}
+
+impl OpenTable {
+    /// Whether the caller manages the table.
+    pub fn is_moderator(&self) -> bool {
+        gates::moderator(self.scope.kind, &self.standing)
+    }
+
+    /// The read handle of the records.
+    pub fn handle(&self) -> TableHandle {
+        TableHandle {
+            company_id: self.row.company_id,
+            table_id: self.row.id,
+            columns: self.columns.clone(),
+        }
+    }
+
+    /// Whether the caller may edit a record created by `created_by` (the creator or a
+    /// table manager).
+    pub fn can_edit(&self, created_by: &str) -> bool {
+        self.is_moderator() || created_by == self.principal.reference()
+    }
+}
+
+/// Loads a table's row in a company.
+pub async fn table_row(
+    state: &AppState,
+    company_id: Uuid,
+    table_id: Uuid,
+) -> ApiResult<Option<TableRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, company_id, scope_kind, scope_id, name, description, created_by, created_at, updated_at,
+                record_count, migration_id
+           FROM custom_tables WHERE id = $1 AND company_id = $2",
+    )
+    .bind(table_id)
+    .bind(company_id)
+    .fetch_optional(&state.pool)
+    .await?)
+}
+
+/// The columns of a table, in order.
+pub async fn table_columns(state: &AppState, table_id: Uuid) -> ApiResult<Vec<ColumnDef>> {
+    let rows: Vec<(Json<ColumnDef>,)> = sqlx::query_as(
+        "SELECT definition FROM custom_table_columns WHERE table_id = $1 ORDER BY position",
+    )
+    .bind(table_id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows.into_iter().map(|(c,)| c.0).collect())
+}
+
+/// Opens the table the mount's `table_id` names, gated for `operation`.
+pub async fn open_table(
+    state: &AppState,
+    principal: &Principal,
+    mount: &Mount,
+    operation: Operation,
+) -> ApiResult<OpenTable> {
+    let table_id = mount.uuid("table_id")?;
+    open_table_id(state, principal, mount, table_id, operation).await
+}
+
+/// Opens a table by id through a mount (the id-free mounts take the table's scope).
+pub async fn open_table_id(
+    state: &AppState,
+    principal: &Principal,
+    mount: &Mount,
+    table_id: Uuid,
+    operation: Operation,
+) -> ApiResult<OpenTable> {
+    let row = table_row(state, principal.company_id, table_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    let same_scope = kind == mount.kind && mount.id.is_none_or(|id| id == row.scope_id);
+    if !same_scope {
+        return Err(ApiError::NotFound);
+    }
+    let scope = ScopeRef {
+        kind,
+        id: row.scope_id,
+    };
+    let facts = scope_facts(state, principal, scope)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let standing = Standing {
+        table_creator: row.created_by == principal.reference(),
+        ..facts.standing
+    };
+    if !gates::entry(kind, &standing) {
+        return Err(ApiError::NotFound);
+    }
+    if !gates::allows(operation, kind, &standing) {
+        return Err(ApiError::Forbidden(INSUFFICIENT));
+    }
+    let columns = table_columns(state, row.id).await?;
+    Ok(OpenTable {
+        row,
+        columns,
+        principal: principal.clone(),
+        standing,
+        scope,
+        room_department: facts.room_department,
+    })
+}

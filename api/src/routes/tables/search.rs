@@ -1,0 +1,225 @@
+//! `POST .../records/search` and `POST .../records/aggregate`.
+
+use super::errors::refusal;
+use super::gates::Operation;
+use super::records::{RecordListResponse, page, window};
+use super::scope::{Mount, open_table};
+use super::selection::{self, Query, SortSpec};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use domain::tables::TableError;
+use domain::tables::query::{self, AggregateOp};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Search and aggregate routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search_records))
+        .routes(routes!(aggregate_records))
+}
+
+/// The record search body.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSearch {
+    /// Row filter: `{and: [...]}`, `{or: [...]}`, `{not: node}` or
+    /// `{column, op, value}` (op: eq, neq, gt, gte, lt, lte, in, contains, is_null,
+    /// is_not_null, name_eq, name_contains).
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<Value>,
+    /// Case-insensitive substring over string and text columns.
+    pub q: Option<String>,
+    /// Sort keys (take precedence over `sort_by`).
+    pub sort: Option<Vec<SortSpec>>,
+    /// One sort column.
+    pub sort_by: Option<String>,
+    /// `asc` or `desc`.
+    pub sort_order: Option<String>,
+    /// Columns to return (internal keys or display names).
+    pub columns: Option<Vec<String>>,
+    /// A stored view whose filter, sort and projection apply first.
+    pub view_id: Option<Uuid>,
+    /// Rows to skip.
+    pub skip: Option<i64>,
+    /// Rows to return, 1..100.
+    pub limit: Option<i64>,
+    /// Only rows the caller may (true) or may not (false) edit.
+    pub editable: Option<bool>,
+    /// Only rows with (true) or without (false) a pending approval.
+    pub pending_approval: Option<bool>,
+}
+
+/// Searches records: filter, search, sort, paging.
+#[utoipa::path(post, path = "/tables/{table_id}/records/search", tag = "custom_tables", request_body = RecordSearch,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = RecordListResponse), (status = 400, description = "Invalid filter or sort"),
+              (status = 404, description = "Not found")))]
+async fn search_records(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<RecordSearch>,
+) -> ApiResult<Json<RecordListResponse>> {
+    let (skip, limit) = window(body.skip, body.limit, "body")?;
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let sort = body.sort.or_else(|| {
+        body.sort_by.map(|column| {
+            vec![SortSpec {
+                column,
+                order: body.sort_order,
+            }]
+        })
+    });
+    let query = Query {
+        filter: body.filter,
+        q: body.q,
+        sort,
+        columns: body.columns,
+        view_id: body.view_id,
+    };
+    let mut selection = selection::resolve(&state, &table, query).await?;
+    // No change is ever staged for approval yet, and a table manager may edit every
+    // row: these flags then select all rows or none.
+    let moderator = table.is_moderator();
+    let nothing =
+        body.pending_approval == Some(true) || (moderator && body.editable == Some(false));
+    if nothing {
+        return Ok(Json(RecordListResponse {
+            records: Vec::new(),
+            total: 0,
+        }));
+    }
+    if let Some(editable) = body.editable.filter(|_| !moderator) {
+        selection.created_by = Some((principal.reference(), editable));
+    }
+    selection.limit = Some(limit);
+    selection.offset = skip;
+    Ok(Json(page(&state, &table, &selection).await?))
+}
+
+/// One aggregation.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AggregationSpec {
+    /// count, count_distinct, sum, avg, min, max.
+    pub op: String,
+    /// The column (not needed for count).
+    pub column: Option<String>,
+    /// Name of the value in the result (default `<op>` or `<op>_<column>`).
+    pub alias: Option<String>,
+}
+
+/// The aggregate body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordAggregate {
+    /// Row filter (as in search).
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<Value>,
+    /// Substring over string and text columns.
+    pub q: Option<String>,
+    /// A stored view whose filter applies first.
+    pub view_id: Option<Uuid>,
+    /// Group keys (scalar columns; principal groups by the tagged string).
+    pub group_by: Option<Vec<String>>,
+    /// The values to compute (1..20).
+    pub aggregations: Vec<AggregationSpec>,
+}
+
+/// One group.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AggregateGroup {
+    /// Group key values by column display name.
+    #[schema(value_type = Object)]
+    pub key: Map<String, Value>,
+    /// Computed values by alias.
+    #[schema(value_type = Object)]
+    pub values: Map<String, Value>,
+}
+
+/// The aggregate result (at most 1,000 groups).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordAggregateResponse {
+    /// The groups, ordered by key.
+    pub groups: Vec<AggregateGroup>,
+}
+
+fn invalid(message: String) -> ApiError {
+    refusal(TableError::InvalidQuery(message))
+}
+
+/// Groups and aggregates matching records.
+#[utoipa::path(post, path = "/tables/{table_id}/records/aggregate", tag = "custom_tables", request_body = RecordAggregate,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = RecordAggregateResponse), (status = 400, description = "Invalid aggregation"),
+              (status = 404, description = "Not found")))]
+async fn aggregate_records(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<RecordAggregate>,
+) -> ApiResult<Json<RecordAggregateResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    if body.aggregations.is_empty() || body.aggregations.len() > 20 {
+        return Err(invalid("aggregations must hold 1..20 entries".into()));
+    }
+    let group_names = body.group_by.unwrap_or_default();
+    let group_by = group_names
+        .iter()
+        .map(|r| query::group_field(&table.columns, r).map_err(refusal))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let mut aggregations = Vec::new();
+    let mut aliases = Vec::new();
+    for spec in &body.aggregations {
+        let op = AggregateOp::parse(&spec.op)
+            .ok_or_else(|| invalid(format!("unknown aggregation '{}'", spec.op)))?;
+        let field = spec
+            .column
+            .as_deref()
+            .map(|c| query::field(&table.columns, c).map_err(refusal))
+            .transpose()?;
+        op.check(field.as_ref()).map_err(refusal)?;
+        aliases.push(spec.alias.clone().unwrap_or_else(|| match &spec.column {
+            Some(c) => format!("{}_{c}", spec.op),
+            None => spec.op.clone(),
+        }));
+        aggregations.push((op, field));
+    }
+    let query = Query {
+        filter: body.filter,
+        q: body.q,
+        view_id: body.view_id,
+        ..Default::default()
+    };
+    let selection = selection::resolve(&state, &table, query).await?;
+    let rows = table
+        .handle()
+        .aggregate(&state.pool, &selection, &group_by, &aggregations)
+        .await
+        .map_err(ApiError::Internal)?;
+    let key_names: Vec<String> = group_by
+        .iter()
+        .zip(&group_names)
+        .map(|(f, r)| match f {
+            query::Field::Column(c) => c.name.clone(),
+            _ => r.clone(),
+        })
+        .collect();
+    let groups = rows
+        .into_iter()
+        .map(|(keys, values)| AggregateGroup {
+            key: key_names.iter().cloned().zip(keys).collect(),
+            values: aliases.iter().cloned().zip(values).collect(),
+        })
+        .collect();
+    Ok(Json(RecordAggregateResponse { groups }))
+}

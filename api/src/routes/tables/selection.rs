@@ -1,0 +1,133 @@
+//! The shared query part of search, aggregate and export bodies: filter, `q`, sort,
+//! projection and a stored view, resolved against the table's columns.
+
+use super::errors::refusal;
+use super::scope::OpenTable;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use domain::tables::TableError;
+use domain::tables::query::{self, Condition, Field, Order};
+use domain::tables::table::ViewDef;
+use projections::read_models::tables::read::Selection;
+use serde::Deserialize;
+use serde_json::Value;
+use sqlx::types::Json;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// One sort key.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SortSpec {
+    /// Internal key, display name, `id`, `created_at` or `updated_at`.
+    pub column: String,
+    /// `asc` (default) or `desc`.
+    pub order: Option<String>,
+}
+
+/// What to select.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Row filter (boolean tree).
+    pub filter: Option<Value>,
+    /// Substring over string and text columns.
+    pub q: Option<String>,
+    /// Sort keys.
+    pub sort: Option<Vec<SortSpec>>,
+    /// Projected columns.
+    pub columns: Option<Vec<String>>,
+    /// A stored view to start from.
+    pub view_id: Option<Uuid>,
+}
+
+fn order(order: Option<&str>) -> ApiResult<Order> {
+    match order.unwrap_or("asc") {
+        "asc" => Ok(Order::Asc),
+        "desc" => Ok(Order::Desc),
+        other => Err(refusal(TableError::InvalidQuery(format!(
+            "sort order must be asc or desc, not '{other}'"
+        )))),
+    }
+}
+
+/// Resolves sort keys.
+pub fn sort_keys(table: &OpenTable, keys: &[SortSpec]) -> ApiResult<Vec<(Field, Order)>> {
+    keys.iter()
+        .map(|k| {
+            let field = query::sort_field(&table.columns, &k.column).map_err(refusal)?;
+            Ok((field, order(k.order.as_deref())?))
+        })
+        .collect()
+}
+
+async fn view(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<ViewDef> {
+    let row: Option<(Json<ViewDef>,)> =
+        sqlx::query_as("SELECT definition FROM custom_table_views WHERE table_id = $1 AND id = $2")
+            .bind(table.row.id)
+            .bind(view_id)
+            .fetch_optional(&state.pool)
+            .await?;
+    row.map(|(v,)| v.0).ok_or(ApiError::NotFound)
+}
+
+/// The selection a query asks for.
+pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult<Selection> {
+    let view = match q.view_id {
+        Some(id) => Some(view(state, table, id).await?),
+        None => None,
+    };
+    let mut conditions: Vec<Condition> = Vec::new();
+    for filter in [view.as_ref().and_then(|v| v.filter.clone()), q.filter]
+        .into_iter()
+        .flatten()
+    {
+        conditions.push(query::resolve_filter(&filter, &table.columns).map_err(refusal)?);
+    }
+    let condition = match conditions.len() {
+        0 => None,
+        1 => conditions.pop(),
+        _ => Some(Condition::And(conditions)),
+    };
+    let sort = match (q.sort, &view) {
+        (Some(keys), _) => sort_keys(table, &keys)?,
+        (None, Some(view)) => {
+            let keys: Vec<SortSpec> = view
+                .sort
+                .iter()
+                .map(|k| SortSpec {
+                    column: k.column.clone(),
+                    order: Some(k.order.clone()),
+                })
+                .collect();
+            sort_keys(table, &keys)?
+        }
+        (None, None) => Vec::new(),
+    };
+    let mut projection = view.and_then(|v| v.columns);
+    if let Some(names) = q.columns {
+        let keys: Vec<String> = names
+            .iter()
+            .map(
+                |r| match query::field(&table.columns, r).map_err(refusal)? {
+                    Field::Column(c) => Ok(c.key.clone()),
+                    _ => Err(refusal(TableError::InvalidQuery(format!(
+                        "'{r}' is not a column"
+                    )))),
+                },
+            )
+            .collect::<ApiResult<_>>()?;
+        projection = Some(match projection {
+            Some(allowed) => keys.into_iter().filter(|k| allowed.contains(k)).collect(),
+            None => keys,
+        });
+    }
+    Ok(Selection {
+        condition,
+        q: q.q,
+        sort,
+        projection,
+        created_by: None,
+        limit: None,
+        offset: 0,
+    })
+}

@@ -1,0 +1,284 @@
+//! Stored views: `GET/POST .../tables/{table_id}/views` and
+//! `GET/PATCH/DELETE .../views/{view_id}`. A view is a saved filter, sort and
+//! projection; search and export accept its id, and public read tokens will publish
+//! one.
+
+use super::column_schema::double_option;
+use super::columns::SuccessResponse;
+use super::errors::CommandResultExt;
+use super::gates::Operation;
+use super::scope::{Mount, OpenTable, open_table};
+use super::selection::SortSpec;
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use domain::tables::table::{CustomTable, SortKey, TableCommand, ViewDef, ViewSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::types::Json as SqlJson;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// View routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_views, create_view))
+        .routes(routes!(get_view, update_view, delete_view))
+}
+
+/// A view to save.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ViewCreate {
+    /// Display name (1..100 characters).
+    pub name: String,
+    /// Row filter (as in search).
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<Value>,
+    /// Sort keys.
+    pub sort: Option<Vec<SortSpec>>,
+    /// Projected columns (internal keys or display names); null means all.
+    pub columns: Option<Vec<String>>,
+}
+
+/// A change of a view; absent fields keep their value.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ViewUpdate {
+    /// New name.
+    pub name: Option<String>,
+    /// New filter (null removes it).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<Option<Value>>,
+    /// New sort keys.
+    pub sort: Option<Vec<SortSpec>>,
+    /// New projection (null means all columns).
+    #[serde(default, deserialize_with = "double_option")]
+    pub columns: Option<Option<Vec<String>>>,
+}
+
+/// One sort key of a view.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ViewSort {
+    /// Internal key or system field.
+    pub column: String,
+    /// `asc` or `desc`.
+    pub order: String,
+}
+
+/// A stored view (references as internal keys).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ViewResponse {
+    /// Id.
+    pub id: Uuid,
+    /// Its table.
+    pub table_id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// Row filter.
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<Value>,
+    /// Sort keys.
+    pub sort: Vec<ViewSort>,
+    /// Projected columns; null means all.
+    pub columns: Option<Vec<String>>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn sort_keys(keys: Option<Vec<SortSpec>>) -> Vec<SortKey> {
+    keys.unwrap_or_default()
+        .into_iter()
+        .map(|k| SortKey {
+            column: k.column,
+            order: k.order.unwrap_or_else(|| "asc".into()),
+        })
+        .collect()
+}
+
+async fn views(
+    state: &AppState,
+    table: &OpenTable,
+    view_id: Option<Uuid>,
+) -> ApiResult<Vec<ViewResponse>> {
+    let rows: Vec<(SqlJson<ViewDef>, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT definition, created_at, updated_at FROM custom_table_views
+          WHERE table_id = $1 AND ($2::uuid IS NULL OR id = $2) ORDER BY created_at, id",
+    )
+    .bind(table.row.id)
+    .bind(view_id)
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(view, created_at, updated_at)| {
+            let view = view.0;
+            ViewResponse {
+                id: view.id,
+                table_id: table.row.id,
+                name: view.name,
+                filter: view.filter,
+                sort: view
+                    .sort
+                    .into_iter()
+                    .map(|k| ViewSort {
+                        column: k.column,
+                        order: k.order,
+                    })
+                    .collect(),
+                columns: view.columns,
+                created_at,
+                updated_at,
+            }
+        })
+        .collect())
+}
+
+async fn one(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<ViewResponse> {
+    views(state, table, Some(view_id))
+        .await?
+        .pop()
+        .ok_or(ApiError::NotFound)
+}
+
+/// The table's views.
+#[utoipa::path(get, path = "/tables/{table_id}/views", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = Vec<ViewResponse>), (status = 404, description = "Not found")))]
+async fn list_views(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<Vec<ViewResponse>>> {
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    Ok(Json(views(&state, &table, None).await?))
+}
+
+/// Saves a view (table managers).
+#[utoipa::path(post, path = "/tables/{table_id}/views", tag = "custom_tables", request_body = ViewCreate,
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 201, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+async fn create_view(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ViewCreate>,
+) -> ApiResult<(StatusCode, Json<ViewResponse>)> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let view_id = Uuid::new_v4();
+    let spec = ViewSpec {
+        name: body.name,
+        filter: body.filter,
+        sort: sort_keys(body.sort),
+        columns: body.columns,
+    };
+    state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            TableCommand::CreateView { view_id, spec },
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    Ok((
+        StatusCode::CREATED,
+        Json(one(&state, &table, view_id).await?),
+    ))
+}
+
+/// One view.
+#[utoipa::path(get, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
+    responses((status = 200, body = ViewResponse), (status = 404, description = "Not found")))]
+async fn get_view(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<ViewResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    Ok(Json(one(&state, &table, mount.uuid("view_id")?).await?))
+}
+
+/// Changes a view (table managers).
+#[utoipa::path(patch, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables", request_body = ViewUpdate,
+    params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
+    responses((status = 200, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+async fn update_view(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<ViewUpdate>,
+) -> ApiResult<Json<ViewResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let view_id = mount.uuid("view_id")?;
+    let current = one(&state, &table, view_id).await?;
+    let spec = ViewSpec {
+        name: body.name.unwrap_or(current.name),
+        filter: body.filter.unwrap_or(current.filter),
+        sort: match body.sort {
+            Some(keys) => sort_keys(Some(keys)),
+            None => current
+                .sort
+                .into_iter()
+                .map(|k| SortKey {
+                    column: k.column,
+                    order: k.order,
+                })
+                .collect(),
+        },
+        columns: body.columns.unwrap_or(current.columns),
+    };
+    state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            TableCommand::UpdateView { view_id, spec },
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    Ok(Json(one(&state, &table, view_id).await?))
+}
+
+/// Deletes a view (table managers).
+#[utoipa::path(delete, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
+    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn delete_view(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let view_id = mount.uuid("view_id")?;
+    state
+        .bus
+        .execute::<CustomTable>(
+            &table.row.id.to_string(),
+            TableCommand::DeleteView { view_id },
+            &ctx.metadata(&principal),
+        )
+        .await
+        .answer()?;
+    Ok(Json(SuccessResponse {
+        message: "View deleted".into(),
+    }))
+}

@@ -1,0 +1,139 @@
+//! A seeded server with helpers for custom-table requests.
+
+use crate::support::{As, Seed, TestApp, json};
+use reqwest::Method;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+pub const BASE: &str = "/private/module/custom_tables";
+
+/// A seeded server.
+pub struct Tables {
+    pub app: TestApp,
+    pub seed: Seed,
+}
+
+impl Tables {
+    pub async fn new() -> Self {
+        let app = TestApp::spawn().await;
+        let seed = app.seed().await;
+        Self { app, seed }
+    }
+
+    pub fn token(&self, user: &str) -> String {
+        let company = if user == "ceo" { "globex" } else { "acme" };
+        self.seed.token(company, user)
+    }
+
+    pub fn department(&self, department: &str) -> Uuid {
+        self.seed.0.companies["acme"].departments[department]
+    }
+
+    /// The mount of a scope: `company`, `department:rnd`, `chatroom:lab`.
+    pub fn mount(&self, scope: &str) -> String {
+        match scope.split_once(':') {
+            Some(("department", d)) => format!("{BASE}/department/{}", self.department(d)),
+            Some(("chatroom", r)) => format!("{BASE}/chatroom/{}", self.seed.room("acme", r)),
+            _ => format!("{BASE}/company"),
+        }
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        user: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .app
+            .request(method, path)
+            .bearer_token(&self.token(user));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        json(request.send().await.unwrap()).await
+    }
+
+    /// Creates a table and returns its path (`<mount>/tables/<id>`).
+    pub async fn table(&self, scope: &str, user: &str, name: &str) -> String {
+        let mount = self.mount(scope);
+        let (status, body) = self
+            .call(
+                Method::POST,
+                &format!("{mount}/tables"),
+                user,
+                Some(json!({"name": name})),
+            )
+            .await;
+        assert_eq!(status, 201, "create table: {body}");
+        format!("{mount}/tables/{}", body["id"].as_str().unwrap())
+    }
+
+    /// A company table of the other company (globex), created by its CEO.
+    pub async fn table_as_ceo(&self) -> String {
+        self.table("company", "ceo", "globex table").await
+    }
+
+    pub async fn add_column(&self, table: &str, user: &str, column: Value) -> (u16, Value) {
+        self.call(
+            Method::POST,
+            &format!("{table}/columns"),
+            user,
+            Some(column),
+        )
+        .await
+    }
+
+    /// Adds a column that must be accepted; returns its key.
+    pub async fn column(&self, table: &str, column: Value) -> String {
+        let (status, body) = self.add_column(table, "boss", column).await;
+        assert_eq!(status, 200, "add column: {body}");
+        body["column"]["id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn insert(&self, table: &str, user: &str, data: Value) -> (u16, Value) {
+        self.call(
+            Method::POST,
+            &format!("{table}/records"),
+            user,
+            Some(json!({"data": data})),
+        )
+        .await
+    }
+
+    /// Inserts a record that must be accepted; returns it.
+    pub async fn record(&self, table: &str, data: Value) -> Value {
+        let (status, body) = self.insert(table, "boss", data).await;
+        assert_eq!(status, 201, "insert: {body}");
+        body
+    }
+
+    pub async fn search(&self, table: &str, body: Value) -> (u16, Value) {
+        self.call(
+            Method::POST,
+            &format!("{table}/records/search"),
+            "boss",
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn export_csv(&self, table: &str, body: Value) -> String {
+        let response = self
+            .app
+            .request(Method::POST, &format!("{table}/records/export"))
+            .bearer_token(&self.token("boss"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.text().await.unwrap()
+    }
+}
+
+/// The `detail.code` of an error answer.
+pub fn code(got: &(u16, Value)) -> &str {
+    got.1["detail"]["code"].as_str().unwrap_or("")
+}

@@ -1,0 +1,9 @@
+//! Custom tables over HTTP (spec `custom-tables.md` sections 1, 2, 4, 5, 7, 8).
+
+mod columns;
+mod fixture;
+mod migrations;
+mod records;
+mod replay;
+mod scopes;
+mod types;

@@ -1,0 +1,144 @@
+//! One representative event of each event type of custom tables and their records,
+//! for the registry.
+
+use super::Catalogued;
+use crate::tables::column::{ColumnDef, ColumnType};
+use crate::tables::record::{Record, RecordEvent};
+use crate::tables::scope::{ScopeKind, ScopeRef};
+use crate::tables::table::{CustomTable, MigrationInfo, SortKey, TableEvent, ViewDef};
+use serde_json::json;
+use uuid::Uuid;
+
+const COMPANY: Uuid = Uuid::from_u128(0xa001);
+const TABLE: Uuid = Uuid::from_u128(0x7001);
+const VIEW: Uuid = Uuid::from_u128(0x7101);
+const MIGRATION: Uuid = Uuid::from_u128(0x7201);
+const CREATOR: &str = "user:00000000-0000-0000-0000-00000000b001";
+
+fn column(column_type: ColumnType) -> ColumnDef {
+    ColumnDef {
+        key: "col_1".into(),
+        name: "Size".into(),
+        column_type,
+        required: false,
+        default_value: None,
+        description: None,
+        max_length: None,
+        options: None,
+        allowed_mime_types: None,
+        max_count: None,
+        max_file_bytes: None,
+        target_table_id: None,
+        cardinality: None,
+    }
+}
+
+fn view(name: &str) -> ViewDef {
+    ViewDef {
+        id: VIEW,
+        name: name.into(),
+        filter: Some(json!({"column": "col_2", "op": "eq", "value": "open"})),
+        sort: vec![SortKey {
+            column: "col_1".into(),
+            order: "desc".into(),
+        }],
+        columns: None,
+    }
+}
+
+fn migration(background: bool) -> MigrationInfo {
+    MigrationInfo {
+        migration_id: MIGRATION,
+        background,
+        estimated_records: 1,
+    }
+}
+
+impl Catalogued for CustomTable {
+    fn examples() -> Vec<TableEvent> {
+        use TableEvent::*;
+        vec![
+            TableCreated {
+                table_id: TABLE,
+                company_id: COMPANY,
+                scope: ScopeRef {
+                    kind: ScopeKind::Company,
+                    id: COMPANY,
+                },
+                name: "Orders".into(),
+                description: Some("Open orders".into()),
+                created_by: CREATOR.into(),
+            },
+            TableUpdated {
+                table_id: TABLE,
+                name: "Orders 2026".into(),
+                description: None,
+            },
+            ColumnAdded {
+                table_id: TABLE,
+                column: column(ColumnType::String),
+                fill: Some(json!("7")),
+                migration: Some(migration(false)),
+            },
+            ColumnUpdated {
+                table_id: TABLE,
+                column: ColumnDef {
+                    description: Some("Shoe size".into()),
+                    ..column(ColumnType::String)
+                },
+            },
+            ColumnTypeChanged {
+                table_id: TABLE,
+                from: column(ColumnType::String),
+                column: column(ColumnType::Integer),
+                migration: migration(true),
+            },
+            MigrationCompleted {
+                table_id: TABLE,
+                migration_id: MIGRATION,
+            },
+            ColumnOptionsRenamed {
+                table_id: TABLE,
+                key: "col_2".into(),
+                renames: [("open".to_string(), "todo".to_string())].into(),
+                migration: migration(false),
+            },
+            ViewCreated {
+                table_id: TABLE,
+                view: view("Open"),
+            },
+            ViewUpdated {
+                table_id: TABLE,
+                view: view("Open first"),
+            },
+            ViewDeleted {
+                table_id: TABLE,
+                view_id: VIEW,
+            },
+            ColumnDeleted {
+                table_id: TABLE,
+                key: "col_1".into(),
+            },
+            TableDeleted { table_id: TABLE },
+        ]
+    }
+}
+
+impl Catalogued for Record {
+    fn examples() -> Vec<RecordEvent> {
+        vec![
+            RecordEvent::RecordCreated {
+                record_id: Uuid::from_u128(0x7301),
+                table_id: TABLE,
+                company_id: COMPANY,
+                created_by: CREATOR.into(),
+                data: [("col_2".to_string(), json!("open"))].into(),
+            },
+            RecordEvent::RecordUpdated {
+                table_id: TABLE,
+                changes: [("col_1".to_string(), json!(9))].into(),
+            },
+            RecordEvent::RecordDeleted { table_id: TABLE },
+        ]
+    }
+}

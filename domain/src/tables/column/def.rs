@@ -1,0 +1,85 @@
+//! The stored definition of a column.
+
+use super::ColumnType;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// How many target records a link cell holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cardinality {
+    /// At most one.
+    One,
+    /// Any number.
+    Many,
+}
+
+/// A column as the table stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDef {
+    /// Internal key, `col_<hex>`: the physical column and the stable reference.
+    pub key: String,
+    /// Display name, unique in the table.
+    pub name: String,
+    /// Type.
+    #[serde(rename = "type")]
+    pub column_type: ColumnType,
+    /// Whether every record must hold a value.
+    pub required: bool,
+    /// Applied to existing rows when added and to new records without a value.
+    pub default_value: Option<Value>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Characters at most (string, text).
+    pub max_length: Option<i64>,
+    /// Allowed values (select, multi_select).
+    pub options: Option<Vec<String>>,
+    /// Allowed MIME types (attachment); empty or absent means any.
+    pub allowed_mime_types: Option<Vec<String>>,
+    /// Files per cell (attachment).
+    pub max_count: Option<i64>,
+    /// Bytes per file (attachment).
+    pub max_file_bytes: Option<i64>,
+    /// The table a link points to.
+    pub target_table_id: Option<Uuid>,
+    /// Link cardinality (immutable).
+    pub cardinality: Option<Cardinality>,
+}
+
+/// Whether a string is an internal column key (`col_` and 1 to 32 lowercase hex
+/// digits), which makes it safe as a SQL identifier.
+pub fn is_column_key(key: &str) -> bool {
+    key.strip_prefix("col_").is_some_and(|hex| {
+        (1..=32).contains(&hex.len())
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+impl ColumnDef {
+    /// Link cardinality, defaulting to many.
+    pub fn link_cardinality(&self) -> Cardinality {
+        self.cardinality.unwrap_or(Cardinality::Many)
+    }
+
+    /// Whether `reference` names this column (internal key or display name).
+    pub fn is_named(&self, reference: &str) -> bool {
+        self.key == reference || self.name == reference
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_column_key;
+
+    #[test]
+    fn keys_are_safe_identifiers() {
+        assert!(is_column_key("col_0a1b"));
+        assert!(!is_column_key("col_"));
+        assert!(!is_column_key("col_XYZ"));
+        assert!(!is_column_key("col_a; drop table x"));
+        assert!(!is_column_key(&format!("col_{}", "a".repeat(33))));
+    }
+}

@@ -1,0 +1,22 @@
+//! Custom tables (spec `custom-tables.md`): tables owned by a chatroom, department
+//! or company scope, their typed columns, stored views and records.
+//!
+//! A [`table::CustomTable`] aggregate holds the schema (columns with their internal
+//! `col_<hex>` keys, views, the migration that holds it); every record is its own
+//! [`record::Record`] aggregate. Value rules ([`values`]), column rules ([`column`]),
+//! scope rules ([`scope`]) and query rules ([`query`]) are pure functions: facts that
+//! need the database (does this user exist, is that record live) are looked up by
+//! the caller and passed in.
+
+pub mod column;
+pub mod error;
+pub mod query;
+pub mod record;
+pub mod scope;
+pub mod table;
+pub mod values;
+
+pub use error::{TableError, TableErrorKind};
+
+/// Tables with more live records than this migrate in the background.
+pub const BACKGROUND_THRESHOLD: i64 = 10_000;

@@ -1,0 +1,441 @@
+//! Filters, sorts and aggregations over records, resolved against a table's columns.
+//!
+//! A filter is the boolean tree of the spec's row policy: `{and: [...]}`,
+//! `{or: [...]}`, `{not: node}` or a predicate `{column, op, value}`. Columns are
+//! named by internal key or display name; operands are checked against the column's
+//! type (principal operands must be tagged). Resolution is pure; the SQL compiler
+//! lives with the storage.
+
+use super::TableError;
+use super::column::{ColumnDef, ColumnType};
+use super::values;
+use serde_json::Value;
+
+/// Deepest filter tree (a bare predicate is depth 1).
+pub const MAX_DEPTH: usize = 5;
+/// Predicates in one filter.
+pub const MAX_PREDICATES: usize = 24;
+/// Entries of one `in` list.
+pub const MAX_IN: usize = 100;
+
+/// A predicate operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Equal.
+    Eq,
+    /// Not equal (empty cells never match).
+    Neq,
+    /// Greater than.
+    Gt,
+    /// Greater or equal.
+    Gte,
+    /// Less than.
+    Lt,
+    /// Less or equal.
+    Lte,
+    /// One of a list.
+    In,
+    /// Substring (string, text) or element (multi_select, link).
+    Contains,
+    /// Empty cell.
+    IsNull,
+    /// Non-empty cell.
+    IsNotNull,
+    /// The named person's name equals (user, social_client).
+    NameEq,
+    /// The named person's name contains (user, social_client).
+    NameContains,
+}
+
+impl Op {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "eq" => Self::Eq,
+            "neq" => Self::Neq,
+            "gt" => Self::Gt,
+            "gte" => Self::Gte,
+            "lt" => Self::Lt,
+            "lte" => Self::Lte,
+            "in" => Self::In,
+            "contains" => Self::Contains,
+            "is_null" => Self::IsNull,
+            "is_not_null" => Self::IsNotNull,
+            "name_eq" => Self::NameEq,
+            "name_contains" => Self::NameContains,
+            _ => return None,
+        })
+    }
+}
+
+/// What a predicate tests: a column or a system field of the record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    /// A stored column.
+    Column(Box<ColumnDef>),
+    /// The record id.
+    Id,
+    /// Creation time.
+    CreatedAt,
+    /// Last change.
+    UpdatedAt,
+}
+
+impl Field {
+    /// The type values of the field have.
+    pub fn value_type(&self) -> ColumnType {
+        match self {
+            Self::Column(c) => c.column_type,
+            Self::Id => ColumnType::User,
+            Self::CreatedAt | Self::UpdatedAt => ColumnType::Datetime,
+        }
+    }
+}
+
+/// A resolved filter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// All of.
+    And(Vec<Condition>),
+    /// Any of.
+    Or(Vec<Condition>),
+    /// Not.
+    Not(Box<Condition>),
+    /// One predicate; operands are canonical values of the field's type.
+    Test {
+        /// The field.
+        field: Field,
+        /// The operator.
+        op: Op,
+        /// Operands (none for the null tests, several for `in`).
+        operands: Vec<Value>,
+    },
+}
+
+/// Sort direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Ascending, empty cells last.
+    Asc,
+    /// Descending, empty cells last.
+    Desc,
+}
+
+/// Finds a field by internal key, display name or system name.
+pub fn field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError> {
+    match reference {
+        "id" => return Ok(Field::Id),
+        "created_at" => return Ok(Field::CreatedAt),
+        "updated_at" => return Ok(Field::UpdatedAt),
+        _ => {}
+    }
+    columns
+        .iter()
+        .find(|c| c.key == reference)
+        .or_else(|| columns.iter().find(|c| c.name == reference))
+        .filter(|c| c.column_type.is_stored())
+        .map(|c| Field::Column(Box::new(c.clone())))
+        .ok_or_else(|| {
+            TableError::InvalidQuery(format!(
+                "Column '{reference}' does not exist in table schema"
+            ))
+        })
+}
+
+fn invalid(path: &str, message: impl std::fmt::Display) -> TableError {
+    TableError::InvalidQuery(format!("filter{path}: {message}"))
+}
+
+/// Resolves a filter tree against the columns.
+pub fn resolve_filter(node: &Value, columns: &[ColumnDef]) -> Result<Condition, TableError> {
+    let mut predicates = 0;
+    resolve_node(node, columns, "", 1, &mut predicates)
+}
+
+fn resolve_node(
+    node: &Value,
+    columns: &[ColumnDef],
+    path: &str,
+    depth: usize,
+    predicates: &mut usize,
+) -> Result<Condition, TableError> {
+    let Value::Object(fields) = node else {
+        return Err(invalid(path, "a node must be an object"));
+    };
+    if depth > MAX_DEPTH {
+        return Err(invalid(path, format!("deeper than {MAX_DEPTH} levels")));
+    }
+    for key in ["and", "or"] {
+        if !fields.contains_key(key) {
+            continue;
+        }
+        let Some(Value::Array(items)) = fields.get(key).filter(|_| fields.len() == 1) else {
+            return Err(invalid(
+                path,
+                format!("`{key}` takes a non-empty list and nothing else"),
+            ));
+        };
+        if items.is_empty() {
+            return Err(invalid(path, format!("`{key}` takes a non-empty list")));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let child = format!("{path}.{key}[{i}]");
+            out.push(resolve_node(item, columns, &child, depth + 1, predicates)?);
+        }
+        return Ok(if key == "and" {
+            Condition::And(out)
+        } else {
+            Condition::Or(out)
+        });
+    }
+    if let Some(inner) = fields.get("not") {
+        if fields.len() != 1 {
+            return Err(invalid(path, "`not` takes one node and nothing else"));
+        }
+        let inner = resolve_node(
+            inner,
+            columns,
+            &format!("{path}.not"),
+            depth + 1,
+            predicates,
+        )?;
+        return Ok(Condition::Not(Box::new(inner)));
+    }
+    *predicates += 1;
+    if *predicates > MAX_PREDICATES {
+        return Err(invalid(
+            path,
+            format!("more than {MAX_PREDICATES} predicates"),
+        ));
+    }
+    predicate(fields, columns, path)
+}
+
+fn predicate(
+    fields: &serde_json::Map<String, Value>,
+    columns: &[ColumnDef],
+    path: &str,
+) -> Result<Condition, TableError> {
+    if let Some(extra) = fields
+        .keys()
+        .find(|k| !["column", "op", "value"].contains(&k.as_str()))
+    {
+        return Err(invalid(path, format!("unknown key `{extra}`")));
+    }
+    let reference = fields
+        .get("column")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(path, "a predicate needs `column`"))?;
+    let op_name = fields
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(path, "a predicate needs `op`"))?;
+    let op = Op::parse(op_name).ok_or_else(|| invalid(path, format!("unknown op `{op_name}`")))?;
+    let field = field(columns, reference)?;
+    let t = field.value_type();
+    use ColumnType as T;
+    let allowed = match op {
+        Op::IsNull | Op::IsNotNull => true,
+        Op::Eq | Op::Neq | Op::In => t.is_scalar(),
+        Op::Gt | Op::Gte | Op::Lt | Op::Lte => {
+            t.is_numeric() || t.is_textual() || matches!(t, T::Date | T::Datetime | T::Interval)
+        }
+        Op::Contains => t.is_textual() || t.is_list(),
+        Op::NameEq | Op::NameContains => {
+            if t == T::Principal {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "{op_name} is not supported on principal columns; filter with a tagged operand (user:<id>, smc:<id>, room:<id>)"
+                    ),
+                ));
+            }
+            matches!(t, T::User | T::SocialClient) && matches!(field, Field::Column(_))
+        }
+    };
+    if !allowed || (field == Field::Id && !matches!(op, Op::Eq | Op::Neq | Op::In)) {
+        return Err(invalid(
+            path,
+            format!("op `{op_name}` does not apply to a {} column", t.as_str()),
+        ));
+    }
+    let value = fields.get("value").unwrap_or(&Value::Null);
+    let operands = match op {
+        Op::IsNull | Op::IsNotNull => Vec::new(),
+        Op::In => {
+            let Value::Array(items) = value else {
+                return Err(invalid(path, "`in` takes a list"));
+            };
+            if items.len() > MAX_IN {
+                return Err(invalid(
+                    path,
+                    format!("`in` lists hold at most {MAX_IN} entries"),
+                ));
+            }
+            items
+                .iter()
+                .map(|v| operand(&field, v, path))
+                .collect::<Result<_, _>>()?
+        }
+        Op::NameEq | Op::NameContains => match value {
+            Value::String(s) if !s.is_empty() => vec![value.clone()],
+            _ => {
+                return Err(invalid(
+                    path,
+                    format!("`{op_name}` takes a non-empty string"),
+                ));
+            }
+        },
+        Op::Contains if t.is_textual() => match value {
+            Value::String(s) if !s.is_empty() => vec![value.clone()],
+            _ => return Err(invalid(path, "`contains` takes a non-empty string")),
+        },
+        Op::Contains => {
+            let element = match &field {
+                Field::Column(c) if t == T::Link => ColumnDef {
+                    column_type: T::User,
+                    ..(**c).clone()
+                },
+                Field::Column(c) => ColumnDef {
+                    column_type: T::String,
+                    ..(**c).clone()
+                },
+                _ => unreachable!("system fields are not lists"),
+            };
+            vec![operand(&Field::Column(Box::new(element)), value, path)?]
+        }
+        _ => vec![operand(&field, value, path)?],
+    };
+    Ok(Condition::Test {
+        field,
+        op,
+        operands,
+    })
+}
+
+/// Checks one operand against the field's type and returns its canonical form.
+fn operand(field: &Field, value: &Value, path: &str) -> Result<Value, TableError> {
+    if value.is_null() {
+        return Err(invalid(
+            path,
+            "use is_null / is_not_null to test empty cells",
+        ));
+    }
+    let column = match field {
+        Field::Column(c) => ColumnDef {
+            column_type: match c.column_type {
+                ColumnType::Select => ColumnType::String,
+                other => other,
+            },
+            max_length: None,
+            ..(**c).clone()
+        },
+        other => ColumnDef {
+            key: String::new(),
+            name: String::new(),
+            column_type: other.value_type(),
+            required: false,
+            default_value: None,
+            description: None,
+            max_length: None,
+            options: None,
+            allowed_mime_types: None,
+            max_count: None,
+            max_file_bytes: None,
+            target_table_id: None,
+            cardinality: None,
+        },
+    };
+    values::normalize(&column, value, &mut Vec::new()).map_err(|message| invalid(path, message))
+}
+
+/// Resolves a sort key; only scalar stored columns (not principal) and the system
+/// fields sort.
+pub fn sort_field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError> {
+    let field = field(columns, reference)?;
+    let t = field.value_type();
+    if t == ColumnType::Principal {
+        return Err(TableError::InvalidQuery(format!(
+            "principal columns are not sortable ('{reference}')"
+        )));
+    }
+    if matches!(field, Field::Column(_)) && !t.is_sortable() {
+        return Err(TableError::InvalidQuery(format!(
+            "Cannot sort on {} column '{reference}'",
+            t.as_str()
+        )));
+    }
+    Ok(field)
+}
+
+/// An aggregation function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateOp {
+    /// Rows.
+    Count,
+    /// Distinct non-empty values.
+    CountDistinct,
+    /// Sum (integer, float).
+    Sum,
+    /// Mean (integer, float).
+    Avg,
+    /// Smallest (numbers, dates, datetimes).
+    Min,
+    /// Largest (numbers, dates, datetimes).
+    Max,
+}
+
+impl AggregateOp {
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "count" => Self::Count,
+            "count_distinct" => Self::CountDistinct,
+            "sum" => Self::Sum,
+            "avg" => Self::Avg,
+            "min" => Self::Min,
+            "max" => Self::Max,
+            _ => return None,
+        })
+    }
+
+    /// Checks that the function applies to the field (`count` needs none).
+    pub fn check(self, field: Option<&Field>) -> Result<(), TableError> {
+        let t = field.map(Field::value_type);
+        let ok = match (self, t) {
+            (Self::Count, _) => true,
+            (_, None) => false,
+            (Self::CountDistinct, Some(t)) => t.is_scalar(),
+            (Self::Sum | Self::Avg, Some(t)) => t.is_numeric(),
+            (Self::Min | Self::Max, Some(t)) => {
+                t.is_numeric() || matches!(t, ColumnType::Date | ColumnType::Datetime)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(TableError::InvalidQuery(format!(
+                "{self:?} needs {}",
+                match self {
+                    Self::Sum | Self::Avg => "an integer or float column",
+                    Self::Min | Self::Max => "an integer, float, date or datetime column",
+                    _ => "a scalar column",
+                }
+            )))
+        }
+    }
+}
+
+/// Checks a `group_by` field: scalar columns (principal keys on the tagged string).
+pub fn group_field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError> {
+    let field = field(columns, reference)?;
+    if !field.value_type().is_scalar() || field == Field::Id {
+        return Err(TableError::InvalidQuery(format!(
+            "Cannot group by '{reference}'"
+        )));
+    }
+    Ok(field)
+}
+
+#[cfg(test)]
+mod tests;

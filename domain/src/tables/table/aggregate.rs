@@ -1,0 +1,333 @@
+//! The Table aggregate: decides schema changes, applies their events.
+
+use super::commands::TableCommand;
+use super::events::{MigrationInfo, TableEvent};
+use super::views::ViewDef;
+use crate::AggregateExt;
+use crate::tables::column::{self, ColumnDef};
+use crate::tables::scope::{Placement, ScopeRef};
+use crate::tables::{BACKGROUND_THRESHOLD, TableError};
+use cqrs_es::Aggregate;
+use cqrs_es::event_sink::EventSink;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A custom table's schema.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CustomTable {
+    /// The table, once created.
+    pub table_id: Option<Uuid>,
+    /// Its company.
+    pub company_id: Uuid,
+    /// Its owning scope.
+    pub scope: Option<ScopeRef>,
+    /// Display name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// The creator (`user:<id>`).
+    pub created_by: String,
+    /// Columns in order.
+    pub columns: Vec<ColumnDef>,
+    /// Stored views.
+    pub views: Vec<ViewDef>,
+    /// The background migration holding the table.
+    pub migration: Option<Uuid>,
+    /// Whether the table was deleted.
+    pub deleted: bool,
+}
+
+fn check_table_name(name: &str) -> Result<(), TableError> {
+    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        return Err(TableError::TableConfig(
+            "name must be 1..200 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_description(description: &Option<String>) -> Result<(), TableError> {
+    if description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > 2000)
+    {
+        return Err(TableError::TableConfig(
+            "description must be at most 2000 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn migration(migration_id: Uuid, live_records: i64) -> MigrationInfo {
+    MigrationInfo {
+        migration_id,
+        background: live_records > BACKGROUND_THRESHOLD,
+        estimated_records: live_records,
+    }
+}
+
+impl CustomTable {
+    /// The column with this internal key.
+    pub fn column(&self, key: &str) -> Option<&ColumnDef> {
+        self.columns.iter().find(|c| c.key == key)
+    }
+
+    fn live(&self) -> Result<Uuid, TableError> {
+        match self.table_id {
+            Some(id) if !self.deleted => Ok(id),
+            _ => Err(TableError::NotFound("table")),
+        }
+    }
+
+    /// Refuses schema changes while a background migration holds the table.
+    fn unlocked(&self) -> Result<Uuid, TableError> {
+        let id = self.live()?;
+        match self.migration {
+            Some(migration) => Err(TableError::MigrationInProgress(migration)),
+            None => Ok(id),
+        }
+    }
+
+    fn decide(&self, command: TableCommand) -> Result<Vec<TableEvent>, TableError> {
+        use TableEvent as E;
+        Ok(match command {
+            TableCommand::Create {
+                table_id,
+                company_id,
+                scope,
+                name,
+                description,
+                created_by,
+            } => {
+                if self.table_id.is_some() {
+                    return Ok(vec![]);
+                }
+                check_table_name(&name)?;
+                check_description(&description)?;
+                vec![E::TableCreated {
+                    table_id,
+                    company_id,
+                    scope,
+                    name,
+                    description,
+                    created_by,
+                }]
+            }
+            TableCommand::Update { name, description } => {
+                let table_id = self.live()?;
+                let name = name.unwrap_or_else(|| self.name.clone());
+                let description = description.unwrap_or_else(|| self.description.clone());
+                check_table_name(&name)?;
+                check_description(&description)?;
+                if name == self.name && description == self.description {
+                    return Ok(vec![]);
+                }
+                vec![E::TableUpdated {
+                    table_id,
+                    name,
+                    description,
+                }]
+            }
+            TableCommand::Delete => vec![E::TableDeleted {
+                table_id: self.unlocked()?,
+            }],
+            TableCommand::AddColumn {
+                key,
+                spec,
+                room_department,
+                link,
+                live_records,
+                migration_id,
+            } => {
+                let table_id = self.unlocked()?;
+                let placement = Placement {
+                    company_id: self.company_id,
+                    scope: self.scope.ok_or(TableError::NotFound("table"))?,
+                    room_department,
+                };
+                if self.column(&key).is_some() {
+                    return Err(TableError::config("column key collision; retry"));
+                }
+                let column = column::build_column(key, spec, &self.columns, &placement, link)?;
+                let fill = column.default_value.clone().filter(|_| live_records > 0);
+                if column.required && fill.is_none() && live_records > 0 {
+                    return Err(TableError::DefaultNeeded(live_records));
+                }
+                let migration = fill.as_ref().map(|_| migration(migration_id, live_records));
+                vec![E::ColumnAdded {
+                    table_id,
+                    column,
+                    fill,
+                    migration,
+                }]
+            }
+            TableCommand::UpdateColumn {
+                key,
+                changes,
+                live_records,
+                option_usage,
+                migration_id,
+            } => {
+                let table_id = self.unlocked()?;
+                let current = self.column(&key).ok_or(TableError::NotFound("column"))?;
+                let updated = column::apply_changes(current, changes, &self.columns)?;
+                if !updated.removed_options.is_empty() && option_usage > 0 {
+                    return Err(TableError::OptionInUse {
+                        options: updated.removed_options,
+                        count: option_usage,
+                    });
+                }
+                let mut events = Vec::new();
+                if updated.type_change.is_some() {
+                    events.push(E::ColumnTypeChanged {
+                        table_id,
+                        from: current.clone(),
+                        column: updated.column,
+                        migration: migration(migration_id, live_records),
+                    });
+                    return Ok(events);
+                }
+                if !updated.renames.is_empty() {
+                    events.push(E::ColumnOptionsRenamed {
+                        table_id,
+                        key: key.clone(),
+                        renames: updated.renames,
+                        migration: migration(migration_id, live_records),
+                    });
+                }
+                if updated.column != *current {
+                    events.push(E::ColumnUpdated {
+                        table_id,
+                        column: updated.column,
+                    });
+                }
+                events
+            }
+            TableCommand::DeleteColumn { key } => {
+                let table_id = self.unlocked()?;
+                self.column(&key).ok_or(TableError::NotFound("column"))?;
+                vec![E::ColumnDeleted { table_id, key }]
+            }
+            TableCommand::CompleteMigration { migration_id } => {
+                let table_id = self.live()?;
+                if self.migration != Some(migration_id) {
+                    return Ok(vec![]);
+                }
+                vec![E::MigrationCompleted {
+                    table_id,
+                    migration_id,
+                }]
+            }
+            TableCommand::CreateView { view_id, spec } => {
+                let table_id = self.live()?;
+                let view = spec.resolve(view_id, &self.columns)?;
+                vec![E::ViewCreated { table_id, view }]
+            }
+            TableCommand::UpdateView { view_id, spec } => {
+                let table_id = self.live()?;
+                if !self.views.iter().any(|v| v.id == view_id) {
+                    return Err(TableError::NotFound("view"));
+                }
+                let view = spec.resolve(view_id, &self.columns)?;
+                vec![E::ViewUpdated { table_id, view }]
+            }
+            TableCommand::DeleteView { view_id } => {
+                let table_id = self.live()?;
+                if !self.views.iter().any(|v| v.id == view_id) {
+                    return Err(TableError::NotFound("view"));
+                }
+                vec![E::ViewDeleted { table_id, view_id }]
+            }
+        })
+    }
+}
+
+impl Aggregate for CustomTable {
+    const TYPE: &'static str = "custom_table";
+    type Command = TableCommand;
+    type Event = TableEvent;
+    type Error = TableError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        use TableEvent as E;
+        match event {
+            E::TableCreated {
+                table_id,
+                company_id,
+                scope,
+                name,
+                description,
+                created_by,
+            } => {
+                self.table_id = Some(table_id);
+                self.company_id = company_id;
+                self.scope = Some(scope);
+                self.name = name;
+                self.description = description;
+                self.created_by = created_by;
+            }
+            E::TableUpdated {
+                name, description, ..
+            } => {
+                self.name = name;
+                self.description = description;
+            }
+            E::TableDeleted { .. } => self.deleted = true,
+            E::ColumnAdded {
+                column, migration, ..
+            } => {
+                self.columns.push(column);
+                self.hold(migration.as_ref());
+            }
+            E::ColumnUpdated { column, .. } => self.replace(column),
+            E::ColumnTypeChanged {
+                column, migration, ..
+            } => {
+                self.replace(column);
+                self.hold(Some(&migration));
+            }
+            E::ColumnOptionsRenamed { migration, .. } => self.hold(Some(&migration)),
+            E::ColumnDeleted { key, .. } => self.columns.retain(|c| c.key != key),
+            E::MigrationCompleted { .. } => self.migration = None,
+            E::ViewCreated { view, .. } => self.views.push(view),
+            E::ViewUpdated { view, .. } => {
+                if let Some(slot) = self.views.iter_mut().find(|v| v.id == view.id) {
+                    *slot = view;
+                }
+            }
+            E::ViewDeleted { view_id, .. } => self.views.retain(|v| v.id != view_id),
+        }
+    }
+}
+
+impl CustomTable {
+    fn replace(&mut self, column: ColumnDef) {
+        if let Some(slot) = self.columns.iter_mut().find(|c| c.key == column.key) {
+            *slot = column;
+        }
+    }
+
+    fn hold(&mut self, migration: Option<&MigrationInfo>) {
+        if let Some(m) = migration.filter(|m| m.background) {
+            self.migration = Some(m.migration_id);
+        }
+    }
+}
+
+impl AggregateExt for CustomTable {}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+use super::*;
+use crate::tables::column::{ColumnChanges, ColumnSpec, ColumnType};
+use crate::tables::scope::ScopeKind;
+use cqrs_es::test::TestFramework;
+use serde_json::json;
+
+const TABLE: Uuid = Uuid::from_u128(10);
+const COMPANY: Uuid = Uuid::from_u128(1);
+const MIGRATION: Uuid = Uuid::from_u128(99);
+
+fn created() -> TableEvent {
+    TableEvent::TableCreated {
+        table_id: TABLE,
+        company_id: COMPANY,
+        scope: ScopeRef {
+            kind: ScopeKind::Company,
+            id: COMPANY,
+        },
+        name: "T".into(),
+        description: None,
+        created_by: "user:x".into(),
+    }
+}
+
+fn spec(name: &str, t: ColumnType) -> ColumnSpec {
+    ColumnSpec {
+        name: name.into(),
+        column_type: Some(t),
+        ..Default::default()
+    }
+}
+
+fn add(spec: ColumnSpec, live_records: i64) -> TableCommand {
+    TableCommand::AddColumn {
+        key: "col_a1".into(),
+        spec,
+        room_department: None,
+        link: None,
+        live_records,
+        migration_id: MIGRATION,
+    }
+}
+
+fn added(t: ColumnType) -> TableEvent {
+    let column = column::build_column(
+        "col_b2".into(),
+        spec("B", t),
+        &[],
+        &Placement {
+            company_id: COMPANY,
+            scope: ScopeRef {
+                kind: ScopeKind::Company,
+                id: COMPANY,
+            },
+            room_department: None,
+        },
+        None,
+    )
+    .unwrap();
+    TableEvent::ColumnAdded {
+        table_id: TABLE,
+        column,
+        fill: None,
+        migration: None,
+    }
+}
+
+fn result(given: Vec<TableEvent>, command: TableCommand) -> Result<Vec<TableEvent>, TableError> {
+    TestFramework::<CustomTable>::with(())
+        .given(given)
+        .when(command)
+        .inspect_result()
+}
+
+#[test]
+fn required_column_on_a_non_empty_table_needs_a_default() {
+    let mut s = spec("A", ColumnType::Integer);
+    s.required = Some(true);
+    assert_eq!(
+        result(vec![created()], add(s.clone(), 3)),
+        Err(TableError::DefaultNeeded(3))
+    );
+    s.default_value = Some(json!(7));
+    let events = result(vec![created()], add(s, 3)).unwrap();
+    let TableEvent::ColumnAdded {
+        fill, migration, ..
+    } = &events[0]
+    else {
+        panic!()
+    };
+    assert_eq!(fill, &Some(json!(7)));
+    assert!(!migration.as_ref().unwrap().background);
+}
+
+#[test]
+fn computed_columns_refuse_required_and_default() {
+    let mut s = spec("F", ColumnType::Formula);
+    s.required = Some(false);
+    assert!(matches!(
+        result(vec![created()], add(s, 0)),
+        Err(TableError::ColumnConfig(_))
+    ));
+    let f = spec("F", ColumnType::Formula);
+    assert_eq!(
+        result(vec![created()], add(f, 0)),
+        Err(TableError::TypeUnsupported("formula"))
+    );
+}
+
+#[test]
+fn a_background_migration_locks_the_schema_until_completed() {
+    let change = TableCommand::UpdateColumn {
+        key: "col_b2".into(),
+        changes: ColumnChanges {
+            column_type: Some(ColumnType::String),
+            ..Default::default()
+        },
+        live_records: BACKGROUND_THRESHOLD + 1,
+        option_usage: 0,
+        migration_id: MIGRATION,
+    };
+    let events = result(vec![created(), added(ColumnType::Integer)], change).unwrap();
+    let TableEvent::ColumnTypeChanged { migration, .. } = &events[0] else {
+        panic!()
+    };
+    assert!(migration.background);
+    let mut given = vec![created(), added(ColumnType::Integer)];
+    given.extend(events);
+    assert_eq!(
+        result(given.clone(), add(spec("C", ColumnType::Text), 0)),
+        Err(TableError::MigrationInProgress(MIGRATION))
+    );
+    let done = result(
+        given.clone(),
+        TableCommand::CompleteMigration {
+            migration_id: MIGRATION,
+        },
+    )
+    .unwrap();
+    given.extend(done);
+    assert!(result(given, add(spec("C", ColumnType::Text), 0)).is_ok());
+}
+
+#[test]
+fn removing_a_used_option_conflicts_with_its_count() {
+    let mut s = spec("S", ColumnType::Select);
+    s.options = Some(vec!["a".into(), "b".into()]);
+    let events = result(vec![created()], add(s, 0)).unwrap();
+    let mut given = vec![created()];
+    given.extend(events);
+    let change = TableCommand::UpdateColumn {
+        key: "col_a1".into(),
+        changes: ColumnChanges {
+            options: Some(vec!["a".into()]),
+            ..Default::default()
+        },
+        live_records: 4,
+        option_usage: 2,
+        migration_id: MIGRATION,
+    };
+    assert_eq!(
+        result(given, change),
+        Err(TableError::OptionInUse {
+            options: vec!["b".into()],
+            count: 2
+        })
+    );
+}
+
+#[test]
+fn names_are_unique_and_not_reserved() {
+    let given = vec![created(), added(ColumnType::Integer)];
+    assert_eq!(
+        result(given.clone(), add(spec("b", ColumnType::Text), 0)),
+        Err(TableError::DuplicateName("b".into()))
+    );
+    assert_eq!(
+        result(given.clone(), add(spec("created_at", ColumnType::Text), 0)),
+        Err(TableError::ReservedName("created_at".into()))
+    );
+    assert!(result(given, add(spec("名前", ColumnType::Text), 0)).is_ok());
+}

@@ -1,0 +1,93 @@
+//! Commands of the Table aggregate. Facts from outside (record counts, option usage,
+//! the link target's placement) are looked up by the caller and passed in.
+
+use super::views::ViewSpec;
+use crate::tables::column::{ColumnChanges, ColumnSpec, LinkFacts};
+use crate::tables::scope::ScopeRef;
+use uuid::Uuid;
+
+/// Commands of [`super::CustomTable`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableCommand {
+    /// Creates the table in its owning scope.
+    Create {
+        /// The new table's id.
+        table_id: Uuid,
+        /// Its company.
+        company_id: Uuid,
+        /// Its owning scope.
+        scope: ScopeRef,
+        /// Display name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// The creator (`user:<id>`).
+        created_by: String,
+    },
+    /// Renames the table or changes its description.
+    Update {
+        /// New name.
+        name: Option<String>,
+        /// New description (`Some(None)` clears it).
+        description: Option<Option<String>>,
+    },
+    /// Deletes the table and its records.
+    Delete,
+    /// Adds a column.
+    AddColumn {
+        /// The new column's internal key.
+        key: String,
+        /// The ColumnCreate.
+        spec: ColumnSpec,
+        /// The owning department of the table's chatroom (chatroom tables only).
+        room_department: Option<Uuid>,
+        /// The link target's placement, when it exists in the caller's company.
+        link: Option<LinkFacts>,
+        /// Live records of the table now.
+        live_records: i64,
+        /// Id of the data migration, if one is needed.
+        migration_id: Uuid,
+    },
+    /// Changes a column.
+    UpdateColumn {
+        /// The column.
+        key: String,
+        /// The ColumnUpdate.
+        changes: ColumnChanges,
+        /// Live records of the table now.
+        live_records: i64,
+        /// Live records using the options the change removes.
+        option_usage: i64,
+        /// Id of the data migration, if one is needed.
+        migration_id: Uuid,
+    },
+    /// Deletes a column and its values.
+    DeleteColumn {
+        /// The column.
+        key: String,
+    },
+    /// Runs a planned background migration and frees the table.
+    CompleteMigration {
+        /// The migration.
+        migration_id: Uuid,
+    },
+    /// Saves a view.
+    CreateView {
+        /// The new view's id.
+        view_id: Uuid,
+        /// Its definition.
+        spec: ViewSpec,
+    },
+    /// Replaces a view's definition.
+    UpdateView {
+        /// The view.
+        view_id: Uuid,
+        /// Its new definition.
+        spec: ViewSpec,
+    },
+    /// Deletes a view.
+    DeleteView {
+        /// The view.
+        view_id: Uuid,
+    },
+}

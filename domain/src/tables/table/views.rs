@@ -1,0 +1,127 @@
+//! Stored views: a saved filter, sort and projection. Column references are stored
+//! as internal keys, so renaming a column keeps its views working.
+
+use crate::tables::TableError;
+use crate::tables::column::ColumnDef;
+use crate::tables::query::{self, Field};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// One sort key of a view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SortKey {
+    /// Internal key or system field (`id`, `created_at`, `updated_at`).
+    pub column: String,
+    /// `asc` or `desc`.
+    pub order: String,
+}
+
+/// A view as requested (references by key or display name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewSpec {
+    /// Display name.
+    pub name: String,
+    /// Row filter (the boolean tree of [`query`]).
+    pub filter: Option<Value>,
+    /// Sort keys.
+    pub sort: Vec<SortKey>,
+    /// Projected columns; `None` means all.
+    pub columns: Option<Vec<String>>,
+}
+
+/// A stored view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewDef {
+    /// Id.
+    pub id: Uuid,
+    /// Display name.
+    pub name: String,
+    /// Row filter with internal keys.
+    pub filter: Option<Value>,
+    /// Sort keys with internal keys.
+    pub sort: Vec<SortKey>,
+    /// Projected columns (internal keys); `None` means all.
+    pub columns: Option<Vec<String>>,
+}
+
+fn key_of(field: &Field, reference: &str) -> String {
+    match field {
+        Field::Column(c) => c.key.clone(),
+        _ => reference.to_string(),
+    }
+}
+
+/// Rewrites every `column` of a filter tree to its internal key.
+fn keyed(node: &Value, columns: &[ColumnDef]) -> Value {
+    match node {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("column", Value::String(r)) => match query::field(columns, r) {
+                            Ok(field) => Value::String(key_of(&field, r)),
+                            Err(_) => v.clone(),
+                        },
+                        _ => keyed(v, columns),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| keyed(i, columns)).collect()),
+        other => other.clone(),
+    }
+}
+
+impl ViewSpec {
+    /// Validates the view against the columns and stores references as keys.
+    pub fn resolve(self, id: Uuid, columns: &[ColumnDef]) -> Result<ViewDef, TableError> {
+        let n = self.name.chars().count();
+        if self.name.trim().is_empty() || n > 100 {
+            return Err(TableError::InvalidQuery(
+                "view name must be 1..100 characters".into(),
+            ));
+        }
+        let filter = match self.filter {
+            Some(filter) => {
+                query::resolve_filter(&filter, columns)?;
+                Some(keyed(&filter, columns))
+            }
+            None => None,
+        };
+        let mut sort = Vec::with_capacity(self.sort.len());
+        for key in self.sort {
+            if !["asc", "desc"].contains(&key.order.as_str()) {
+                return Err(TableError::InvalidQuery(
+                    "sort order must be asc or desc".into(),
+                ));
+            }
+            let field = query::sort_field(columns, &key.column)?;
+            sort.push(SortKey {
+                column: key_of(&field, &key.column),
+                order: key.order,
+            });
+        }
+        let columns = match self.columns {
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|r| match query::field(columns, r)? {
+                        Field::Column(c) => Ok(c.key.clone()),
+                        _ => Err(TableError::InvalidQuery(format!("'{r}' is not a column"))),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => None,
+        };
+        Ok(ViewDef {
+            id,
+            name: self.name,
+            filter,
+            sort,
+            columns,
+        })
+    }
+}

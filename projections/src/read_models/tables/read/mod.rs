@@ -1,0 +1,216 @@
+//! Reading records from a custom table's physical table: filtered, sorted pages,
+//! counts, aggregations and streamed exports. Callers pass an already-authorized
+//! [`TableHandle`] (company, table and its columns), never a bare id.
+
+mod compile;
+mod decode;
+
+pub use compile::Selection;
+pub use decode::{RecordRow, decode_cell};
+
+use super::physical::{ident, table_name};
+use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::query::{AggregateOp, Field};
+use futures::TryStreamExt;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+/// A table the caller was authorized for.
+#[derive(Debug, Clone)]
+pub struct TableHandle {
+    /// The company.
+    pub company_id: Uuid,
+    /// The table.
+    pub table_id: Uuid,
+    /// Its columns in order.
+    pub columns: Vec<ColumnDef>,
+}
+
+impl TableHandle {
+    fn stored(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.columns.iter().filter(|c| c.column_type.is_stored())
+    }
+
+    fn select_list(
+        &self,
+        projection: Option<&[String]>,
+    ) -> anyhow::Result<(String, Vec<ColumnDef>)> {
+        let mut list = String::from("t.id, t.created_at, t.updated_at, t.created_by");
+        let mut columns = Vec::new();
+        for column in self.stored() {
+            if projection.is_some_and(|keys| !keys.contains(&column.key)) {
+                continue;
+            }
+            list.push_str(", t.");
+            list.push_str(ident(&column.key)?);
+            columns.push(column.clone());
+        }
+        Ok((list, columns))
+    }
+
+    fn query(
+        &self,
+        select: &str,
+        selection: &Selection,
+    ) -> anyhow::Result<QueryBuilder<'static, Postgres>> {
+        let mut qb = QueryBuilder::new(format!(
+            "SELECT {select} FROM {} AS t",
+            table_name(self.table_id)
+        ));
+        selection.push_where(&mut qb, self)?;
+        Ok(qb)
+    }
+
+    /// One page of records.
+    pub async fn page(
+        &self,
+        pool: &PgPool,
+        selection: &Selection,
+    ) -> anyhow::Result<Vec<RecordRow>> {
+        let (list, columns) = self.select_list(selection.projection.as_deref())?;
+        let mut qb = self.query(&list, selection)?;
+        selection.push_order(&mut qb)?;
+        selection.push_window(&mut qb);
+        let rows = qb.build().persistent(false).fetch_all(pool).await?;
+        rows.iter()
+            .map(|row| decode::record(row, &columns))
+            .collect()
+    }
+
+    /// Records matching the selection's filter.
+    pub async fn count(&self, pool: &PgPool, selection: &Selection) -> anyhow::Result<i64> {
+        let mut qb = self.query("count(*)", selection)?;
+        Ok(qb
+            .build_query_scalar::<i64>()
+            .persistent(false)
+            .fetch_one(pool)
+            .await?)
+    }
+
+    /// The stored columns a projection (internal keys; `None` for all) selects.
+    pub fn projected(&self, projection: Option<&[String]>) -> Vec<ColumnDef> {
+        self.stored()
+            .filter(|c| projection.is_none_or(|keys| keys.contains(&c.key)))
+            .cloned()
+            .collect()
+    }
+
+    /// Every matching record in order, read by one query whose rows arrive as the
+    /// caller consumes them; `each` returns false to stop early.
+    pub async fn scan<F, Fut>(
+        &self,
+        conn: &mut PgConnection,
+        selection: &Selection,
+        mut each: F,
+    ) -> anyhow::Result<()>
+    where
+        F: FnMut(RecordRow) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let (list, columns) = self.select_list(selection.projection.as_deref())?;
+        let mut qb = self.query(&list, selection)?;
+        selection.push_order(&mut qb)?;
+        let mut rows = qb.build().persistent(false).fetch(conn);
+        while let Some(row) = rows.try_next().await? {
+            if !each(decode::record(&row, &columns)?).await {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Groups and aggregates matching records (at most 1,000 groups).
+    pub async fn aggregate(
+        &self,
+        pool: &PgPool,
+        selection: &Selection,
+        group_by: &[Field],
+        aggregations: &[(AggregateOp, Option<Field>)],
+    ) -> anyhow::Result<Vec<(Vec<Value>, Vec<Value>)>> {
+        let mut select: Vec<String> = group_by
+            .iter()
+            .map(compile::field_sql)
+            .collect::<anyhow::Result<_>>()?;
+        for (op, field) in aggregations {
+            let expr = field.as_ref().map(compile::field_sql).transpose()?;
+            let numeric_int = field
+                .as_ref()
+                .is_some_and(|f| f.value_type() == ColumnType::Integer);
+            select.push(match (op, expr) {
+                (AggregateOp::Count, _) | (_, None) => "count(*)".into(),
+                (AggregateOp::CountDistinct, Some(e)) => format!("count(DISTINCT {e})"),
+                (AggregateOp::Sum, Some(e)) if numeric_int => format!("sum({e})::bigint"),
+                (AggregateOp::Sum, Some(e)) => format!("sum({e})"),
+                (AggregateOp::Avg, Some(e)) => format!("avg({e})::double precision"),
+                (AggregateOp::Min, Some(e)) => format!("min({e})"),
+                (AggregateOp::Max, Some(e)) => format!("max({e})"),
+            });
+        }
+        let mut qb = self.query(&select.join(", "), selection)?;
+        if !group_by.is_empty() {
+            let positions: Vec<String> = (1..=group_by.len()).map(|i| i.to_string()).collect();
+            qb.push(format!(" GROUP BY {0} ORDER BY {0}", positions.join(", ")));
+        }
+        qb.push(" LIMIT 1000");
+        let rows = qb.build().persistent(false).fetch_all(pool).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut keys = Vec::with_capacity(group_by.len());
+            for (i, field) in group_by.iter().enumerate() {
+                keys.push(decode_cell(row, i, field.value_type())?);
+            }
+            let mut values = Vec::with_capacity(aggregations.len());
+            for (j, (op, field)) in aggregations.iter().enumerate() {
+                let i = group_by.len() + j;
+                let t = match (op, field) {
+                    (AggregateOp::Count | AggregateOp::CountDistinct, _) | (_, None) => {
+                        ColumnType::Integer
+                    }
+                    (AggregateOp::Avg, _) => ColumnType::Float,
+                    (_, Some(f)) => f.value_type(),
+                };
+                values.push(decode_cell(row, i, t)?);
+            }
+            out.push((keys, values));
+        }
+        Ok(out)
+    }
+
+    /// Live records whose cell holds one of `options` (select or multi_select).
+    pub async fn option_usage(
+        &self,
+        pool: &PgPool,
+        column: &ColumnDef,
+        options: &[String],
+    ) -> anyhow::Result<i64> {
+        let key = ident(&column.key)?;
+        let test = if column.column_type == ColumnType::MultiSelect {
+            format!("{key} && $1::text[]")
+        } else {
+            format!("{key} = ANY($1)")
+        };
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {test}",
+            table_name(self.table_id)
+        );
+        Ok(sqlx::query_scalar(&sql)
+            .persistent(false)
+            .bind(options)
+            .fetch_one(pool)
+            .await?)
+    }
+
+    /// Which of these ids are live records of the table.
+    pub async fn existing(&self, pool: &PgPool, ids: &[Uuid]) -> anyhow::Result<Vec<Uuid>> {
+        let sql = format!(
+            "SELECT id FROM {} WHERE id = ANY($1)",
+            table_name(self.table_id)
+        );
+        Ok(sqlx::query_scalar(&sql)
+            .persistent(false)
+            .bind(ids)
+            .fetch_all(pool)
+            .await?)
+    }
+}
