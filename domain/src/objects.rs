@@ -27,6 +27,8 @@ pub enum ObjectKind {
     ArtifactBundle,
     /// A build report.
     Report,
+    /// A task script uploaded by file (a handle usable for 24 hours).
+    Script,
 }
 
 impl ObjectKind {
@@ -39,6 +41,7 @@ impl ObjectKind {
             Self::Log => "log",
             Self::ArtifactBundle => "artifact_bundle",
             Self::Report => "report",
+            Self::Script => "script",
         }
     }
 }

@@ -10,3 +10,4 @@ mod public;
 mod restricted;
 mod settings;
 mod tables;
+mod tasks;

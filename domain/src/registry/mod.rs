@@ -10,6 +10,7 @@
 mod environment_examples;
 mod examples;
 mod table_examples;
+mod task_examples;
 mod variants;
 
 pub use variants::variant_names;
@@ -79,6 +80,8 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::objects::OwnedObject>(),
         entry::<crate::tables::table::CustomTable>(),
         entry::<crate::tables::record::Record>(),
+        entry::<crate::tasks::task::Task>(),
+        entry::<crate::tasks::version::TaskVersion>(),
     ]
 }
 

@@ -1,5 +1,9 @@
 //! Catalog tasks and task versions (spec sections 2 and 3), and the pure rules of
-//! the job contract: bounded inputs and their canonical form, input schemas.
+//! the job contract: bounded inputs and their canonical form, input schemas, version
+//! contents and their digests.
 
+pub mod contents;
 pub mod input;
 pub mod schema;
+pub mod task;
+pub mod version;

@@ -9,6 +9,7 @@ pub mod owned_objects;
 mod rowset;
 mod table;
 pub mod tables;
+pub mod tasks;
 
 pub use rowset::RowSet;
 pub use table::Table;
@@ -26,6 +27,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(environments::EnvironmentsProjection),
         Arc::new(notifications::NotificationsProjection),
         Arc::new(tables::CustomTablesProjection),
+        Arc::new(tasks::TasksProjection),
     ]
 }
 

@@ -2,7 +2,9 @@
 //! groups it.
 
 pub mod environments;
+pub mod owners;
 pub mod settings;
+pub mod tasks;
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -16,9 +18,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(settings::router())
         .merge(environments::router())
+        .merge(tasks::router())
 }
 
-/// Routes that stream raw bodies and enforce their own size limits.
+/// Routes that stream raw bodies or take large ones, and enforce their own size
+/// limits.
 pub fn raw_router() -> OpenApiRouter<AppState> {
-    environments::upload_bytes_router()
+    environments::upload_bytes_router().merge(tasks::large_body_router())
 }

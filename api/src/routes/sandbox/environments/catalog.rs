@@ -5,12 +5,12 @@ use super::access::{self, ENVIRONMENT_COLUMNS, EnvironmentRow};
 use super::views::*;
 use crate::admission;
 use crate::auth::Auth;
-use crate::directory;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::{LifecycleQuery, finish};
 use crate::request::Context;
+use crate::routes::sandbox::owners::{check_text, no_fields, resolve_owner};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -19,7 +19,6 @@ use chrono::{DateTime, Utc};
 use domain::environments::environment::{
     Environment, EnvironmentCommand, EnvironmentCreated, OwnerKind, OwnerScope,
 };
-use domain::validation::{ViolationKind, Violations};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -30,15 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_environments, create_environment))
         .routes(routes!(get_environment, update_environment))
         .routes(routes!(archive_environment))
-}
-
-/// The refusal for a scope the caller cannot own.
-pub fn owner_scope_forbidden() -> ApiError {
-    ApiError::coded(
-        StatusCode::FORBIDDEN,
-        "owner_scope_forbidden",
-        "you cannot own resources in this scope",
-    )
 }
 
 /// Environments of the caller's company, curated ones included, newest first.
@@ -85,19 +75,6 @@ pub fn lifecycle_name(filter: crate::pagination::LifecycleFilter) -> &'static st
     }
 }
 
-fn check_text(name: Option<&str>, description: Option<&str>) -> ApiResult<()> {
-    let mut violations = Violations::new();
-    if let Some(name) = name {
-        violations.length("name", name, 1, 256);
-    }
-    if let Some(description) = description {
-        violations.length("description", description, 0, 2048);
-    }
-    violations
-        .into_result()
-        .map_err(|v| ApiError::Validation(v.0))
-}
-
 /// Creates a company- or department-owned environment.
 #[utoipa::path(post, path = "/environments", tag = "environments", request_body = SandboxEnvironmentCreateRequest,
     responses((status = 200, body = SandboxEnvironmentResponse),
@@ -112,29 +89,7 @@ async fn create_environment(
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     check_text(Some(&body.name), Some(&body.description))?;
     let scope = body.owner_scope.unwrap_or(OwnerScope::Company);
-    let owner_id = match scope {
-        OwnerScope::Company => {
-            if body.owner_id.is_some_and(|id| id != principal.company_id)
-                || !principal.is_company_manager()
-            {
-                return Err(owner_scope_forbidden());
-            }
-            principal.company_id
-        }
-        OwnerScope::Department => {
-            let department = body.owner_id.ok_or_else(|| {
-                ApiError::invalid(&["body", "owner_id"], ViolationKind::Missing, None)
-            })?;
-            if !directory::department_in_company(&state.pool, principal.company_id, department)
-                .await?
-                || !access::manages_scope(&state, &principal, "department", Some(department))
-                    .await?
-            {
-                return Err(owner_scope_forbidden());
-            }
-            department
-        }
-    };
+    let owner_id = resolve_owner(&state, &principal, scope, body.owner_id).await?;
     let id = Uuid::new_v4();
     {
         let _lock = admission::lock(&state.pool, principal.company_id, "environments").await?;
@@ -212,11 +167,7 @@ async fn update_environment(
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     access::managed_environment(&state, &principal, environment_id).await?;
     if body.name.is_none() && body.description.is_none() {
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "no_fields",
-            "send at least one field to change",
-        ));
+        return Err(no_fields());
     }
     check_text(body.name.as_deref(), body.description.as_deref())?;
     let command = EnvironmentCommand::Update {

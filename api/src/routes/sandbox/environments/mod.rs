@@ -7,6 +7,8 @@ mod catalog;
 mod uploads;
 mod versions;
 
+pub use catalog::lifecycle_name;
+pub use uploads::check_upload_rate;
 pub use versions::RUNNER_RELEASE;
 mod views;
 

@@ -163,14 +163,7 @@ async fn init_upload(
                 ),
             ));
         }
-        let recent = recent_upload_inits(&state, principal.company_id, now).await?;
-        if recent >= INITS_PER_MINUTE {
-            return Err(ApiError::coded(
-                StatusCode::TOO_MANY_REQUESTS,
-                "upload_rate_limited",
-                format!("at most {INITS_PER_MINUTE} upload inits per company per minute"),
-            ));
-        }
+        check_upload_rate(&state, principal.company_id, now).await?;
         let command = UploadCommand::Initiate(initiated.clone());
         state
             .bus
@@ -191,20 +184,32 @@ async fn init_upload(
     }))
 }
 
-/// Upload inits of the company in the minute before `now` (context, script and
-/// bundle uploads all count).
-pub async fn recent_upload_inits(
+/// Refuses (429 `upload_rate_limited`) when the company started
+/// [`INITS_PER_MINUTE`] uploads in the minute before `now` (context and script
+/// uploads both count). The caller holds the company's `uploads` admission lock.
+pub async fn check_upload_rate(
     state: &AppState,
     company: Uuid,
     now: DateTime<Utc>,
-) -> ApiResult<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM context_uploads WHERE company_id = $1 AND created_at > $2 - interval '60 seconds'",
+) -> ApiResult<()> {
+    let recent: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM context_uploads
+                  WHERE company_id = $1 AND created_at > $2 - interval '60 seconds')
+              + (SELECT count(*) FROM owned_objects
+                  WHERE company_id = $1 AND kind = 'script' AND created_at > $2 - interval '60 seconds')",
     )
     .bind(company)
     .bind(now)
     .fetch_one(&state.pool)
-    .await?)
+    .await?;
+    if recent >= INITS_PER_MINUTE {
+        return Err(ApiError::coded(
+            StatusCode::TOO_MANY_REQUESTS,
+            "upload_rate_limited",
+            format!("at most {INITS_PER_MINUTE} upload inits per company per minute"),
+        ));
+    }
+    Ok(())
 }
 
 /// One session.

@@ -1,0 +1,284 @@
+//! Building a draft's contents from a create or update request: script handles,
+//! JSON-or-text fields, the environment pin, the output policy, and the checks that
+//! turn into 422 responses (field bounds as the validation array, the job contract
+//! as `job_contract_invalid`).
+
+use super::access::TaskAccess;
+use super::scripts;
+use super::views::{Patch, SandboxTaskVersionRequest};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use axum::http::StatusCode;
+use domain::tasks::contents::{
+    DEFAULT_TIMEOUT_SECONDS, OutputPolicy, VersionContents, contract_problems, field_problems,
+};
+use domain::tasks::input::{self, InputLimits};
+use domain::validation::{Violation, ViolationKind};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// The contents of a new draft: defaults, then the request.
+pub async fn create(
+    state: &AppState,
+    task: &TaskAccess,
+    request: SandboxTaskVersionRequest,
+) -> ApiResult<VersionContents> {
+    let Some(Some(environment_version_id)) = request.environment_version_id else {
+        return Err(ApiError::invalid(
+            &["body", "environment_version_id"],
+            ViolationKind::Missing,
+            None,
+        ));
+    };
+    let base = VersionContents {
+        environment_version_id,
+        startup_script: String::new(),
+        work_script: String::new(),
+        ordinary_env: Default::default(),
+        input_instructions: None,
+        input_example: None,
+        input_schema: None,
+        work_command: None,
+        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        secret_slot_declarations: Vec::new(),
+        requires_confirmation: false,
+        output_policy: None,
+    };
+    update(state, task, base, request).await
+}
+
+/// The contents of a draft after an update: every field the request names replaces
+/// the current one (`null` clears an optional field).
+pub async fn update(
+    state: &AppState,
+    task: &TaskAccess,
+    current: VersionContents,
+    request: SandboxTaskVersionRequest,
+) -> ApiResult<VersionContents> {
+    let mut c = current;
+    let mut contract = Vec::new();
+    match request.environment_version_id {
+        Some(Some(id)) => c.environment_version_id = id,
+        Some(None) => return Err(missing("environment_version_id")),
+        None => {}
+    }
+    if let Some(script) = script(
+        state,
+        task,
+        request.startup_script,
+        request.startup_script_id,
+        "startup_script",
+    )
+    .await?
+    {
+        c.startup_script = script;
+    }
+    if let Some(script) = script(
+        state,
+        task,
+        request.work_script,
+        request.work_script_id,
+        "work_script",
+    )
+    .await?
+    {
+        c.work_script = script;
+    }
+    if let Some(env) = request.ordinary_env {
+        c.ordinary_env = env.unwrap_or_default();
+    }
+    if let Some(text) = request.input_instructions {
+        c.input_instructions = text;
+    }
+    if let Some(example) = request.input_example {
+        c.input_example = json_field(example, "input_example", &mut contract);
+    }
+    if let Some(schema) = request.input_schema {
+        c.input_schema = json_field(schema, "input_schema", &mut contract);
+    }
+    if let Some(command) = request.work_command {
+        c.work_command = command;
+    }
+    if let Some(timeout) = request.timeout_seconds {
+        c.timeout_seconds = timeout.unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+    }
+    if let Some(slots) = request.secret_slot_declarations {
+        c.secret_slot_declarations = slots
+            .unwrap_or_default()
+            .into_iter()
+            .map(Into::into)
+            .collect();
+    }
+    if let Some(confirmation) = request.requires_confirmation {
+        c.requires_confirmation = confirmation.unwrap_or(false);
+    }
+    if let Some(policy) = request.output_policy {
+        c.output_policy = policy.map(output_policy).transpose()?;
+    }
+    let problems = field_problems(&c);
+    if !problems.is_empty() {
+        return Err(ApiError::Validation(
+            problems
+                .into_iter()
+                .map(|p| Violation {
+                    loc: vec!["body".into(), p.field.into()],
+                    kind: ViolationKind::Rule {
+                        kind: "value_error",
+                        message: p.message,
+                    },
+                    input: None,
+                })
+                .collect(),
+        ));
+    }
+    contract.extend(contract_problems(&c));
+    contract.truncate(domain::tasks::schema::MAX_PROBLEMS);
+    if !contract.is_empty() {
+        return Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "job_contract_invalid",
+            format!("the job contract has {} problem(s)", contract.len()),
+        )
+        .with("errors", json!(contract)));
+    }
+    check_pin(state, task, c.environment_version_id).await?;
+    if let Some(policy) = &c.output_policy {
+        check_policy_references(state, task, policy).await?;
+    }
+    Ok(c)
+}
+
+fn missing(field: &str) -> ApiError {
+    ApiError::invalid(&["body", field], ViolationKind::Missing, None)
+}
+
+/// A script given inline or as a script-upload handle (not both).
+async fn script(
+    state: &AppState,
+    task: &TaskAccess,
+    inline: Patch<String>,
+    handle: Patch<Uuid>,
+    field: &'static str,
+) -> ApiResult<Option<String>> {
+    match (inline, handle) {
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            &["body", field],
+            ViolationKind::Rule {
+                kind: "value_error",
+                message: format!("send {field} or {field}_id, not both"),
+            },
+            None,
+        )),
+        (Some(text), None) => Ok(Some(text.unwrap_or_default())),
+        (None, Some(Some(id))) => scripts::resolve(state, task, id, field).await.map(Some),
+        (None, Some(None)) => Ok(Some(String::new())),
+        (None, None) => Ok(None),
+    }
+}
+
+/// A field that may be a JSON value or a string holding JSON text. Text that is not
+/// JSON is a job-contract problem.
+fn json_field(value: Option<Value>, field: &str, contract: &mut Vec<String>) -> Option<Value> {
+    match value? {
+        Value::String(text) => match input::parse(text.as_bytes(), InputLimits::default()) {
+            Ok(parsed) => Some(parsed.value),
+            Err(error) => {
+                contract.push(format!("{field} is not JSON: {error}"));
+                None
+            }
+        },
+        other => Some(other),
+    }
+}
+
+fn output_policy(value: Value) -> ApiResult<OutputPolicy> {
+    serde_json::from_value(value).map_err(|error| {
+        ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "output_policy_invalid",
+            format!("output_policy: {error}"),
+        )
+    })
+}
+
+/// An environment version's company, owner kind, owner scope, owner id and state.
+type PinFacts = (Option<Uuid>, String, String, Option<Uuid>, String);
+
+/// The environment version must exist in the caller's company (or be curated) and
+/// be one the task may pin: a department's environment only by tasks of that
+/// department or company-owned tasks.
+async fn check_pin(state: &AppState, task: &TaskAccess, version_id: Uuid) -> ApiResult<()> {
+    let row: Option<PinFacts> = sqlx::query_as(
+        "SELECT e.company_id, e.owner_kind, e.owner_scope, e.owner_id, v.state
+           FROM environment_versions v JOIN environments e ON e.id = v.environment_id
+          WHERE v.id = $1",
+    )
+    .bind(version_id)
+    .fetch_optional(&state.pool)
+    .await?;
+    let pinnable = match &row {
+        None => false,
+        Some((_, kind, _, _, state)) if kind == "system_curated" => state != "archived",
+        Some((company, _, scope, owner, state)) => {
+            *company == Some(task.row.company_id)
+                && state != "archived"
+                && (scope == "company"
+                    || task.row.owner_scope == "company"
+                    || *owner == Some(task.row.owner_id))
+        }
+    };
+    if pinnable {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            &["body", "environment_version_id"],
+            ViolationKind::Rule {
+                kind: "value_error",
+                message: "not an environment version this task may pin".into(),
+            },
+            Some(version_id.to_string().into()),
+        ))
+    }
+}
+
+/// A writeback table must be a live custom table of the company; no Command
+/// exists yet, so a Command-output policy never resolves.
+async fn check_policy_references(
+    state: &AppState,
+    task: &TaskAccess,
+    policy: &OutputPolicy,
+) -> ApiResult<()> {
+    match policy {
+        OutputPolicy::CustomTableWriteback { table_id, .. } => {
+            if writeback_table_exists(state, task.row.company_id, *table_id).await? {
+                Ok(())
+            } else {
+                Err(ApiError::coded(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "output_policy_table_not_found",
+                    "no custom table with that id in this company",
+                ))
+            }
+        }
+        OutputPolicy::CustomTableCommand { .. } => Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "output_policy_command_not_found",
+            "no live Command with that id in this company",
+        )),
+    }
+}
+
+/// Whether the writeback target is a live custom table of the company.
+pub async fn writeback_table_exists(
+    state: &AppState,
+    company: Uuid,
+    table_id: Uuid,
+) -> ApiResult<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM custom_tables WHERE id = $1 AND company_id = $2)",
+    )
+    .bind(table_id)
+    .bind(company)
+    .fetch_one(&state.pool)
+    .await?)
+}

@@ -1,0 +1,252 @@
+//! Scripts by file: `POST /tasks/{id}/script-uploads` (a handle reusable for 24
+//! hours as `startup_script_id` / `work_script_id`) and
+//! `POST /tasks/{id}/versions/{vid}/script-file?target=startup|work`.
+//!
+//! Both take multipart `file`. The body is guarded by Content-Length before it is
+//! read (1 MiB of script plus multipart framing); the file is read with a cap, so a
+//! script over 1 MiB is refused with 422 `script_too_large` without buffering it.
+
+use super::access::{self, TaskAccess};
+use super::draft;
+use super::views::{
+    SandboxScriptUploadResponse, SandboxTaskVersionRequest, SandboxTaskVersionResponse,
+};
+use crate::admission;
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+use crate::middleware::body_limit;
+use crate::request::Context;
+use crate::routes::sandbox::environments::check_upload_rate;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use bytes::Bytes;
+use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
+use domain::tasks::contents::MAX_SCRIPT_BYTES;
+use domain::tasks::input;
+use domain::tasks::version::{TaskVersion, TaskVersionCommand};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// How long a script-upload handle works.
+pub const HANDLE_TTL_HOURS: i64 = 24;
+
+/// Multipart framing allowed on top of the script.
+const FRAMING_BYTES: usize = 64 << 10;
+
+/// The multipart routes, with their own body guard.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(upload_script))
+        .routes(routes!(script_file))
+        .layer(from_fn_with_state(
+            MAX_SCRIPT_BYTES + FRAMING_BYTES,
+            body_limit::guard,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_SCRIPT_BYTES + FRAMING_BYTES))
+}
+
+fn script_error(code: &'static str, message: &str) -> ApiError {
+    ApiError::coded(StatusCode::UNPROCESSABLE_ENTITY, code, message.to_string())
+}
+
+/// Reads the multipart `file` field as a script: at most 1 MiB, UTF-8, no NUL.
+async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
+    let invalid = |message: String| {
+        ApiError::invalid(
+            &["body", "file"],
+            domain::validation::ViolationKind::Rule {
+                kind: "value_error",
+                message,
+            },
+            None,
+        )
+    };
+    while let Some(mut field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| invalid(e.body_text()))?
+    {
+        if field.name() != Some("file") {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(|e| invalid(e.body_text()))? {
+            if bytes.len() + chunk.len() > MAX_SCRIPT_BYTES {
+                return Err(script_error(
+                    "script_too_large",
+                    "the script is larger than 1 MiB",
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| script_error("script_not_utf8", "the script is not UTF-8"))?;
+        if text.contains('\0') {
+            return Err(script_error(
+                "script_contains_nul",
+                "the script contains a NUL character",
+            ));
+        }
+        return Ok(text);
+    }
+    Err(ApiError::invalid(
+        &["body", "file"],
+        domain::validation::ViolationKind::Missing,
+        None,
+    ))
+}
+
+/// Stores a script and returns a handle for the task's drafts.
+#[utoipa::path(post, path = "/tasks/{task_id}/script-uploads", tag = "tasks",
+    params(("task_id" = Uuid, Path)),
+    request_body(content_type = "multipart/form-data", description = "`file`: UTF-8, up to 1 MiB"),
+    responses((status = 200, body = SandboxScriptUploadResponse), (status = 404, description = "not found"),
+              (status = 413, description = "request_too_large"),
+              (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul"),
+              (status = 429, description = "upload_rate_limited")))]
+async fn upload_script(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path(task_id): Path<Uuid>,
+    multipart: Multipart,
+) -> ApiResult<Json<SandboxScriptUploadResponse>> {
+    access::owned_task(&state, &principal, task_id).await?;
+    let text = read_script(multipart).await?;
+    let object_id = Uuid::new_v4();
+    let key = format!("scripts/{}/{task_id}/{object_id}", principal.company_id);
+    let digest = input::digest(text.as_bytes());
+    let byte_size = text.len();
+    {
+        let _lock = admission::lock(&state.pool, principal.company_id, "uploads").await?;
+        check_upload_rate(&state, principal.company_id, ctx.time).await?;
+        state
+            .objects
+            .put_bytes(&key, Bytes::from(text))
+            .await
+            .map_err(ApiError::Internal)?;
+        let stored = StoredObject {
+            object_id,
+            company_id: Some(principal.company_id),
+            kind: ObjectKind::Script,
+            digest: digest.clone(),
+            byte_size: byte_size as u64,
+            key,
+        };
+        state
+            .bus
+            .execute::<OwnedObject>(
+                &object_id.to_string(),
+                ObjectCommand::Record(stored),
+                &ctx.metadata(&principal),
+            )
+            .await?;
+    }
+    Ok(Json(SandboxScriptUploadResponse {
+        script_id: object_id,
+        byte_size: byte_size as i64,
+        digest,
+        expires_at: ctx.time + chrono::Duration::hours(HANDLE_TTL_HOURS),
+    }))
+}
+
+/// The text behind a script-upload handle of this task, while it is valid.
+pub async fn resolve(
+    state: &AppState,
+    task: &TaskAccess,
+    handle: Uuid,
+    field: &'static str,
+) -> ApiResult<String> {
+    let key: Option<(String, i64)> = sqlx::query_as(
+        "SELECT key, byte_size FROM owned_objects
+          WHERE id = $1 AND company_id = $2 AND kind = 'script' AND deletion_state = 'active'
+            AND key LIKE $3 AND created_at > now() - make_interval(hours => $4::int)",
+    )
+    .bind(handle)
+    .bind(task.row.company_id)
+    .bind(format!("scripts/{}/{}/%", task.row.company_id, task.row.id))
+    .bind(HANDLE_TTL_HOURS as i32)
+    .fetch_optional(&state.pool)
+    .await?;
+    let Some((key, size)) = key else {
+        return Err(ApiError::invalid(
+            &["body", &format!("{field}_id")],
+            domain::validation::ViolationKind::Rule {
+                kind: "value_error",
+                message: "unknown or expired script upload".into(),
+            },
+            Some(handle.to_string().into()),
+        ));
+    };
+    let bytes = state
+        .objects
+        .get_range(&key, 0..size as u64)
+        .await
+        .map_err(ApiError::Internal)?;
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| script_error("script_not_utf8", "the script is not UTF-8"))
+}
+
+/// Which script a file replaces.
+#[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ScriptTarget {
+    /// `startup` or `work`.
+    #[param(value_type = String)]
+    pub target: Target,
+}
+
+/// `startup` or `work`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The startup script.
+    Startup,
+    /// The work script.
+    Work,
+}
+
+/// Replaces one script of a draft with an uploaded file.
+#[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/script-file", tag = "tasks",
+    params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path), ScriptTarget),
+    request_body(content_type = "multipart/form-data", description = "`file`: UTF-8, up to 1 MiB"),
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
+              (status = 409, description = "the version is not a draft"),
+              (status = 413, description = "request_too_large"),
+              (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul")))]
+async fn script_file(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiQuery(query): ApiQuery<ScriptTarget>,
+    multipart: Multipart,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::owned_task(&state, &principal, task_id).await?;
+    let version = access::version(&state, &task, version_id).await?;
+    let text = read_script(multipart).await?;
+    let mut request = SandboxTaskVersionRequest::default();
+    match query.target {
+        Target::Startup => request.startup_script = Some(Some(text)),
+        Target::Work => request.work_script = Some(Some(text)),
+    }
+    let contents = draft::update(&state, &task, version.contents.0, request).await?;
+    state
+        .bus
+        .execute::<TaskVersion>(
+            &version_id.to_string(),
+            TaskVersionCommand::Edit(contents),
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}

@@ -1,0 +1,281 @@
+//! Task versions: `GET/POST /tasks/{id}/versions`, `GET/PATCH .../versions/{vid}`,
+//! `.../publish` and `.../archive`.
+
+use super::access;
+use super::draft;
+use super::views::*;
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::limits::company_limits;
+use crate::pagination::{LifecycleQuery, finish};
+use crate::request::Context;
+use crate::routes::sandbox::environments::lifecycle_name;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use domain::tasks::contents::OutputPolicy;
+use domain::tasks::task::{Task, TaskCommand};
+use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The version routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_versions, create_version))
+        .routes(routes!(get_version, update_version))
+        .routes(routes!(publish_version))
+        .routes(routes!(archive_version))
+}
+
+/// Versions of a task, newest first (borrowers never see drafts).
+#[utoipa::path(get, path = "/tasks/{task_id}/versions", tag = "tasks",
+    params(("task_id" = Uuid, Path), LifecycleQuery),
+    responses((status = 200, body = SandboxTaskVersionListResponse), (status = 404, description = "not found")))]
+async fn list_versions(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path(task_id): Path<Uuid>,
+    ApiQuery(query): ApiQuery<LifecycleQuery>,
+) -> ApiResult<Json<SandboxTaskVersionListResponse>> {
+    let task = access::task(&state, &principal, task_id).await?;
+    let page = query.page::<i64>(50)?;
+    let lifecycle = query.lifecycle.unwrap_or_default();
+    let rows: Vec<VersionRow> = sqlx::query_as(&format!(
+        "SELECT {VERSION_COLUMNS} FROM {VERSION_FROM}
+          WHERE v.task_id = $1
+            AND ($2 = 'all' OR ($2 = 'active') = (v.state <> 'archived'))
+            AND ($3 OR v.state <> 'draft')
+            AND v.version_number < $4
+          ORDER BY v.version_number DESC
+          LIMIT $5"
+    ))
+    .bind(task_id)
+    .bind(lifecycle_name(lifecycle))
+    .bind(task.viewer == Viewer::Owner)
+    .bind(page.after.unwrap_or(i64::MAX))
+    .bind(page.size + 1)
+    .fetch_all(&state.pool)
+    .await?;
+    let (rows, next_page_token) = finish(rows, page.size, |r| r.version_number);
+    Ok(Json(SandboxTaskVersionListResponse {
+        items: rows
+            .into_iter()
+            .map(|r| version_view(r, task.viewer))
+            .collect(),
+        next_page_token,
+    }))
+}
+
+/// Creates a draft version.
+#[utoipa::path(post, path = "/tasks/{task_id}/versions", tag = "tasks",
+    params(("task_id" = Uuid, Path)), request_body = SandboxTaskVersionRequest,
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
+              (status = 409, description = "task_archived"),
+              (status = 422, description = "validation error, job_contract_invalid or an output policy error")))]
+async fn create_version(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path(task_id): Path<Uuid>,
+    ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::owned_task(&state, &principal, task_id).await?;
+    let contents = draft::create(&state, &task, body).await?;
+    let meta = ctx.metadata(&principal);
+    let version_id = Uuid::new_v4();
+    let allocated = state
+        .bus
+        .execute::<Task>(
+            &task_id.to_string(),
+            TaskCommand::AllocateVersion { version_id },
+            &meta,
+        )
+        .await?;
+    let drafted = TaskVersionDrafted {
+        version_id,
+        task_id,
+        company_id: task.row.company_id,
+        version_number: allocated.state.version_count,
+        contents,
+    };
+    state
+        .bus
+        .execute::<TaskVersion>(
+            &version_id.to_string(),
+            TaskVersionCommand::Draft(drafted),
+            &meta,
+        )
+        .await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}
+
+/// One version, in the caller's view.
+#[utoipa::path(get, path = "/tasks/{task_id}/versions/{version_id}", tag = "tasks",
+    params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found")))]
+async fn get_version(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::task(&state, &principal, task_id).await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}
+
+/// Changes a draft.
+#[utoipa::path(patch, path = "/tasks/{task_id}/versions/{version_id}", tag = "tasks",
+    params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)), request_body = SandboxTaskVersionRequest,
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
+              (status = 409, description = "illegal_state_transition (not a draft)"),
+              (status = 422, description = "validation error or job_contract_invalid")))]
+async fn update_version(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::owned_task(&state, &principal, task_id).await?;
+    let version = access::version(&state, &task, version_id).await?;
+    if version.state != "draft" {
+        return Err(not_a_draft(&version.state));
+    }
+    let contents = draft::update(&state, &task, version.contents.0, body).await?;
+    state
+        .bus
+        .execute::<TaskVersion>(
+            &version_id.to_string(),
+            TaskVersionCommand::Edit(contents),
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}
+
+fn not_a_draft(state: &str) -> ApiError {
+    ApiError::coded(
+        StatusCode::CONFLICT,
+        "illegal_state_transition",
+        format!("a {state} task version cannot be changed"),
+    )
+}
+
+/// Publishes a draft: its environment version must be `ready` and its timeout
+/// within the company ceiling; it is immutable afterwards.
+#[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/publish", tag = "tasks",
+    params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
+              (status = 409, description = "illegal_state_transition, environment_version_not_ready, output_policy_owner_scope_unsupported or output_policy_unsatisfiable"),
+              (status = 422, description = "timeout_exceeds_ceiling")))]
+async fn publish_version(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::owned_task(&state, &principal, task_id).await?;
+    let version = access::version(&state, &task, version_id).await?;
+    if version.state != "draft" {
+        return Err(ApiError::coded(
+            StatusCode::CONFLICT,
+            "illegal_state_transition",
+            format!("a {} task version cannot be published", version.state),
+        ));
+    }
+    let contents = &version.contents.0;
+    let environment_state: Option<String> =
+        sqlx::query_scalar("SELECT state FROM environment_versions WHERE id = $1")
+            .bind(contents.environment_version_id)
+            .fetch_optional(&state.pool)
+            .await?;
+    if environment_state.as_deref() != Some("ready") {
+        return Err(ApiError::coded(
+            StatusCode::CONFLICT,
+            "environment_version_not_ready",
+            "the environment version is not ready",
+        ));
+    }
+    let ceiling = company_limits(&state, principal.company_id)
+        .await?
+        .timeout_ceiling_seconds;
+    if contents.timeout_seconds > ceiling {
+        return Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "timeout_exceeds_ceiling",
+            format!(
+                "timeout_seconds {} is above the company ceiling of {ceiling}",
+                contents.timeout_seconds
+            ),
+        )
+        .with("ceiling", ceiling));
+    }
+    if let Some(policy) = &contents.output_policy {
+        if task.row.owner_scope != "department" {
+            return Err(ApiError::coded(
+                StatusCode::CONFLICT,
+                "output_policy_owner_scope_unsupported",
+                "only department-owned tasks may publish an output policy",
+            ));
+        }
+        let satisfiable = match policy {
+            OutputPolicy::CustomTableWriteback { table_id, .. } => {
+                draft::writeback_table_exists(&state, task.row.company_id, *table_id).await?
+            }
+            OutputPolicy::CustomTableCommand { .. } => false,
+        };
+        if !satisfiable {
+            return Err(ApiError::coded(
+                StatusCode::CONFLICT,
+                "output_policy_unsatisfiable",
+                "the output policy's target no longer exists",
+            ));
+        }
+    }
+    state
+        .bus
+        .execute::<TaskVersion>(
+            &version_id.to_string(),
+            TaskVersionCommand::Publish,
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}
+
+/// Archives a version.
+#[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/archive", tag = "tasks",
+    params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
+    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
+              (status = 409, description = "illegal_state_transition (already archived)")))]
+async fn archive_version(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    let task = access::owned_task(&state, &principal, task_id).await?;
+    access::version(&state, &task, version_id).await?;
+    state
+        .bus
+        .execute::<TaskVersion>(
+            &version_id.to_string(),
+            TaskVersionCommand::Archive,
+            &ctx.metadata(&principal),
+        )
+        .await?;
+    Ok(Json(
+        access::version_response(&state, &task, version_id).await?,
+    ))
+}

@@ -1,0 +1,511 @@
+//! Task versions: drafts and their validation, publish against a built
+//! environment, immutability, archive, and the owner and borrower views.
+
+use super::{company_task, draft, draft_environment_version, ready_environment_version};
+use crate::environments::{Caller, callers};
+use crate::support::{As, TestApp, assert_code, assert_validation};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Every field a draft can carry.
+fn full_fields(environment_version_id: &str) -> Value {
+    json!({
+        "environment_version_id": environment_version_id,
+        "startup_script": "set -e\n",
+        "work_script": "cat \"$SERVICE_INPUTS_FILE\" > \"$SERVICE_OUTPUT_FILE\"\n",
+        "ordinary_env": {"MODE": "fast"},
+        "input_instructions": "send a number",
+        "input_example": "{\"n\": 3}",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "work_command": ". /workspace/work.sh && echo done",
+        "timeout_seconds": 600,
+        "secret_slot_declarations": ["API_TOKEN", {"name": "DB_PASSWORD"}],
+        "requires_confirmation": true
+    })
+}
+
+const OWNER_ONLY: &[&str] = &[
+    "startup_script",
+    "work_script",
+    "ordinary_env",
+    "secret_slot_declarations",
+    "output_policy",
+    "source_digest",
+];
+
+#[tokio::test]
+async fn a_task_goes_from_draft_to_published_against_a_built_environment() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let ready = ready_environment_version(&boss).await;
+    let unbuilt = draft_environment_version(&boss).await;
+    let task = company_task(&boss, "echo").await;
+
+    let (status, version) = draft(&boss, &task, full_fields(&unbuilt)).await;
+    assert_eq!(status, 200, "{version}");
+    assert_eq!(version["state"], "draft");
+    assert_eq!(version["version_number"], 1);
+    assert_eq!(
+        version["input_example"],
+        json!({"n": 3}),
+        "text JSON comes back as a value"
+    );
+    let id = version["id"].as_str().unwrap();
+    let path = format!("/tasks/{task}/versions/{id}");
+    assert_code(
+        &boss.post(&format!("{path}/publish"), json!({})).await,
+        409,
+        "environment_version_not_ready",
+    );
+    let (status, edited) = boss
+        .send(
+            Method::PATCH,
+            &path,
+            Some(json!({"environment_version_id": ready, "work_command": null})),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(edited["work_command"], Value::Null);
+    assert_eq!(edited["environment_name"], "ready");
+    assert_eq!(
+        edited["startup_script"], "set -e\n",
+        "untouched fields stay"
+    );
+
+    app.set_limits(seed.company("acme"), |l| l.timeout_ceiling_seconds = 300)
+        .await;
+    let ceiling = boss.post(&format!("{path}/publish"), json!({})).await;
+    assert_eq!(
+        assert_code(&ceiling, 422, "timeout_exceeds_ceiling")["ceiling"],
+        300
+    );
+    app.set_limits(seed.company("acme"), |l| l.timeout_ceiling_seconds = 86_400)
+        .await;
+
+    let (status, published) = boss.post(&format!("{path}/publish"), json!({})).await;
+    assert_eq!(status, 200, "{published}");
+    assert_eq!(published["state"], "published");
+    assert_eq!(published["content_state"], "active");
+    assert!(
+        published["canonical_digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(
+        published["content_hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(published["published_at"].is_string());
+    assert_eq!(published["update_available"], false);
+    assert_code(
+        &boss.post(&format!("{path}/publish"), json!({})).await,
+        409,
+        "illegal_state_transition",
+    );
+    assert_code(
+        &boss
+            .send(Method::PATCH, &path, Some(json!({"timeout_seconds": 60})))
+            .await,
+        409,
+        "illegal_state_transition",
+    );
+
+    let (_, second) = draft(
+        &boss,
+        &task,
+        json!({"environment_version_id": ready, "work_script": "true"}),
+    )
+    .await;
+    let second_id = second["id"].as_str().unwrap();
+    assert_eq!(second["version_number"], 2);
+    boss.post(
+        &format!("/tasks/{task}/versions/{second_id}/publish"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(boss.get(&path).await.1["update_available"], true);
+    assert_eq!(
+        boss.get(&format!("/tasks/{task}")).await.1["latest_published_version_id"],
+        second_id
+    );
+
+    let (_, borrowed) = member.get(&path).await;
+    assert_eq!(borrowed["update_available"], true);
+    let (status, archived) = boss.post(&format!("{path}/archive"), json!({})).await;
+    assert_eq!(status, 200, "{archived}");
+    assert_eq!(archived["state"], "archived");
+    assert_code(
+        &boss.post(&format!("{path}/archive"), json!({})).await,
+        409,
+        "illegal_state_transition",
+    );
+    let (_, active) = boss.get(&format!("/tasks/{task}/versions")).await;
+    assert_eq!(active["items"].as_array().unwrap().len(), 1);
+    let (_, all) = boss
+        .get(&format!("/tasks/{task}/versions?lifecycle=all"))
+        .await;
+    assert_eq!(all["items"].as_array().unwrap().len(), 2);
+
+    let (_, third) = draft(&boss, &task, json!({"environment_version_id": ready})).await;
+    boss.post(&format!("/tasks/{task}/archive"), json!({}))
+        .await;
+    let (_, after) = boss
+        .get(&format!("/tasks/{task}/versions?lifecycle=all"))
+        .await;
+    assert!(
+        after["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["state"] == "archived"),
+        "archiving the task archives every version: {after}"
+    );
+    assert_code(
+        &draft(&boss, &task, json!({"environment_version_id": ready})).await,
+        409,
+        "task_archived",
+    );
+    assert_eq!(third["state"], "draft");
+
+    let policy_task = company_task(&boss, "writer").await;
+    let created = app
+        .request(Method::POST, "/private/module/custom_tables/company/tables")
+        .bearer_token(&boss.token)
+        .json(&json!({"name": "outputs"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, table) = crate::support::json(created).await;
+    assert_eq!(status, 201, "{table}");
+    let table = table["id"].as_str().unwrap();
+    let (status, with_policy) = draft(
+        &boss,
+        &policy_task,
+        json!({"environment_version_id": ready,
+               "output_policy": {"kind": "custom_table_writeback", "table_id": table, "allowed_ops": "create"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{with_policy}");
+    assert_eq!(
+        with_policy["output_policy"]["kind"],
+        "custom_table_writeback"
+    );
+    assert_code(
+        &boss
+            .post(
+                &format!(
+                    "/tasks/{policy_task}/versions/{}/publish",
+                    with_policy["id"].as_str().unwrap()
+                ),
+                json!({}),
+            )
+            .await,
+        409,
+        "output_policy_owner_scope_unsupported",
+    );
+}
+
+#[tokio::test]
+async fn owners_and_borrowers_see_different_fields() {
+    let app = TestApp::spawn().await;
+    let (_, boss, _, member) = callers(&app).await;
+    let ready = ready_environment_version(&boss).await;
+    let task = company_task(&boss, "echo").await;
+    let (_, version) = draft(&boss, &task, full_fields(&ready)).await;
+    let id = version["id"].as_str().unwrap();
+    let path = format!("/tasks/{task}/versions/{id}");
+    assert_eq!(member.get(&path).await.0, 404, "borrowers never see drafts");
+    assert!(
+        member.get(&format!("/tasks/{task}/versions")).await.1["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    boss.post(&format!("{path}/publish"), json!({})).await;
+
+    let (_, owner) = boss.get(&path).await;
+    for field in OWNER_ONLY {
+        assert!(
+            owner.get(field).is_some(),
+            "the owner sees {field}: {owner}"
+        );
+    }
+    assert_eq!(owner["startup_script"], "set -e\n");
+    assert_eq!(owner["ordinary_env"], json!({"MODE": "fast"}));
+    assert_eq!(
+        owner["secret_slot_declarations"],
+        json!([{"name": "API_TOKEN"}, {"name": "DB_PASSWORD"}])
+    );
+    assert_eq!(owner["output_policy"], Value::Null);
+    assert_eq!(owner["work_command"], ". /workspace/work.sh && echo done");
+    assert_eq!(owner["source_visible"], true);
+
+    for borrowed in [
+        member.get(&path).await.1,
+        member.get(&format!("/tasks/{task}/versions")).await.1["items"][0].clone(),
+    ] {
+        for field in OWNER_ONLY {
+            assert!(
+                borrowed.get(field).is_none(),
+                "a borrower never sees {field}: {borrowed}"
+            );
+        }
+        assert!(
+            borrowed.get("work_command").is_some(),
+            "work_command is present"
+        );
+        assert_eq!(borrowed["work_command"], Value::Null);
+        assert_eq!(borrowed["source_visible"], false);
+        for shared in [
+            "id",
+            "task_id",
+            "version_number",
+            "state",
+            "content_state",
+            "environment_version_id",
+            "environment_id",
+            "environment_name",
+            "input_instructions",
+            "input_example",
+            "input_schema",
+            "timeout_seconds",
+            "requires_confirmation",
+            "secret_slot_names",
+            "canonical_digest",
+            "content_hash",
+            "update_available",
+        ] {
+            assert_eq!(
+                borrowed[shared], owner[shared],
+                "{shared} is the same for both"
+            );
+        }
+        assert_eq!(
+            borrowed["secret_slot_names"],
+            json!(["API_TOKEN", "DB_PASSWORD"])
+        );
+    }
+    assert_eq!(
+        member.post(&format!("{path}/archive"), json!({})).await.0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn drafts_are_validated_field_by_field_and_as_a_job_contract() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, dm, _) = callers(&app).await;
+    let env = draft_environment_version(&boss).await;
+    let task = company_task(&boss, "checks").await;
+    let with = |extra: Value| {
+        let mut body = json!({"environment_version_id": env});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+
+    let contract = draft(
+        &boss,
+        &task,
+        with(json!({
+            "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "input_example": {"n": "three"},
+            "work_command": format!("{}\u{0}", "x".repeat(4096)),
+        })),
+    )
+    .await;
+    let detail = assert_code(&contract, 422, "job_contract_invalid");
+    let errors = detail["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    let not_json = draft(&boss, &task, with(json!({"input_example": "{not json"}))).await;
+    assert_code(&not_json, 422, "job_contract_invalid");
+    for schema in [
+        json!("[1, 2]"),
+        json!({"$schema": "http://json-schema.org/draft-07/schema#"}),
+        json!({"type": "no-such-type"}),
+        json!({"$ref": "https://example.com/remote.json"}),
+        json!("{\"a\": \"\\u0000\"}"),
+    ] {
+        let got = draft(&boss, &task, with(json!({"input_schema": schema}))).await;
+        assert_code(&got, 422, "job_contract_invalid");
+    }
+    let many = draft(&boss, &task, with(json!({
+        "input_schema": {"type": "object", "properties": (0..30).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect::<serde_json::Map<_, _>>()},
+        "input_example": (0..30).map(|i| (format!("p{i}"), json!("x"))).collect::<serde_json::Map<_, _>>(),
+    })))
+    .await;
+    assert_eq!(
+        assert_code(&many, 422, "job_contract_invalid")["errors"]
+            .as_array()
+            .unwrap()
+            .len(),
+        20
+    );
+
+    let (status, text_schema) = draft(
+        &boss,
+        &task,
+        with(json!({"input_schema": "{\"type\": \"object\"}"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{text_schema}");
+    assert_eq!(text_schema["input_schema"], json!({"type": "object"}));
+
+    for (extra, field) in [
+        (json!({"timeout_seconds": 0}), "timeout_seconds"),
+        (json!({"timeout_seconds": 604_681}), "timeout_seconds"),
+        (
+            json!({"secret_slot_declarations": ["PATH"]}),
+            "secret_slot_declarations",
+        ),
+        (
+            json!({"secret_slot_declarations": [{"name": "SERVICE_OUTPUT_FILE"}]}),
+            "secret_slot_declarations",
+        ),
+        (
+            json!({"secret_slot_declarations": ["9lives"]}),
+            "secret_slot_declarations",
+        ),
+        (
+            json!({"ordinary_env": {"SERVICE_INPUTS_FILE": "/tmp/x"}}),
+            "ordinary_env",
+        ),
+        (
+            json!({"ordinary_env": {"BIG": "x".repeat(65 * 1024)}}),
+            "ordinary_env",
+        ),
+        (
+            json!({"input_instructions": "x".repeat(65 * 1024)}),
+            "input_instructions",
+        ),
+        (
+            json!({"work_script": "x".repeat((1 << 20) + 1)}),
+            "work_script",
+        ),
+    ] {
+        assert_validation(
+            &draft(&boss, &task, with(extra)).await,
+            "value_error",
+            &["body", field],
+        );
+    }
+    let big = "x".repeat(1 << 20);
+    let (status, two_big) = draft(
+        &boss,
+        &task,
+        with(json!({"startup_script": big, "work_script": big})),
+    )
+    .await;
+    assert_eq!(status, 200, "two scripts of 1 MiB fit one request");
+    assert_eq!(two_big["work_script"].as_str().unwrap().len(), 1 << 20);
+    let huge = draft(
+        &boss,
+        &task,
+        with(json!({"input_instructions": "x".repeat(4 << 20)})),
+    )
+    .await;
+    assert_code(&huge, 413, "request_too_large");
+    let many_names: serde_json::Map<String, Value> =
+        (0..101).map(|i| (format!("V{i}"), json!("1"))).collect();
+    assert_validation(
+        &draft(&boss, &task, with(json!({"ordinary_env": many_names}))).await,
+        "value_error",
+        &["body", "ordinary_env"],
+    );
+    assert_validation(
+        &draft(&boss, &task, json!({"work_script": "x"})).await,
+        "missing",
+        &["body", "environment_version_id"],
+    );
+    let unknown = draft(&boss, &task, with(json!({"script": "x"}))).await;
+    assert_eq!(unknown.0, 422, "{}", unknown.1);
+
+    assert_code(
+        &draft(
+            &boss,
+            &task,
+            with(json!({"output_policy": {"kind": "email"}})),
+        )
+        .await,
+        422,
+        "output_policy_invalid",
+    );
+    assert_code(
+        &draft(&boss, &task, with(json!({"output_policy": {"kind": "custom_table_writeback", "table_id": uuid::Uuid::new_v4(), "allowed_ops": "create"}}))).await,
+        422,
+        "output_policy_table_not_found",
+    );
+    assert_code(
+        &draft(&boss, &task, with(json!({"output_policy": {"kind": "custom_table_command", "command_id": uuid::Uuid::new_v4(), "chatroom_id": seed.room("acme", "lab"), "input_schema": {}}}))).await,
+        422,
+        "output_policy_command_not_found",
+    );
+
+    // Pins: another company's version, or a department environment from another department.
+    let globex = Caller {
+        app: &app,
+        token: seed.token("globex", "ceo"),
+    };
+    let foreign = draft_environment_version(&globex).await;
+    assert_validation(
+        &draft(&boss, &task, json!({"environment_version_id": foreign})).await,
+        "value_error",
+        &["body", "environment_version_id"],
+    );
+    let ops = seed.department("acme", "ops").to_string();
+    let rnd = seed.department("acme", "rnd").to_string();
+    let (_, ops_env) = boss
+        .post(
+            "/environments",
+            json!({"name": "ops env", "owner_scope": "department", "owner_id": ops}),
+        )
+        .await;
+    let ops_version = boss
+        .version(
+            ops_env["id"].as_str().unwrap(),
+            crate::environments::busybox_context("", &[]),
+        )
+        .await;
+    let (_, rnd_task) = dm
+        .post(
+            "/tasks",
+            json!({"name": "rnd", "owner_scope": "department", "owner_id": rnd}),
+        )
+        .await;
+    let rnd_task = rnd_task["id"].as_str().unwrap();
+    assert_validation(
+        &draft(
+            &dm,
+            rnd_task,
+            json!({"environment_version_id": ops_version}),
+        )
+        .await,
+        "value_error",
+        &["body", "environment_version_id"],
+    );
+    assert_eq!(
+        draft(&boss, &task, json!({"environment_version_id": ops_version}))
+            .await
+            .0,
+        200,
+        "company tasks may pin department environments"
+    );
+    assert_eq!(
+        draft(&dm, rnd_task, json!({"environment_version_id": env}))
+            .await
+            .0,
+        200,
+        "company environments are pinnable by all"
+    );
+    assert_eq!(
+        draft(&dm, &task, json!({"environment_version_id": env}))
+            .await
+            .0,
+        404,
+        "dm does not own the company task"
+    );
+}

@@ -1,0 +1,285 @@
+//! The TaskVersion aggregate: a draft that can be edited, published (then
+//! immutable) and archived.
+
+use super::contents::VersionContents;
+use crate::AggregateExt;
+use crate::error::{ErrorClass, SpecError};
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Task version states (spec section 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskVersionState {
+    /// Editable.
+    #[default]
+    Draft,
+    /// Immutable and usable.
+    Published,
+    /// Retired.
+    Archived,
+}
+
+/// The facts a version is drafted with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskVersionDrafted {
+    /// Its id.
+    pub version_id: Uuid,
+    /// Its task.
+    pub task_id: Uuid,
+    /// Its company.
+    pub company_id: Uuid,
+    /// Number within the task, from 1.
+    pub version_number: i64,
+    /// What it holds.
+    pub contents: VersionContents,
+}
+
+/// Commands of [`TaskVersion`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskVersionCommand {
+    /// Creates the draft.
+    Draft(TaskVersionDrafted),
+    /// Replaces a draft's contents.
+    Edit(VersionContents),
+    /// Publishes the draft (the caller checked the environment and the ceiling).
+    Publish,
+    /// Retires the version.
+    Archive,
+}
+
+/// Events of [`TaskVersion`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TaskVersionEvent {
+    /// A draft exists.
+    TaskVersionDrafted(TaskVersionDrafted),
+    /// The draft's contents changed.
+    TaskVersionEdited {
+        /// The contents after the change.
+        contents: VersionContents,
+    },
+    /// The version is published and immutable.
+    TaskVersionPublished {
+        /// `sha256:` of its canonical contents.
+        canonical_digest: String,
+        /// `sha256:` of its owner-only content.
+        content_hash: String,
+    },
+    /// The version is archived.
+    TaskVersionArchived,
+}
+
+impl DomainEvent for TaskVersionEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::TaskVersionDrafted(_) => "TaskVersionDrafted",
+            Self::TaskVersionEdited { .. } => "TaskVersionEdited",
+            Self::TaskVersionPublished { .. } => "TaskVersionPublished",
+            Self::TaskVersionArchived => "TaskVersionArchived",
+        }
+        .into()
+    }
+    fn event_version(&self) -> String {
+        "1".into()
+    }
+}
+
+/// Refusals of task-version commands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskVersionError {
+    /// No such version.
+    #[error("task version not found")]
+    NotFound,
+    /// The id is taken.
+    #[error("the task version already exists")]
+    AlreadyExists,
+    /// The state does not allow the change (editing or publishing a non-draft,
+    /// archiving an archived version).
+    #[error("a {0} task version cannot be {1}")]
+    IllegalTransition(&'static str, &'static str),
+}
+
+impl SpecError for TaskVersionError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Self::NotFound => ErrorClass::NotFound,
+            _ => ErrorClass::Conflict,
+        }
+    }
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::AlreadyExists => "already_exists",
+            Self::IllegalTransition(..) => "illegal_state_transition",
+        }
+    }
+}
+
+/// A task version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskVersion {
+    /// Draft facts with the current contents.
+    pub drafted: Option<TaskVersionDrafted>,
+    /// State.
+    pub state: TaskVersionState,
+}
+
+fn state_name(state: TaskVersionState) -> &'static str {
+    match state {
+        TaskVersionState::Draft => "draft",
+        TaskVersionState::Published => "published",
+        TaskVersionState::Archived => "archived",
+    }
+}
+
+impl Aggregate for TaskVersion {
+    const TYPE: &'static str = "task_version";
+    type Command = TaskVersionCommand;
+    type Event = TaskVersionEvent;
+    type Error = TaskVersionError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        if let TaskVersionCommand::Draft(drafted) = command {
+            if self.drafted.is_some() {
+                return Err(TaskVersionError::AlreadyExists);
+            }
+            sink.write(TaskVersionEvent::TaskVersionDrafted(drafted), self)
+                .await;
+            return Ok(());
+        }
+        let drafted = self.drafted.clone().ok_or(TaskVersionError::NotFound)?;
+        let state = state_name(self.state);
+        match command {
+            TaskVersionCommand::Draft(_) => unreachable!("handled above"),
+            TaskVersionCommand::Edit(contents) => {
+                if self.state != TaskVersionState::Draft {
+                    return Err(TaskVersionError::IllegalTransition(state, "edited"));
+                }
+                if contents != drafted.contents {
+                    sink.write(TaskVersionEvent::TaskVersionEdited { contents }, self)
+                        .await;
+                }
+            }
+            TaskVersionCommand::Publish => {
+                if self.state != TaskVersionState::Draft {
+                    return Err(TaskVersionError::IllegalTransition(state, "published"));
+                }
+                let event = TaskVersionEvent::TaskVersionPublished {
+                    canonical_digest: drafted.contents.canonical_digest(),
+                    content_hash: drafted.contents.content_hash(),
+                };
+                sink.write(event, self).await;
+            }
+            TaskVersionCommand::Archive => {
+                if self.state == TaskVersionState::Archived {
+                    return Err(TaskVersionError::IllegalTransition(state, "archived"));
+                }
+                sink.write(TaskVersionEvent::TaskVersionArchived, self)
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        match event {
+            TaskVersionEvent::TaskVersionDrafted(drafted) => self.drafted = Some(drafted),
+            TaskVersionEvent::TaskVersionEdited { contents } => {
+                if let Some(drafted) = &mut self.drafted {
+                    drafted.contents = contents;
+                }
+            }
+            TaskVersionEvent::TaskVersionPublished { .. } => {
+                self.state = TaskVersionState::Published
+            }
+            TaskVersionEvent::TaskVersionArchived => self.state = TaskVersionState::Archived,
+        }
+    }
+}
+
+impl AggregateExt for TaskVersion {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::contents::{DEFAULT_TIMEOUT_SECONDS, VersionContents};
+    use cqrs_es::test::TestFramework;
+
+    fn drafted() -> TaskVersionDrafted {
+        TaskVersionDrafted {
+            version_id: Uuid::from_u128(1),
+            task_id: Uuid::from_u128(2),
+            company_id: Uuid::from_u128(3),
+            version_number: 1,
+            contents: VersionContents {
+                environment_version_id: Uuid::from_u128(4),
+                startup_script: String::new(),
+                work_script: "echo hi".into(),
+                ordinary_env: Default::default(),
+                input_instructions: None,
+                input_example: None,
+                input_schema: None,
+                work_command: None,
+                timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+                secret_slot_declarations: Vec::new(),
+                requires_confirmation: false,
+                output_policy: None,
+            },
+        }
+    }
+
+    #[test]
+    fn publishing_records_the_digests_of_the_contents() {
+        let contents = drafted().contents;
+        TestFramework::<TaskVersion>::with(())
+            .given(vec![TaskVersionEvent::TaskVersionDrafted(drafted())])
+            .when(TaskVersionCommand::Publish)
+            .then_expect_events(vec![TaskVersionEvent::TaskVersionPublished {
+                canonical_digest: contents.canonical_digest(),
+                content_hash: contents.content_hash(),
+            }]);
+    }
+
+    #[test]
+    fn a_published_version_is_immutable() {
+        let given = vec![
+            TaskVersionEvent::TaskVersionDrafted(drafted()),
+            TaskVersionEvent::TaskVersionPublished {
+                canonical_digest: "sha256:x".into(),
+                content_hash: "sha256:y".into(),
+            },
+        ];
+        let mut changed = drafted().contents;
+        changed.work_script = "echo bye".into();
+        TestFramework::<TaskVersion>::with(())
+            .given(given.clone())
+            .when(TaskVersionCommand::Edit(changed))
+            .then_expect_error(TaskVersionError::IllegalTransition("published", "edited"));
+        TestFramework::<TaskVersion>::with(())
+            .given(given)
+            .when(TaskVersionCommand::Publish)
+            .then_expect_error(TaskVersionError::IllegalTransition(
+                "published",
+                "published",
+            ));
+    }
+
+    #[test]
+    fn archiving_twice_is_refused() {
+        TestFramework::<TaskVersion>::with(())
+            .given(vec![
+                TaskVersionEvent::TaskVersionDrafted(drafted()),
+                TaskVersionEvent::TaskVersionArchived,
+            ])
+            .when(TaskVersionCommand::Archive)
+            .then_expect_error(TaskVersionError::IllegalTransition("archived", "archived"));
+    }
+}
