@@ -34,6 +34,9 @@ pub enum TableError {
     /// Existing rows would have no value for a new required column.
     #[error("{0} existing record(s) need a value for the required column; give a default_value")]
     DefaultNeeded(i64),
+    /// A column made required while live records leave it empty.
+    #[error("{0} live record(s) have no value in this column; fill them before making it required")]
+    RequiredButEmpty(i64),
     /// A table setting is invalid (name, description).
     #[error("{0}")]
     TableConfig(String),
@@ -83,6 +86,7 @@ impl TableError {
             Self::ReservedName(_) => "column_name_reserved",
             Self::TypeUnsupported(_) => "column_type_unsupported",
             Self::DefaultNeeded(_) => "column_default_required",
+            Self::RequiredButEmpty(_) => "column_required_has_empty_cells",
             Self::TableConfig(_) => "table_config_invalid",
             Self::InvalidValue { .. } => "invalid_record_value",
             Self::InvalidQuery(_) => "invalid_query",

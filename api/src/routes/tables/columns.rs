@@ -332,11 +332,22 @@ async fn change_column(
             Ok(_) => 0,
             Err(error) => return Err(refusal(error)),
         };
+    let empty_cells =
+        if changes.required == Some(true) && !current.required && current.column_type.is_stored() {
+            table
+                .handle()
+                .empty_count(&state.pool, current)
+                .await
+                .map_err(ApiError::Internal)?
+        } else {
+            0
+        };
     let command = TableCommand::UpdateColumn {
         key: key.clone(),
         changes,
         live_records: table.row.record_count,
         option_usage,
+        empty_cells,
         migration_id: Uuid::new_v4(),
     };
     let committed = state

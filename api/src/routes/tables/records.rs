@@ -99,14 +99,12 @@ pub async fn page(
     selection: &Selection,
 ) -> ApiResult<RecordListResponse> {
     let handle = table.handle();
-    let rows = handle
-        .page(&state.pool, selection)
-        .await
-        .map_err(ApiError::Internal)?;
-    let total = handle
-        .count(&state.pool, selection)
-        .await
-        .map_err(ApiError::Internal)?;
+    // The page and the total are independent reads: run them on two connections.
+    let (rows, total) = tokio::try_join!(
+        handle.page(&state.pool, selection),
+        handle.count(&state.pool, selection)
+    )
+    .map_err(ApiError::Internal)?;
     Ok(RecordListResponse {
         records: cells::render(state, table, rows).await?,
         total,

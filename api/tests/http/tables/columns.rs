@@ -352,6 +352,35 @@ async fn update_and_delete_columns() {
     t.record(&table, json!({"status": "done", "tags": ["b"]}))
         .await;
     let column = format!("{table}/columns/{status_col}");
+    let note = t
+        .column(&table, json!({"name": "note", "type": "string"}))
+        .await;
+    let note_path = format!("{table}/columns/{note}");
+    let got = t
+        .call(
+            Method::PATCH,
+            &note_path,
+            "boss",
+            Some(json!({"required": true, "max_length": 20})),
+        )
+        .await;
+    assert_eq!(
+        (got.0, code(&got)),
+        (400, "column_required_has_empty_cells"),
+        "{}",
+        got.1
+    );
+    let (status, changed) = t
+        .call(
+            Method::PATCH,
+            &note_path,
+            "boss",
+            Some(json!({"max_length": 20, "default_value": "n/a"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["column"]["max_length"], 20);
+    assert_eq!(changed["column"]["default_value"], "n/a");
     let got = t
         .call(
             Method::PATCH,

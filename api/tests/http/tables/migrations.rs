@@ -139,6 +139,14 @@ async fn type_changes_convert_every_row() {
     assert_eq!(got.0, 400, "nothing becomes a link");
     let got = change_type(&t, &table, &keys[0], json!({"type": "lookup"})).await;
     assert_eq!(got.0, 400, "nothing becomes computed");
+    for principal in ["user", "social_client", "principal"] {
+        let got = change_type(&t, &table, &keys[0], json!({"type": principal})).await;
+        assert_eq!(
+            (got.0, code(&got)),
+            (400, "column_config_invalid"),
+            "text never becomes an unchecked {principal} id"
+        );
+    }
 }
 
 fn system() -> EventMetadata {
@@ -168,6 +176,7 @@ async fn a_background_migration_holds_the_table_until_it_completes() {
         },
         live_records: domain::tables::BACKGROUND_THRESHOLD + 1,
         option_usage: 0,
+        empty_cells: 0,
         migration_id: Uuid::new_v4(),
     };
     let committed = t

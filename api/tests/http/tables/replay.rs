@@ -152,6 +152,7 @@ async fn replaying_the_log_rebuilds_the_records_read_model() {
                 },
                 live_records: domain::tables::BACKGROUND_THRESHOLD + 1,
                 option_usage: 0,
+                empty_cells: 0,
                 migration_id: Uuid::new_v4(),
             },
             &metadata,

@@ -58,8 +58,12 @@ pub fn conversion_allowed(from: ColumnType, to: ColumnType) -> bool {
     if !from.is_stored() || !to.is_stored() || matches!(to, T::Link | T::Attachment) {
         return false;
     }
+    let principal = |t: ColumnType| matches!(t, T::User | T::SocialClient | T::Principal);
     match from {
         T::Link | T::Attachment => matches!(to, T::Json | T::Text | T::String),
+        // Principal cells are checked for tenant and liveness when written; a
+        // conversion cannot check them, so only principal columns become principals.
+        _ if principal(to) => principal(from),
         _ => true,
     }
 }
@@ -290,6 +294,10 @@ mod tests {
         assert!(!conversion_allowed(T::String, T::Link));
         assert!(!conversion_allowed(T::Link, T::Integer));
         assert!(!conversion_allowed(T::Integer, T::Formula));
+        assert!(!conversion_allowed(T::String, T::User));
+        assert!(!conversion_allowed(T::Json, T::Principal));
+        assert!(conversion_allowed(T::User, T::Principal));
+        assert!(conversion_allowed(T::Principal, T::String));
         let to_select = ColumnChanges {
             column_type: Some(T::Select),
             ..Default::default()

@@ -166,11 +166,15 @@ impl CustomTable {
                 changes,
                 live_records,
                 option_usage,
+                empty_cells,
                 migration_id,
             } => {
                 let table_id = self.unlocked()?;
                 let current = self.column(&key).ok_or(TableError::NotFound("column"))?;
                 let updated = column::apply_changes(current, changes, &self.columns)?;
+                if updated.column.required && !current.required && empty_cells > 0 {
+                    return Err(TableError::RequiredButEmpty(empty_cells));
+                }
                 if !updated.removed_options.is_empty() && option_usage > 0 {
                     return Err(TableError::OptionInUse {
                         options: updated.removed_options,

@@ -58,6 +58,9 @@ pub enum TableCommand {
         live_records: i64,
         /// Live records using the options the change removes.
         option_usage: i64,
+        /// Live records without a value in the column (checked when it becomes
+        /// required).
+        empty_cells: i64,
         /// Id of the data migration, if one is needed.
         migration_id: Uuid,
     },

@@ -117,6 +117,7 @@ fn a_background_migration_locks_the_schema_until_completed() {
         },
         live_records: BACKGROUND_THRESHOLD + 1,
         option_usage: 0,
+        empty_cells: 0,
         migration_id: MIGRATION,
     };
     let events = result(vec![created(), added(ColumnType::Integer)], change).unwrap();
@@ -156,6 +157,7 @@ fn removing_a_used_option_conflicts_with_its_count() {
         },
         live_records: 4,
         option_usage: 2,
+        empty_cells: 0,
         migration_id: MIGRATION,
     };
     assert_eq!(
@@ -179,4 +181,27 @@ fn names_are_unique_and_not_reserved() {
         Err(TableError::ReservedName("created_at".into()))
     );
     assert!(result(given, add(spec("名前", ColumnType::Text), 0)).is_ok());
+}
+
+#[test]
+fn a_column_becomes_required_only_when_no_live_record_leaves_it_empty() {
+    let events = result(vec![created()], add(spec("S", ColumnType::String), 0)).unwrap();
+    let mut given = vec![created()];
+    given.extend(events);
+    let require = |empty_cells| TableCommand::UpdateColumn {
+        key: "col_a1".into(),
+        changes: ColumnChanges {
+            required: Some(true),
+            ..Default::default()
+        },
+        live_records: 4,
+        option_usage: 0,
+        empty_cells,
+        migration_id: MIGRATION,
+    };
+    assert_eq!(
+        result(given.clone(), require(3)),
+        Err(TableError::RequiredButEmpty(3))
+    );
+    assert!(result(given, require(0)).is_ok());
 }

@@ -201,6 +201,27 @@ impl TableHandle {
             .await?)
     }
 
+    /// Live records with no value in the column (an empty list counts as none).
+    pub async fn empty_count(&self, pool: &PgPool, column: &ColumnDef) -> anyhow::Result<i64> {
+        let key = ident(&column.key)?;
+        let empty = if matches!(
+            column.column_type,
+            ColumnType::MultiSelect | ColumnType::Link
+        ) {
+            format!("{key} IS NULL OR cardinality({key}) = 0")
+        } else {
+            format!("{key} IS NULL")
+        };
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {empty}",
+            table_name(self.table_id)
+        );
+        Ok(sqlx::query_scalar(&sql)
+            .persistent(false)
+            .fetch_one(pool)
+            .await?)
+    }
+
     /// Which of these ids are live records of the table.
     pub async fn existing(&self, pool: &PgPool, ids: &[Uuid]) -> anyhow::Result<Vec<Uuid>> {
         let sql = format!(
