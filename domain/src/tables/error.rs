@@ -59,6 +59,9 @@ pub enum TableError {
         /// Live records using them.
         count: i64,
     },
+    /// Saved views filter, sort or project by the column being deleted.
+    #[error("the column is used by view(s) {0:?}; change or delete them first")]
+    ColumnInView(Vec<String>),
     /// A background migration holds the table.
     #[error("migration {0} holds this table; retry when it has finished")]
     MigrationInProgress(Uuid),
@@ -71,7 +74,7 @@ impl TableError {
     /// The API class of the error.
     pub fn kind(&self) -> TableErrorKind {
         match self {
-            Self::OptionInUse { .. } => TableErrorKind::Conflict,
+            Self::OptionInUse { .. } | Self::ColumnInView(_) => TableErrorKind::Conflict,
             Self::MigrationInProgress(_) => TableErrorKind::Locked,
             Self::NotFound(_) => TableErrorKind::NotFound,
             _ => TableErrorKind::Invalid,
@@ -91,6 +94,7 @@ impl TableError {
             Self::InvalidValue { .. } => "invalid_record_value",
             Self::InvalidQuery(_) => "invalid_query",
             Self::OptionInUse { .. } => "option_in_use",
+            Self::ColumnInView(_) => "column_used_by_view",
             Self::MigrationInProgress(_) => "table_locked",
             Self::NotFound(_) => "not_found",
         }

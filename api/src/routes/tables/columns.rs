@@ -420,7 +420,11 @@ async fn update_column(
 /// Deprecated: the same as PATCH, on the company mount only.
 #[utoipa::path(put, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables", request_body = ColumnUpdate,
     params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
-    responses((status = 200, body = ColumnUpdateResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = ColumnUpdateResponse), (status = 400, description = "Invalid change"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
+              (status = 405, description = "Not the company mount"),
+              (status = 409, description = "A removed option is in use (usage count included)"),
+              (status = 423, description = "A migration holds the table")))]
 async fn put_column(
     State(state): State<AppState>,
     ctx: Context,
@@ -435,7 +439,9 @@ async fn put_column(
 #[utoipa::path(delete, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
+              (status = 404, description = "Not found"),
+              (status = 409, description = "column_used_by_view: a saved view filters, sorts or projects by it"),
+              (status = 423, description = "A migration holds the table")))]
 async fn delete_column(
     State(state): State<AppState>,
     ctx: Context,

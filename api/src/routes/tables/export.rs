@@ -2,8 +2,9 @@
 //!
 //! Rows come from one query whose result the server sends as the export consumes it
 //! (so memory stays flat however large the table). CSV is written and sent in chunks
-//! of 500 rows as they arrive. XLSX is a zip archive that can only be finished once
-//! every row is in, so its workbook is assembled first and then streamed.
+//! of 500 rows as they arrive. XLSX rows go to a constant-memory worksheet (a
+//! temporary file) as they arrive, and the zip archive is written into the response
+//! as it is produced once every row is in.
 
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
@@ -150,7 +151,8 @@ async fn write_xlsx(
 ) -> anyhow::Result<()> {
     let mut conn = state.pool.acquire().await?;
     let mut workbook = rust_xlsxwriter::Workbook::new();
-    let sheet = workbook.add_worksheet();
+    // Rows go to a temporary file as they are written, so memory stays flat.
+    let sheet = workbook.add_worksheet_with_constant_memory()?;
     for (col, name) in header_row(&table, &selection).iter().enumerate() {
         sheet.write_string(0, col as u16, name)?;
     }
@@ -182,13 +184,31 @@ async fn write_xlsx(
     if let Some(error) = failed {
         return Err(error.into());
     }
-    let bytes = tokio::task::spawn_blocking(move || workbook.save_to_buffer()).await??;
-    for chunk in bytes.chunks(64 * 1024) {
-        if tx.send(Ok(Bytes::copy_from_slice(chunk))).await.is_err() {
-            break;
-        }
-    }
+    // The zip is written straight into the response as it is produced.
+    tokio::task::spawn_blocking(move || {
+        let writer = std::io::BufWriter::with_capacity(64 * 1024, ChannelWriter(tx));
+        workbook.save_to_writer(writer)
+    })
+    .await??;
     Ok(())
+}
+
+/// Hands bytes written by a blocking writer to the response stream.
+struct ChannelWriter(mpsc::Sender<Chunk>);
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
+            })?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Exports every matching record (spec: CSV and XLSX, streamed).

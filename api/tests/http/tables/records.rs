@@ -350,6 +350,16 @@ async fn views_store_a_filter_sort_and_projection() {
         )
         .await;
     assert_eq!(got.0, 400);
+    let got = t
+        .call(
+            Method::DELETE,
+            &format!("{table}/columns/{n}"),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(got.0, 409, "a column a view uses stays: {}", got.1);
+    assert_eq!(got.1["detail"]["code"], "column_used_by_view");
     let (status, _) = t
         .call(
             Method::DELETE,
@@ -361,6 +371,15 @@ async fn views_store_a_filter_sort_and_projection() {
     assert_eq!(status, 200);
     let (status, _) = t.search(&table, json!({"view_id": view_id})).await;
     assert_eq!(status, 404);
+    let (status, body) = t
+        .call(
+            Method::DELETE,
+            &format!("{table}/columns/{n}"),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "without its view the column may go: {body}");
 }
 
 #[tokio::test]

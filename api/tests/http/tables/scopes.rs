@@ -131,6 +131,40 @@ async fn column_creation_thresholds_differ_per_scope() {
         )
         .await;
     assert_eq!(got.0, 200, "the department manager moderates: {}", got.1);
+    let got = t
+        .call(
+            Method::DELETE,
+            &format!("{dept}/columns/{key}"),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(got.0, 403, "deleting needs a moderator: {}", got.1);
+    let company_key = t
+        .column(&company, json!({"name": "c", "type": "integer"}))
+        .await;
+    let got = t
+        .call(
+            Method::PUT,
+            &format!("{company}/columns/{company_key}"),
+            "member",
+            Some(json!({"name": "renamed"})),
+        )
+        .await;
+    assert_eq!(
+        got.0, 403,
+        "the legacy PUT needs a moderator too: {}",
+        got.1
+    );
+    let got = t
+        .call(
+            Method::DELETE,
+            &format!("{company}/columns/{company_key}"),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(got.0, 403, "{}", got.1);
     let room = t.table("chatroom:lab", "member", "r").await;
     let got = t.add_column(&room, "member", column.clone()).await;
     assert_eq!(got.0, 200, "the creator moderates: {}", got.1);

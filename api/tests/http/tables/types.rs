@@ -299,7 +299,17 @@ async fn every_stored_type_round_trips() {
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let bytes = response.bytes().await.unwrap();
-    assert!(bytes.starts_with(b"PK"), "an XLSX file is a zip archive");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec()))
+        .expect("an XLSX file is a zip archive");
+    let mut sheet = String::new();
+    std::io::Read::read_to_string(
+        &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
+        &mut sheet,
+    )
+    .unwrap();
+    for value in ["alpha", "PT1H", id1] {
+        assert!(sheet.contains(value), "the sheet holds {value}");
+    }
     for case in &cases {
         if case.invalid.is_null() {
             continue;

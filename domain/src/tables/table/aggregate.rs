@@ -210,6 +210,17 @@ impl CustomTable {
             TableCommand::DeleteColumn { key } => {
                 let table_id = self.unlocked()?;
                 self.column(&key).ok_or(TableError::NotFound("column"))?;
+                // A published view must never widen silently: a view that filters,
+                // sorts or projects by the column keeps it alive.
+                let users: Vec<String> = self
+                    .views
+                    .iter()
+                    .filter(|v| v.uses(&key))
+                    .map(|v| v.name.clone())
+                    .collect();
+                if !users.is_empty() {
+                    return Err(TableError::ColumnInView(users));
+                }
                 vec![E::ColumnDeleted { table_id, key }]
             }
             TableCommand::CompleteMigration { migration_id } => {

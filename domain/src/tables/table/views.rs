@@ -75,6 +75,29 @@ fn keyed(node: &Value, columns: &[ColumnDef]) -> Value {
     }
 }
 
+impl ViewDef {
+    /// Whether the view filters, sorts or projects by the column.
+    pub fn uses(&self, key: &str) -> bool {
+        self.sort.iter().any(|s| s.column == key)
+            || self
+                .columns
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|c| c == key))
+            || self.filter.as_ref().is_some_and(|f| names_column(f, key))
+    }
+}
+
+/// Whether a filter tree names the column anywhere.
+fn names_column(node: &Value, key: &str) -> bool {
+    match node {
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(k, v)| (k == "column" && v.as_str() == Some(key)) || names_column(v, key)),
+        Value::Array(items) => items.iter().any(|v| names_column(v, key)),
+        _ => false,
+    }
+}
+
 impl ViewSpec {
     /// Validates the view against the columns and stores references as keys.
     pub fn resolve(self, id: Uuid, columns: &[ColumnDef]) -> Result<ViewDef, TableError> {

@@ -205,3 +205,51 @@ fn a_column_becomes_required_only_when_no_live_record_leaves_it_empty() {
     );
     assert!(result(given, require(0)).is_ok());
 }
+
+#[test]
+fn a_column_a_view_uses_cannot_be_deleted() {
+    let view =
+        |filter, sort: Vec<crate::tables::table::SortKey>, columns| TableEvent::ViewCreated {
+            table_id: TABLE,
+            view: crate::tables::table::ViewDef {
+                id: Uuid::new_v4(),
+                name: "open".into(),
+                filter,
+                sort,
+                columns,
+            },
+        };
+    let delete = || TableCommand::DeleteColumn {
+        key: "col_b2".into(),
+    };
+    let sorted = vec![crate::tables::table::SortKey {
+        column: "col_b2".into(),
+        order: "asc".into(),
+    }];
+    for used in [
+        view(
+            Some(json!({"and": [{"column": "col_b2", "op": "eq", "value": 1}]})),
+            vec![],
+            None,
+        ),
+        view(None, sorted, None),
+        view(None, vec![], Some(vec!["col_b2".to_string()])),
+    ] {
+        assert_eq!(
+            result(vec![created(), added(ColumnType::Integer), used], delete()),
+            Err(TableError::ColumnInView(vec!["open".into()]))
+        );
+    }
+    let unrelated = view(
+        Some(json!({"column": "id", "op": "eq", "value": "x"})),
+        vec![],
+        None,
+    );
+    assert!(
+        result(
+            vec![created(), added(ColumnType::Integer), unrelated],
+            delete()
+        )
+        .is_ok()
+    );
+}
