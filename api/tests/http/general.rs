@@ -163,6 +163,11 @@ async fn openapi_covers_every_route_with_the_spec_tags() {
         "/public/info/sandbox/profiles",
         "/public/info/model_key/public_key",
         "/private/module/sandbox/settings",
+        "/private/module/sandbox/tasks",
+        "/private/module/sandbox/tasks/{task_id}/versions/{version_id}",
+        "/private/module/sandbox/tasks/{task_id}/versions/{version_id}/input-preview",
+        "/private/module/sandbox/tasks/{task_id}/versions/{version_id}/script-file",
+        "/private/module/sandbox/tasks/{task_id}/script-uploads",
     ] {
         assert!(
             paths.contains_key(path),

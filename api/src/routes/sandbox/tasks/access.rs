@@ -151,3 +151,19 @@ pub async fn version_response(
         access.viewer,
     ))
 }
+
+/// Runs a command on a version of the task and answers with the version as the
+/// caller sees it afterwards.
+pub async fn change_version(
+    state: &AppState,
+    access: &TaskAccess,
+    version_id: Uuid,
+    command: domain::tasks::version::TaskVersionCommand,
+    metadata: &domain::principal::EventMetadata,
+) -> ApiResult<super::views::SandboxTaskVersionResponse> {
+    state
+        .bus
+        .execute::<domain::tasks::version::TaskVersion>(&version_id.to_string(), command, metadata)
+        .await?;
+    version_response(state, access, version_id).await
+}

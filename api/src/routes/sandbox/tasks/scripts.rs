@@ -27,7 +27,7 @@ use bytes::Bytes;
 use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
 use domain::tasks::contents::MAX_SCRIPT_BYTES;
 use domain::tasks::input;
-use domain::tasks::version::{TaskVersion, TaskVersionCommand};
+use domain::tasks::version::TaskVersionCommand;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -238,15 +238,15 @@ async fn script_file(
         Target::Work => request.work_script = Some(Some(text)),
     }
     let contents = draft::update(&state, &task, version.contents.0, request).await?;
-    state
-        .bus
-        .execute::<TaskVersion>(
-            &version_id.to_string(),
-            TaskVersionCommand::Edit(contents),
+    let command = TaskVersionCommand::Edit(contents);
+    Ok(Json(
+        access::change_version(
+            &state,
+            &task,
+            version_id,
+            command,
             &ctx.metadata(&principal),
         )
-        .await?;
-    Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
+        .await?,
     ))
 }

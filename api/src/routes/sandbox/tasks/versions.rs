@@ -17,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use domain::tasks::contents::OutputPolicy;
 use domain::tasks::task::{Task, TaskCommand};
-use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+use domain::tasks::version::{TaskVersionCommand, TaskVersionDrafted};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -102,16 +102,9 @@ async fn create_version(
         version_number: allocated.state.version_count,
         contents,
     };
-    state
-        .bus
-        .execute::<TaskVersion>(
-            &version_id.to_string(),
-            TaskVersionCommand::Draft(drafted),
-            &meta,
-        )
-        .await?;
+    let command = TaskVersionCommand::Draft(drafted);
     Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
+        access::change_version(&state, &task, version_id, command, &meta).await?,
     ))
 }
 
@@ -149,16 +142,16 @@ async fn update_version(
         return Err(not_a_draft(&version.state));
     }
     let contents = draft::update(&state, &task, version.contents.0, body).await?;
-    state
-        .bus
-        .execute::<TaskVersion>(
-            &version_id.to_string(),
-            TaskVersionCommand::Edit(contents),
+    let command = TaskVersionCommand::Edit(contents);
+    Ok(Json(
+        access::change_version(
+            &state,
+            &task,
+            version_id,
+            command,
             &ctx.metadata(&principal),
         )
-        .await?;
-    Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
+        .await?,
     ))
 }
 
@@ -241,16 +234,16 @@ async fn publish_version(
             ));
         }
     }
-    state
-        .bus
-        .execute::<TaskVersion>(
-            &version_id.to_string(),
-            TaskVersionCommand::Publish,
+    let command = TaskVersionCommand::Publish;
+    Ok(Json(
+        access::change_version(
+            &state,
+            &task,
+            version_id,
+            command,
             &ctx.metadata(&principal),
         )
-        .await?;
-    Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
+        .await?,
     ))
 }
 
@@ -267,15 +260,15 @@ async fn archive_version(
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = access::owned_task(&state, &principal, task_id).await?;
     access::version(&state, &task, version_id).await?;
-    state
-        .bus
-        .execute::<TaskVersion>(
-            &version_id.to_string(),
-            TaskVersionCommand::Archive,
+    let command = TaskVersionCommand::Archive;
+    Ok(Json(
+        access::change_version(
+            &state,
+            &task,
+            version_id,
+            command,
             &ctx.metadata(&principal),
         )
-        .await?;
-    Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
+        .await?,
     ))
 }
