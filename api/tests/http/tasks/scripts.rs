@@ -53,6 +53,15 @@ async fn scripts_arrive_by_file_within_their_rules() {
         &["body", "work_script"],
     );
 
+    let (_, empty) = post_file(&boss, &format!("/tasks/{task}/script-uploads"), b"").await;
+    let (status, blank) = draft(
+        &boss,
+        &task,
+        json!({"environment_version_id": env, "startup_script_id": empty["script_id"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "an empty script is a script: {blank}");
+    assert_eq!(blank["startup_script"], "");
     let id = version["id"].as_str().unwrap();
     let file_path = format!("/tasks/{task}/versions/{id}/script-file?target=startup");
     let (status, replaced) = post_file(&boss, &file_path, "set -eu # ünïcode\n".as_bytes()).await;
@@ -99,8 +108,8 @@ async fn scripts_arrive_by_file_within_their_rules() {
             .0,
         404
     );
-    // The environment's context upload and the first script count too: 5 in all.
-    for _ in 0..3 {
+    // The environment's context upload and the first two scripts count too: 5 in all.
+    for _ in 0..2 {
         assert_eq!(
             post_file(&boss, &format!("/tasks/{task}/script-uploads"), b"x")
                 .await

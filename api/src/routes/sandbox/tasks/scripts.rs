@@ -185,6 +185,9 @@ pub async fn resolve(
             Some(handle.to_string().into()),
         ));
     };
+    if size == 0 {
+        return Ok(String::new());
+    }
     let bytes = state
         .objects
         .get_range(&key, 0..size as u64)
