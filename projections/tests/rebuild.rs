@@ -276,3 +276,46 @@ async fn writes_during_a_rebuild_are_in_the_swapped_model() {
         digest(&db.pool, "check").await
     );
 }
+
+/// Crash recovery empties unlogged shadow tables: a rebuild whose last batch
+/// committed before the server (re)started starts over rather than trusting its
+/// checkpoint, and still swaps in an equal model.
+#[tokio::test]
+async fn a_rebuild_resumed_after_a_server_restart_starts_over() {
+    let db = TestDatabase::fresh().await;
+    let bus = bus(&db.pool).await;
+    populate(&bus, 20).await;
+    let before = digest(&db.pool, "public").await;
+    let cancel = CancellationToken::new();
+    let job = Rebuild::start(&db.pool, directory(), Target::Swap)
+        .await
+        .unwrap()
+        .with_batch(5);
+    job.run(&cancel, |_, _| cancel.cancel()).await.unwrap();
+    // As crash recovery would: the shadow is empty, and its last batch predates
+    // the server's start.
+    sqlx::query("TRUNCATE rebuild_directory.users, rebuild_directory.companies")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE projection_rebuilds SET updated_at = pg_postmaster_start_time() - interval '1 second'",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let job = Rebuild::resume(&db.pool, directory()).await.unwrap();
+    assert_eq!(job.position(), 0, "the checkpoint is not trusted");
+    let outcome = job.run(&CancellationToken::new(), |_, _| {}).await.unwrap();
+    assert_eq!(outcome, Outcome::Swapped(22));
+    assert_eq!(digest(&db.pool, "public").await, before);
+    let persistence: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT relpersistence::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'public' AND c.relname = ANY($1)",
+    )
+    .bind(["users", "companies", "chatrooms"])
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(persistence, ["p"], "swapped-in tables are logged");
+}

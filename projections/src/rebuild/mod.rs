@@ -144,8 +144,24 @@ impl Rebuild {
         .bind(projection.name())
         .fetch_optional(&mut conn)
         .await?;
-        let (schema, position, until) =
+        let (schema, mut position, until) =
             row.with_context(|| format!("no rebuild of {} is in progress", projection.name()))?;
+        if position > 0 && server_restarted_since(&mut conn, projection.name()).await? {
+            // Crash recovery empties unlogged tables: the shadow may no longer hold
+            // what its checkpoint says, so the rebuild starts over.
+            let mut tx = conn.begin().await?;
+            let tables = projection.owned_tables(&mut tx, &schema).await?;
+            shadow::drop(&mut tx, &schema, &tables).await?;
+            shadow::create(&mut tx, &live, &schema, projection.tables()).await?;
+            sqlx::query(
+                "UPDATE projection_rebuilds SET position = 0, updated_at = now() WHERE name = $1",
+            )
+            .bind(projection.name())
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            position = 0;
+        }
         Ok(Self {
             projection,
             conn,
@@ -231,6 +247,7 @@ impl Rebuild {
             self.position = until;
             progress(self.position, target);
         }
+        shadow::make_durable(&mut self.conn, self.projection.as_ref(), &self.schema).await?;
         let shadow = Shadow {
             projection: self.projection.as_ref(),
             schema: &self.schema,
@@ -266,6 +283,16 @@ impl Rebuild {
         anyhow::ensure!(locked, "another process is rebuilding {name} right now");
         Ok(conn)
     }
+}
+
+/// Whether the server started after the rebuild's last batch committed.
+async fn server_restarted_since(conn: &mut PgConnection, name: &str) -> anyhow::Result<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT pg_postmaster_start_time() > updated_at FROM projection_rebuilds WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_one(conn)
+    .await?)
 }
 
 /// The schema of the live tables and the session's `search_path`.
