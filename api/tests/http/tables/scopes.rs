@@ -49,6 +49,28 @@ async fn a_table_is_reached_only_through_its_owning_scope() {
     }
     let (status, _) = t.call(Method::GET, &table, "boss", None).await;
     assert_eq!(status, 200);
+    let key = t
+        .column(&table, json!({"name": "n", "type": "integer"}))
+        .await;
+    for mount in [t.mount("company"), t.mount("department:ops")] {
+        let column = format!("{mount}/tables/{id}/columns/{key}");
+        for (method, body) in [
+            (Method::PATCH, Some(json!({"name": "m"}))),
+            (Method::DELETE, None),
+        ] {
+            let (status, _) = t.call(method.clone(), &column, "boss", body).await;
+            assert_eq!(status, 404, "{method} {column}");
+        }
+        let (status, _) = t
+            .call(
+                Method::GET,
+                &format!("{mount}/tables/{id}/columns"),
+                "boss",
+                None,
+            )
+            .await;
+        assert_eq!(status, 404, "columns of {mount}");
+    }
 }
 
 #[tokio::test]
