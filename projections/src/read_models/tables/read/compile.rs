@@ -1,7 +1,10 @@
 //! Filters, search and sorts compiled to SQL with bound parameters.
 //!
-//! Every predicate is wrapped in `coalesce(..., false)`: an empty cell fails every
-//! value operator (so `col neq X` excludes it) and `not(col eq X)` includes it.
+//! An empty cell fails every value operator (so `col neq X` excludes it) and
+//! `not(col eq X)` includes it. Outside a `not`, SQL's NULL already fails a WHERE
+//! clause, so predicates stay plain and indexable; under a `not` each predicate is
+//! wrapped in `coalesce(..., false)` so that the negation of an empty cell's NULL is
+//! true.
 
 use super::super::physical::{PREFIX_CHARS, ident};
 use super::TableHandle;
@@ -228,6 +231,7 @@ fn push_condition(
     qb: &mut QueryBuilder<'static, Postgres>,
     condition: &Condition,
     company_id: Uuid,
+    under_not: bool,
 ) -> anyhow::Result<()> {
     match condition {
         Condition::And(items) | Condition::Or(items) => {
@@ -241,13 +245,13 @@ fn push_condition(
                 if i > 0 {
                     qb.push(joiner);
                 }
-                push_condition(qb, item, company_id)?;
+                push_condition(qb, item, company_id, under_not)?;
             }
             qb.push(")");
         }
         Condition::Not(inner) => {
             qb.push("(NOT ");
-            push_condition(qb, inner, company_id)?;
+            push_condition(qb, inner, company_id, true)?;
             qb.push(")");
         }
         Condition::Test {
@@ -255,9 +259,15 @@ fn push_condition(
             op,
             operands,
         } => {
-            qb.push("coalesce((");
-            push_test(qb, field, *op, operands, company_id)?;
-            qb.push("), false)");
+            if under_not {
+                qb.push("coalesce((");
+                push_test(qb, field, *op, operands, company_id)?;
+                qb.push("), false)");
+            } else {
+                qb.push("(");
+                push_test(qb, field, *op, operands, company_id)?;
+                qb.push(")");
+            }
         }
     }
     Ok(())
@@ -272,7 +282,7 @@ impl Selection {
         qb.push(" WHERE true");
         if let Some(condition) = &self.condition {
             qb.push(" AND ");
-            push_condition(qb, condition, table.company_id)?;
+            push_condition(qb, condition, table.company_id, false)?;
         }
         if let Some((creator, mine)) = &self.created_by {
             qb.push(if *mine {
