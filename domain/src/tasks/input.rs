@@ -103,6 +103,12 @@ pub fn digest(bytes: &[u8]) -> String {
 
 /// Parses JSON text within bounds and canonicalizes it.
 pub fn parse(text: &[u8], limits: InputLimits) -> Result<CanonicalInput, InputError> {
+    canonicalize(parse_value(text, limits)?, limits)
+}
+
+/// Parses JSON text within bounds, without canonicalizing it (for text that only
+/// carries an input, or that is not one).
+pub fn parse_value(text: &[u8], limits: InputLimits) -> Result<Value, InputError> {
     if text.len() > limits.max_bytes {
         return Err(InputError::TooLarge(limits.max_bytes));
     }
@@ -112,7 +118,7 @@ pub fn parse(text: &[u8], limits: InputLimits) -> Result<CanonicalInput, InputEr
     deserializer
         .end()
         .map_err(|e| InputError::Syntax(e.to_string()))?;
-    canonicalize(value, limits)
+    Ok(value)
 }
 
 /// Deserializes a value within bounds from any serde deserializer (used for the

@@ -36,7 +36,7 @@ const OWNER_ONLY: &[&str] = &[
 #[tokio::test]
 async fn a_task_goes_from_draft_to_published_against_a_built_environment() {
     let app = TestApp::spawn().await;
-    let (seed, boss, _, member) = callers(&app).await;
+    let (seed, boss, dm, member) = callers(&app).await;
     let ready = ready_environment_version(&boss).await;
     let unbuilt = draft_environment_version(&boss).await;
     let task = company_task(&boss, "echo").await;
@@ -205,6 +205,61 @@ async fn a_task_goes_from_draft_to_published_against_a_built_environment() {
             .await,
         409,
         "output_policy_owner_scope_unsupported",
+    );
+
+    // A department task may publish a writeback policy while its table exists.
+    let rnd = seed.department("acme", "rnd").to_string();
+    let (_, rnd_task) = dm
+        .post(
+            "/tasks",
+            json!({"name": "rnd writer", "owner_scope": "department", "owner_id": rnd}),
+        )
+        .await;
+    let rnd_task = rnd_task["id"].as_str().unwrap();
+    let policy = json!({"kind": "custom_table_writeback", "table_id": table, "allowed_ops": "create,update"});
+    let (_, kept) = draft(
+        &dm,
+        rnd_task,
+        json!({"environment_version_id": ready, "output_policy": policy}),
+    )
+    .await;
+    let (_, orphan) = draft(
+        &dm,
+        rnd_task,
+        json!({"environment_version_id": ready, "output_policy": policy}),
+    )
+    .await;
+    let (status, published) = dm
+        .post(
+            &format!(
+                "/tasks/{rnd_task}/versions/{}/publish",
+                kept["id"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{published}");
+    let deleted = app
+        .request(
+            Method::DELETE,
+            &format!("/private/module/custom_tables/company/tables/{table}"),
+        )
+        .bearer_token(&boss.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    assert_code(
+        &dm.post(
+            &format!(
+                "/tasks/{rnd_task}/versions/{}/publish",
+                orphan["id"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await,
+        409,
+        "output_policy_unsatisfiable",
     );
 }
 

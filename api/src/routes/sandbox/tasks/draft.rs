@@ -180,8 +180,8 @@ async fn script(
 /// JSON is a job-contract problem.
 fn json_field(value: Option<Value>, field: &str, contract: &mut Vec<String>) -> Option<Value> {
     match value? {
-        Value::String(text) => match input::parse(text.as_bytes(), InputLimits::default()) {
-            Ok(parsed) => Some(parsed.value),
+        Value::String(text) => match input::parse_value(text.as_bytes(), InputLimits::default()) {
+            Ok(value) => Some(value),
             Err(error) => {
                 contract.push(format!("{field} is not JSON: {error}"));
                 None

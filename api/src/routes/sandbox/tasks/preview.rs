@@ -68,8 +68,8 @@ async fn input_preview(
         max_depth: limits.max_depth + 1,
         max_nodes: limits.max_nodes + 1,
     };
-    let parsed = input::parse(&body, envelope).map_err(not_stageable)?;
-    let serde_json::Value::Object(mut fields) = parsed.value else {
+    let envelope = input::parse_value(&body, envelope).map_err(not_stageable)?;
+    let serde_json::Value::Object(mut fields) = envelope else {
         return Err(body_shape());
     };
     let Some(value) = fields.remove("input") else {

@@ -139,7 +139,7 @@ async fn update_version(
     let task = access::owned_task(&state, &principal, task_id).await?;
     let version = access::version(&state, &task, version_id).await?;
     if version.state != "draft" {
-        return Err(not_a_draft(&version.state));
+        return Err(not_a_draft(&version.state, "changed"));
     }
     let contents = draft::update(&state, &task, version.contents.0, body).await?;
     let command = TaskVersionCommand::Edit(contents);
@@ -155,11 +155,13 @@ async fn update_version(
     ))
 }
 
-fn not_a_draft(state: &str) -> ApiError {
+/// Checked before anything else a request would refuse, so that a published
+/// version always answers the state conflict (the aggregate enforces it too).
+fn not_a_draft(state: &str, verb: &str) -> ApiError {
     ApiError::coded(
         StatusCode::CONFLICT,
         "illegal_state_transition",
-        format!("a {state} task version cannot be changed"),
+        format!("a {state} task version cannot be {verb}"),
     )
 }
 
@@ -179,11 +181,7 @@ async fn publish_version(
     let task = access::owned_task(&state, &principal, task_id).await?;
     let version = access::version(&state, &task, version_id).await?;
     if version.state != "draft" {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "illegal_state_transition",
-            format!("a {} task version cannot be published", version.state),
-        ));
+        return Err(not_a_draft(&version.state, "published"));
     }
     let contents = &version.contents.0;
     let environment_state: Option<String> =
