@@ -14,6 +14,7 @@ pub mod objects;
 pub mod principal;
 pub mod registry;
 pub mod settings;
+pub mod sharing;
 pub mod tables;
 pub mod tasks;
 pub mod upcast;

@@ -3,5 +3,5 @@
 mod json;
 mod query;
 
-pub use json::{ApiJson, parse_json};
+pub use json::{ApiJson, OptionalJson, parse_json};
 pub use query::ApiQuery;

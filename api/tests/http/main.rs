@@ -9,5 +9,6 @@ mod general;
 mod public;
 mod restricted;
 mod settings;
+mod sharing;
 mod tables;
 mod tasks;

@@ -9,6 +9,7 @@
 
 mod environment_examples;
 mod examples;
+mod sharing_examples;
 mod table_examples;
 mod task_examples;
 mod variants;
@@ -82,6 +83,8 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::record::Record>(),
         entry::<crate::tasks::task::Task>(),
         entry::<crate::tasks::version::TaskVersion>(),
+        entry::<crate::sharing::share::Share>(),
+        entry::<crate::sharing::binding::Binding>(),
     ]
 }
 

@@ -7,6 +7,7 @@ pub mod environments;
 pub mod notifications;
 pub mod owned_objects;
 mod rowset;
+pub mod sharing;
 mod table;
 pub mod tables;
 pub mod tasks;
@@ -28,6 +29,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(notifications::NotificationsProjection),
         Arc::new(tables::CustomTablesProjection),
         Arc::new(tasks::TasksProjection),
+        Arc::new(sharing::SharingProjection),
     ]
 }
 

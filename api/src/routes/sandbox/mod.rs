@@ -1,8 +1,11 @@
 //! The private sandbox API under `/private/module/sandbox`, grouped as the spec
 //! groups it.
 
+pub mod bindings;
 pub mod environments;
+pub mod management;
 pub mod owners;
+pub mod rooms;
 pub mod settings;
 pub mod tasks;
 
@@ -19,6 +22,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(settings::router())
         .merge(environments::router())
         .merge(tasks::router())
+        .merge(bindings::router())
+        .merge(rooms::router())
+        .merge(management::router())
 }
 
 /// Routes that stream raw bodies or take large ones, and enforce their own size

@@ -3,8 +3,9 @@
 pub mod access;
 mod catalog;
 mod draft;
-mod preview;
+pub mod preview;
 mod scripts;
+mod shares;
 mod versions;
 pub mod views;
 
@@ -24,6 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(catalog::router())
         .merge(preview::router())
+        .merge(shares::router())
 }
 
 /// The version and script routes, which guard their own body sizes.

@@ -1,0 +1,96 @@
+//! `GET /chatrooms/{cid}/menu`: the tasks a room has granted and enabled, the same
+//! list for every caller. It is one indexed range of the `bindings` read model,
+//! never a scan of the company's tasks.
+
+use crate::auth::Auth;
+use crate::error::ApiResult;
+use crate::extract::ApiQuery;
+use crate::pagination::{PageQuery, finish};
+use crate::routes::sandbox::bindings::enablement::visible_room;
+use crate::routes::sandbox::bindings::views::{SandboxMenuItem, SandboxMenuResponse, secret_slots};
+use crate::routes::sandbox::tasks::preview::runtime_contract;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use domain::sharing::binding::SlotAssignment;
+use serde_json::Value;
+use sqlx::types::Json as Jsonb;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The menu route.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(menu))
+}
+
+#[derive(sqlx::FromRow)]
+struct MenuRow {
+    task_id: Uuid,
+    task_name: String,
+    task_version_id: Uuid,
+    task_version_digest: String,
+    input_schema: Option<Jsonb<Value>>,
+    secret_slots: Jsonb<Vec<SlotAssignment>>,
+}
+
+/// The warning a menu entry carries when its job reads secrets.
+fn risk_warning(slots: &[SlotAssignment]) -> Option<String> {
+    if slots.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = slots.iter().map(|s| s.name.as_str()).collect();
+    Some(format!(
+        "This job reads the secrets {}; its scripts can use or reveal their values.",
+        names.join(", ")
+    ))
+}
+
+impl From<MenuRow> for SandboxMenuItem {
+    fn from(row: MenuRow) -> Self {
+        Self {
+            task_id: row.task_id,
+            task_name: row.task_name,
+            task_version_id: row.task_version_id,
+            task_version_digest: row.task_version_digest,
+            input_schema: row.input_schema.map(|s| s.0),
+            secret_use_risk_warning: risk_warning(&row.secret_slots),
+            secret_slots: secret_slots(&row.secret_slots),
+            runtime_contract: runtime_contract(None),
+        }
+    }
+}
+
+/// The room's menu: only granted and enabled tasks, by name.
+#[utoipa::path(get, path = "/chatrooms/{chatroom_id}/menu", tag = "runs",
+    params(("chatroom_id" = Uuid, Path), PageQuery),
+    responses((status = 200, body = SandboxMenuResponse), (status = 404, description = "room not visible")))]
+async fn menu(
+    State(state): State<AppState>,
+    Auth(principal): Auth,
+    Path(chatroom_id): Path<Uuid>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> ApiResult<Json<SandboxMenuResponse>> {
+    let page = query.page::<(String, Uuid)>(50)?;
+    let room = visible_room(&state, &principal, chatroom_id).await?;
+    let (after_name, after_id) = page.after.unwrap_or_default();
+    let rows: Vec<MenuRow> = sqlx::query_as(
+        "SELECT task_id, task_name, task_version_id, task_version_digest, input_schema, secret_slots
+           FROM bindings
+          WHERE chatroom_id = $1 AND state = 'enabled' AND authority_applicable
+            AND (task_name, task_id) > ($2, $3)
+          ORDER BY task_name, task_id
+          LIMIT $4",
+    )
+    .bind(room.id)
+    .bind(after_name)
+    .bind(after_id)
+    .bind(page.size + 1)
+    .fetch_all(&state.pool)
+    .await?;
+    let (rows, next_page_token) = finish(rows, page.size, |r| (r.task_name.clone(), r.task_id));
+    Ok(Json(SandboxMenuResponse {
+        items: rows.into_iter().map(Into::into).collect(),
+        next_page_token,
+    }))
+}
