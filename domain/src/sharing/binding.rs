@@ -20,10 +20,7 @@ use uuid::Uuid;
 
 /// The aggregate id of the bindings of `task_id` in `chatroom_id`.
 pub fn binding_aggregate_id(chatroom_id: Uuid, task_id: Uuid) -> Uuid {
-    crate::ids::derive(
-        "binding",
-        &[&chatroom_id.to_string(), &task_id.to_string()],
-    )
+    crate::ids::derive("binding", &[&chatroom_id.to_string(), &task_id.to_string()])
 }
 
 /// One secret slot of the pinned version and who fills it under the grant.

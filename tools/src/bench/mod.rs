@@ -7,8 +7,10 @@ mod append;
 mod catchup;
 mod chain;
 mod http;
+mod menu;
 mod raw;
 mod rebuild;
+mod server;
 mod stats;
 mod tables;
 
@@ -29,6 +31,8 @@ pub enum BenchCommand {
     /// Custom tables: a filtered, sorted page over 100,000 records, a full CSV
     /// export and a column type change.
     Tables(tables::TablesArgs),
+    /// The room menu: a page of a room with 500 enabled tasks among 20,000.
+    Menu(menu::MenuArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -80,6 +84,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Rebuild(args) => run_rebuild(target, &args).await,
         BenchCommand::Chain(args) => run_chain(target, &args).await,
         BenchCommand::Tables(args) => tables::run(&target.url()?, &args).await,
+        BenchCommand::Menu(args) => menu::run(&target.url()?, &args).await,
     }
 }
 

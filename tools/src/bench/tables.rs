@@ -7,11 +7,9 @@
 //! per statement) and projected by the server's pump, as a replay would.
 
 use super::raw::Scratch;
+use super::server::{Server, start};
 use super::stats::percentile;
 use anyhow::Context;
-use api::admin::directory::{Applier, DirectoryFile};
-use api::admin::operator_metadata;
-use api::state::AppState;
 use clap::Args;
 use cqrs_es::DomainEvent;
 use cqrs_es::persist::SerializedEvent;
@@ -19,7 +17,6 @@ use domain::tables::record::RecordEvent;
 use projections::store::LogRepository;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// Options of `bench tables`.
@@ -40,74 +37,6 @@ struct Figures {
     page_p95_ms: f64,
     csv_rows_per_second: f64,
     type_change_rows_per_second: f64,
-}
-
-/// An in-process server and a manager's token.
-struct Server {
-    base: String,
-    token: String,
-    state: AppState,
-    company_id: Uuid,
-    user_id: Uuid,
-    cancel: CancellationToken,
-    data: std::path::PathBuf,
-}
-
-async fn start(scratch: &Scratch) -> anyhow::Result<Server> {
-    let data = std::env::temp_dir().join(format!("sandbox-bench-{}", Uuid::new_v4()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let config = super::http::bench_config(scratch, listener.local_addr()?, data.clone());
-    let cancel = CancellationToken::new();
-    let started = AppState::start(&config, scratch.pool.clone(), cancel.clone()).await?;
-    let state = started.state.clone();
-    let server_cancel = cancel.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, api::server::app(started.state))
-            .with_graceful_shutdown(async move { server_cancel.cancelled().await })
-            .await;
-    });
-    let file: DirectoryFile =
-        serde_json::from_value(json!({"companies": [{"ref": "bench", "name": "bench",
-        "users": [{"ref": "m", "username": "m", "role": 3}]}]}))?;
-    let applied = Applier {
-        bus: &state.bus,
-        jwt: &state.jwt,
-        token_ttl: chrono::Duration::hours(2),
-        metadata: operator_metadata("bench"),
-    }
-    .apply(&file)
-    .await?;
-    let company = &applied.companies["bench"];
-    Ok(Server {
-        base: format!("{}/private/module/custom_tables/company", config.base_url()),
-        token: company.users["m"].token.clone(),
-        company_id: company.id,
-        user_id: company.users["m"].id,
-        state,
-        cancel,
-        data,
-    })
-}
-
-impl Server {
-    async fn call(
-        &self,
-        client: &reqwest::Client,
-        method: reqwest::Method,
-        path: &str,
-        body: Value,
-    ) -> anyhow::Result<Value> {
-        let response = client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await?;
-        let status = response.status();
-        let body: Value = response.json().await?;
-        anyhow::ensure!(status.is_success(), "{path} answered {status}: {body}");
-        Ok(body)
-    }
 }
 
 const COLUMNS: [(&str, &str); 10] = [
@@ -317,7 +246,7 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<()> {
     let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch).await;
+    let server = start(&scratch, "/private/module/custom_tables/company").await;
     let result = match &server {
         Ok(server) => measure(server, args).await,
         Err(_) => Err(anyhow::anyhow!("the server did not start")),

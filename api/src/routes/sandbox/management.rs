@@ -198,7 +198,11 @@ async fn bindings_where(
 }
 
 /// The rooms among `rooms` the caller manages.
-async fn managed_rooms(state: &AppState, principal: &Principal, task: Uuid) -> ApiResult<Vec<Uuid>> {
+async fn managed_rooms(
+    state: &AppState,
+    principal: &Principal,
+    task: Uuid,
+) -> ApiResult<Vec<Uuid>> {
     let rooms: Vec<Uuid> =
         sqlx::query_scalar("SELECT DISTINCT chatroom_id FROM bindings WHERE task_id = $1")
             .bind(task)

@@ -29,8 +29,11 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
     let menu = format!("/chatrooms/{lab}/menu");
     assert_eq!(member.get(&menu).await.1["items"], json!([]));
     assert_code(
-        &dm.post(&format!("/chatrooms/{lab}/granted-jobs/{task}/enable"), json!({}))
-            .await,
+        &dm.post(
+            &format!("/chatrooms/{lab}/granted-jobs/{task}/enable"),
+            json!({}),
+        )
+        .await,
         409,
         "task_not_shared_to_room",
     );
@@ -64,11 +67,20 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
     // Members cannot enable; a manager of another department's room cannot see it.
     let enable = format!("/chatrooms/{lab}/granted-jobs/{task}/enable");
     assert_eq!(member.post(&enable, json!({})).await.0, 403);
-    assert_eq!(member.get(&format!("/chatrooms/{lab}/granted-jobs")).await.0, 403);
     assert_eq!(
-        dm.post(&format!("/chatrooms/{ops_room}/granted-jobs/{task}/enable"), json!({}))
+        member
+            .get(&format!("/chatrooms/{lab}/granted-jobs"))
             .await
             .0,
+        403
+    );
+    assert_eq!(
+        dm.post(
+            &format!("/chatrooms/{ops_room}/granted-jobs/{task}/enable"),
+            json!({})
+        )
+        .await
+        .0,
         404
     );
 
@@ -81,7 +93,11 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
     let first_binding = item["binding_id"].as_str().unwrap().to_string();
     let (status, again) = dm.post(&enable, json!({"task_version_id": version})).await;
     assert_eq!(status, 200, "{again}");
-    assert_eq!(again["binding_id"], first_binding.as_str(), "enable is idempotent");
+    assert_eq!(
+        again["binding_id"],
+        first_binding.as_str(),
+        "enable is idempotent"
+    );
 
     // Every member reads the same menu.
     let (status, page) = member.get(&menu).await;
@@ -92,7 +108,12 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
     assert_eq!(entry["task_id"], task.as_str());
     assert_eq!(entry["task_name"], "weekly report");
     assert_eq!(entry["task_version_id"], version.as_str());
-    assert!(entry["task_version_digest"].as_str().unwrap().starts_with("sha256:"));
+    assert!(
+        entry["task_version_digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
     assert_eq!(entry["input_schema"]["properties"]["n"]["type"], "integer");
     assert_eq!(
         entry["secret_slots"],
@@ -101,17 +122,32 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
             {"name": "DB_PASSWORD", "policy": "borrower", "borrower_bound": false, "owner_bound": false, "effective_source": "missing"}
         ])
     );
-    assert!(entry["runtime_contract"].get("work_command").is_none(), "{entry}");
+    assert!(
+        entry["runtime_contract"].get("work_command").is_none(),
+        "{entry}"
+    );
     assert!(!entry.to_string().contains("secret-command"));
-    assert!(entry["secret_use_risk_warning"].as_str().unwrap().contains("API_TOKEN"));
+    assert!(
+        entry["secret_use_risk_warning"]
+            .as_str()
+            .unwrap()
+            .contains("API_TOKEN")
+    );
     assert_eq!(dm.get(&menu).await.1, page);
-    assert_eq!(boss.get(&menu).await.1, page, "a company manager reads any room");
+    assert_eq!(
+        boss.get(&menu).await.1,
+        page,
+        "a company manager reads any room"
+    );
     let line = seed.key("acme", "line");
     assert_eq!(with_key(&app, &line, Method::GET, &menu).await.1, page);
 
     // A restricted key reads its room's menu and gets 403 for another room.
     let bot = seed.key("acme", "bot");
-    assert_eq!(with_key(&app, &bot, Method::GET, &menu).await, (200, page.clone()));
+    assert_eq!(
+        with_key(&app, &bot, Method::GET, &menu).await,
+        (200, page.clone())
+    );
     let other_menu = format!("/chatrooms/{ops_room}/menu");
     assert_eq!(with_key(&app, &bot, Method::GET, &other_menu).await.0, 403);
     assert_eq!(outsider.get(&menu).await.0, 404, "not a member of the room");
@@ -123,14 +159,24 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
 
     // A rename reaches the menu.
     let (status, _) = boss
-        .send(Method::PATCH, &format!("/tasks/{task}"), Some(json!({"name": "daily report"})))
+        .send(
+            Method::PATCH,
+            &format!("/tasks/{task}"),
+            Some(json!({"name": "daily report"})),
+        )
         .await;
     assert_eq!(status, 200);
-    assert_eq!(member.get(&menu).await.1["items"][0]["task_name"], "daily report");
+    assert_eq!(
+        member.get(&menu).await.1["items"][0]["task_name"],
+        "daily report"
+    );
 
     // Disable keeps the share; re-enabling is a new binding.
     let (status, disabled) = dm
-        .post(&format!("/chatrooms/{lab}/granted-jobs/{task}/disable"), json!({}))
+        .post(
+            &format!("/chatrooms/{lab}/granted-jobs/{task}/disable"),
+            json!({}),
+        )
         .await;
     assert_eq!(status, 200, "{disabled}");
     assert_eq!(disabled["enabled"], false);
@@ -138,17 +184,25 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
     assert_eq!(member.get(&menu).await.1["items"], json!([]));
     let (_, item) = dm.post(&enable, json!({})).await;
     assert_ne!(item["binding_id"], first_binding.as_str());
-    assert_eq!(member.get(&menu).await.1["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        member.get(&menu).await.1["items"].as_array().unwrap().len(),
+        1
+    );
 
     // Revoking the share revokes the bindings it carried.
     let grant_id = grant["id"].as_str().unwrap();
     let (status, revoked) = boss
-        .post(&format!("/tasks/{task}/shares/{grant_id}/revoke"), json!({"reason": "done"}))
+        .post(
+            &format!("/tasks/{task}/shares/{grant_id}/revoke"),
+            json!({"reason": "done"}),
+        )
         .await;
     assert_eq!(status, 200, "{revoked}");
     assert_eq!(revoked["state"], "revoked");
     assert_eq!(member.get(&menu).await.1["items"], json!([]));
-    let (_, history) = dm.get(&format!("/chatrooms/{lab}/bindings?lifecycle=all")).await;
+    let (_, history) = dm
+        .get(&format!("/chatrooms/{lab}/bindings?lifecycle=all"))
+        .await;
     let reasons: Vec<&str> = history["items"]
         .as_array()
         .unwrap()
@@ -156,12 +210,22 @@ async fn owner_shares_manager_enables_members_and_restricted_keys_read_the_menu(
         .map(|b| b["revoke_reason"].as_str().unwrap())
         .collect();
     assert_eq!(reasons, ["share_revoked", "disabled"], "{history}");
-    assert_eq!(dm.get(&format!("/chatrooms/{lab}/bindings")).await.1["items"], json!([]));
-    assert_code(&dm.post(&enable, json!({})).await, 409, "task_not_shared_to_room");
+    assert_eq!(
+        dm.get(&format!("/chatrooms/{lab}/bindings")).await.1["items"],
+        json!([])
+    );
+    assert_code(
+        &dm.post(&enable, json!({})).await,
+        409,
+        "task_not_shared_to_room",
+    );
 
     // A company share reaches every room; resharing is a new generation.
     let (status, company_grant) = boss
-        .post(&format!("/tasks/{task}/shares"), json!({"target_kind": "company", "target_id": seed.company("acme")}))
+        .post(
+            &format!("/tasks/{task}/shares"),
+            json!({"target_kind": "company", "target_id": seed.company("acme")}),
+        )
         .await;
     assert_eq!(status, 200, "{company_grant}");
     let (status, item) = dm.post(&enable, json!({})).await;
@@ -185,7 +249,13 @@ async fn me_hints_at_manageable_rooms_and_creatable_scopes() {
         .map(|s| s["owner_scope"].as_str().unwrap())
         .collect();
     assert_eq!(scopes, ["company", "department"]);
-    assert_eq!(me["creatable_owner_scopes"][1]["owner_ids"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        me["creatable_owner_scopes"][1]["owner_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 
     let (_, me) = dm.get("/me").await;
     assert_eq!(me["manageable_chatroom_scope"]["scope"], "chatroom");
@@ -207,7 +277,9 @@ async fn me_hints_at_manageable_rooms_and_creatable_scopes() {
     assert_eq!(me["principal_type"], "social_media_client");
     assert_eq!(me["manageable_chatroom_scope"]["chatroom_ids"], json!([]));
     assert_eq!(
-        with_key(&app, &seed.key("acme", "bot"), Method::GET, "/me").await.0,
+        with_key(&app, &seed.key("acme", "bot"), Method::GET, "/me")
+            .await
+            .0,
         403
     );
 }

@@ -41,7 +41,13 @@ async fn readable(state: &AppState, principal: &Principal, row: &BindingRow) -> 
     let Ok(task) = task(state, principal, row.task_id()).await else {
         return Ok(false);
     };
-    manages_scope(state, principal, &task.row.owner_scope, Some(task.row.owner_id)).await
+    manages_scope(
+        state,
+        principal,
+        &task.row.owner_scope,
+        Some(task.row.owner_id),
+    )
+    .await
 }
 
 /// A binding the caller may change: 404 unless it may read it, 403 unless it
@@ -141,7 +147,9 @@ async fn accept_version(
     let pin = pin(&state, row.task_id(), Some(body.task_version_id), &grant).await?;
     let command = BindingCommand::AcceptVersion { binding_id, pin };
     execute(&state, &ctx, &principal, &row, command).await?;
-    Ok(Json(binding_row(&state, &principal, binding_id).await?.into()))
+    Ok(Json(
+        binding_row(&state, &principal, binding_id).await?.into(),
+    ))
 }
 
 /// Revokes an enabled binding; the share stays.
@@ -163,7 +171,9 @@ async fn revoke_binding(
     }
     let command = BindingCommand::Revoke { binding_id, reason };
     execute(&state, &ctx, &principal, &row, command).await?;
-    Ok(Json(binding_row(&state, &principal, binding_id).await?.into()))
+    Ok(Json(
+        binding_row(&state, &principal, binding_id).await?.into(),
+    ))
 }
 
 async fn execute(

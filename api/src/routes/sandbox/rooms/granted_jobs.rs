@@ -4,18 +4,17 @@
 //! stays).
 
 use crate::auth::Auth;
+use crate::directory::RoomStanding;
 use crate::error::ApiResult;
 use crate::extract::OptionalJson;
 use crate::request::Context;
 use crate::routes::sandbox::bindings::enablement::{
-    REACHES_ROOM, RESOLUTION_ORDER, enable, enableable_task, live_binding, managed_room,
-    not_shared,
+    REACHES_ROOM, RESOLUTION_ORDER, enable, enableable_task, live_binding, managed_room, not_shared,
 };
 use crate::routes::sandbox::bindings::views::{
     SandboxGrantedJobEnableRequest, SandboxGrantedJobItemResponse, SandboxGrantedJobListResponse,
     SandboxSecretSlot, secret_slots,
 };
-use crate::directory::RoomStanding;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};

@@ -1,0 +1,92 @@
+//! An in-process server on a scratch database for the HTTP benchmarks, with one
+//! company and its manager.
+
+use super::raw::Scratch;
+use api::admin::directory::{Applier, DirectoryFile};
+use api::admin::operator_metadata;
+use api::state::AppState;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// An in-process server and a manager's token.
+pub struct Server {
+    /// Base URL plus the prefix of the routes called.
+    pub base: String,
+    /// The manager's JWT.
+    pub token: String,
+    /// The server's state.
+    pub state: AppState,
+    /// The company.
+    pub company_id: Uuid,
+    /// The manager.
+    pub user_id: Uuid,
+    /// The company's one room.
+    pub room_id: Uuid,
+    /// Stops the server.
+    pub cancel: CancellationToken,
+    /// Its data directory.
+    pub data: std::path::PathBuf,
+}
+
+/// Starts the server on the scratch database with one company manager; `call`
+/// paths are relative to `prefix`.
+pub async fn start(scratch: &Scratch, prefix: &str) -> anyhow::Result<Server> {
+    let data = std::env::temp_dir().join(format!("sandbox-bench-{}", Uuid::new_v4()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let config = super::http::bench_config(scratch, listener.local_addr()?, data.clone());
+    let cancel = CancellationToken::new();
+    let started = AppState::start(&config, scratch.pool.clone(), cancel.clone()).await?;
+    let state = started.state.clone();
+    let server_cancel = cancel.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, api::server::app(started.state))
+            .with_graceful_shutdown(async move { server_cancel.cancelled().await })
+            .await;
+    });
+    let file: DirectoryFile =
+        serde_json::from_value(json!({"companies": [{"ref": "bench", "name": "bench",
+        "chatrooms": [{"ref": "room", "name": "room"}],
+        "users": [{"ref": "m", "username": "m", "role": 3}]}]}))?;
+    let applied = Applier {
+        bus: &state.bus,
+        jwt: &state.jwt,
+        token_ttl: chrono::Duration::hours(2),
+        metadata: operator_metadata("bench"),
+    }
+    .apply(&file)
+    .await?;
+    let company = &applied.companies["bench"];
+    Ok(Server {
+        base: format!("{}{prefix}", config.base_url()),
+        token: company.users["m"].token.clone(),
+        company_id: company.id,
+        user_id: company.users["m"].id,
+        room_id: company.chatrooms["room"],
+        state,
+        cancel,
+        data,
+    })
+}
+
+impl Server {
+    /// Calls a route and returns its JSON body, failing on an error status.
+    pub async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> anyhow::Result<Value> {
+        let response = client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status();
+        let body: Value = response.json().await?;
+        anyhow::ensure!(status.is_success(), "{path} answered {status}: {body}");
+        Ok(body)
+    }
+}
