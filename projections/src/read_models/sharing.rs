@@ -241,6 +241,9 @@ async fn fold_binding(cx: Fold<'_>, event: BindingEvent) -> anyhow::Result<()> {
             .execute(&mut *cx.conn)
             .await?;
         }
+        // A binding the projection already revoked (its grant or task went away
+        // while the re-pin was decided) stays revoked: a new enablement is a new
+        // generation.
         BindingEvent::BindingVersionAccepted { binding_id, pin } => {
             let task_id: Option<Uuid> =
                 sqlx::query_scalar("SELECT task_id FROM bindings WHERE id = $1")
@@ -257,7 +260,7 @@ async fn fold_binding(cx: Fold<'_>, event: BindingEvent) -> anyhow::Result<()> {
                         authority_applicable = $8, updated_at = $10,
                         state = CASE WHEN $9::text IS NULL THEN 'enabled' ELSE 'revoked' END,
                         revoke_reason = $9, revoked_at = CASE WHEN $9::text IS NULL THEN NULL ELSE $10 END
-                  WHERE id = $1",
+                  WHERE id = $1 AND state = 'enabled'",
             )
             .bind(binding_id)
             .bind(pin.share_grant_id)

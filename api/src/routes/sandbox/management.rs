@@ -197,27 +197,28 @@ async fn bindings_where(
     Ok(Json(SandboxBindingListResponse { items, truncated }))
 }
 
-/// The rooms among `rooms` the caller manages.
+/// The live rooms holding bindings of `task` that the caller manages (as the room's
+/// or its department's manager; company managers own every task and never get here).
 async fn managed_rooms(
     state: &AppState,
     principal: &Principal,
     task: Uuid,
 ) -> ApiResult<Vec<Uuid>> {
-    let rooms: Vec<Uuid> =
-        sqlx::query_scalar("SELECT DISTINCT chatroom_id FROM bindings WHERE task_id = $1")
-            .bind(task)
-            .fetch_all(&state.pool)
-            .await?;
-    let mut managed = Vec::new();
-    for room in rooms {
-        if crate::directory::room_standing(&state.pool, principal, room)
-            .await?
-            .is_some_and(|r| r.manager)
-        {
-            managed.push(room);
-        }
-    }
-    Ok(managed)
+    Ok(sqlx::query_scalar(
+        "SELECT r.id FROM chatrooms r
+          WHERE r.company_id = $2 AND NOT r.archived AND $4 = 'user'
+            AND r.id IN (SELECT chatroom_id FROM bindings WHERE task_id = $1)
+            AND (EXISTS (SELECT 1 FROM chatroom_members m WHERE m.chatroom_id = r.id
+                           AND m.member_kind = $4 AND m.member_id = $3 AND m.is_manager)
+              OR EXISTS (SELECT 1 FROM department_members d WHERE d.department_id = r.department_id
+                           AND d.user_id = $3 AND d.is_manager))",
+    )
+    .bind(task)
+    .bind(principal.company_id)
+    .bind(principal.principal_id)
+    .bind(principal.principal_type.as_str())
+    .fetch_all(&state.pool)
+    .await?)
 }
 
 /// A task's adoption history: its owners see every room, anyone else only the rooms

@@ -110,6 +110,11 @@ async fn shares_are_validated_owned_and_live_once_per_target() {
     }
     let first = won[0].1.clone();
     assert_eq!(first["secret_slot_policies"], json!({}));
+    assert_code(
+        &boss.post(&shares, to_lab.clone()).await,
+        409,
+        "share_already_live",
+    );
 
     // Revoke, then reshare: a new generation with a new id.
     let revoke = format!("{shares}/{}/revoke", first["id"].as_str().unwrap());
@@ -247,4 +252,29 @@ async fn department_tasks_reach_any_room_and_the_room_grant_resolves_first() {
         .get(&format!("/chatrooms/{ops_room}/bindings?lifecycle=retired"))
         .await;
     assert_eq!(retired["items"], json!([]));
+
+    // The task's owner reads the binding in a room it does not manage, but the room
+    // manager decides: 403 for a re-pin or a revoke.
+    let binding = jobs["items"][0]["binding_id"].as_str().unwrap();
+    assert_eq!(dm.get(&format!("/bindings/{binding}")).await.0, 200);
+    let version = jobs["items"][0]["task_version_id"].clone();
+    assert_eq!(
+        dm.post(
+            &format!("/bindings/{binding}/accept-version"),
+            json!({"task_version_id": version})
+        )
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        dm.post(&format!("/bindings/{binding}/revoke"), json!({}))
+            .await
+            .0,
+        403
+    );
+    let (_, history) = dm
+        .get(&format!("/tasks/{task}/bindings?lifecycle=retired"))
+        .await;
+    assert_eq!(history["items"], json!([]));
 }

@@ -21,15 +21,23 @@ use domain::tasks::contents::VersionContents;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-/// A live room the caller can see: 404 unless the caller is a member or manages it.
+/// A live room the caller can see: 404 unless the caller is a member, manages it,
+/// or is a restricted key allowed into it (the key's allowlist is its authority).
 pub async fn visible_room(
     state: &AppState,
     principal: &Principal,
     room: Uuid,
 ) -> ApiResult<RoomStanding> {
+    let allowed = |id: Uuid| {
+        principal.is_restricted()
+            && principal
+                .allowed_chatroom_ids
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&id))
+    };
     room_standing(&state.pool, principal, room)
         .await?
-        .filter(|r| r.member || r.manager)
+        .filter(|r| r.member || r.manager || allowed(r.id))
         .ok_or(ApiError::NotFound)
 }
 
@@ -145,7 +153,8 @@ pub async fn pin(
     let row: Option<PinnableVersion> = sqlx::query_as(
         "SELECT id, version_number, state, content_state, canonical_digest, contents
            FROM task_versions
-          WHERE task_id = $1 AND ($2::uuid IS NULL AND state = 'published' OR id = $2)
+          WHERE task_id = $1
+            AND ($2::uuid IS NULL AND state = 'published' AND content_state = 'active' OR id = $2)
           ORDER BY version_number DESC LIMIT 1",
     )
     .bind(task)
@@ -242,9 +251,14 @@ pub async fn enable(
             &ctx.metadata(principal),
         )
         .await?;
-    live_binding(state, room.id, task_id)
-        .await?
-        .ok_or_else(not_shared)
+    match live_binding(state, room.id, task_id).await? {
+        Some(id) => Ok(id),
+        // The grant was revoked or the task archived while this request decided.
+        None => {
+            enableable_task(state, principal, task_id).await?;
+            Err(not_shared())
+        }
+    }
 }
 
 /// A binding row as the routes read it.
@@ -290,7 +304,7 @@ pub const BINDING_COLUMNS: &str = "b.id, b.chatroom_id, b.task_id, b.task_name, 
      b.share_grant_id, b.task_version_id, b.version_number, b.task_version_digest, b.secret_slots, \
      b.state, b.state = 'enabled' AND b.authority_applicable AS authority_applicable, \
      EXISTS (SELECT 1 FROM task_versions n WHERE n.task_id = b.task_id AND n.state = 'published' \
-             AND n.version_number > b.version_number) AS update_available, \
+             AND n.content_state = 'active' AND n.version_number > b.version_number) AS update_available, \
      b.revoke_reason, b.enabled_by, b.created_at, b.updated_at, b.revoked_at";
 
 impl From<BindingRow> for SandboxBindingResponse {

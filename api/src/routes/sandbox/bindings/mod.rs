@@ -6,6 +6,8 @@ pub mod enablement;
 pub mod views;
 
 use crate::auth::Auth;
+use crate::authz::INSUFFICIENT;
+use crate::directory::{RoomStanding, room_standing};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, OptionalJson};
 use crate::request::Context;
@@ -34,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Whether the caller may read a binding: it manages the room or owns the task.
 async fn readable(state: &AppState, principal: &Principal, row: &BindingRow) -> ApiResult<bool> {
-    let room = crate::directory::room_standing(&state.pool, principal, row.chatroom_id()).await?;
+    let room = room_standing(&state.pool, principal, row.chatroom_id()).await?;
     if room.is_some_and(|r| r.manager) {
         return Ok(true);
     }
@@ -50,15 +52,21 @@ async fn readable(state: &AppState, principal: &Principal, row: &BindingRow) -> 
     .await
 }
 
-/// A binding the caller may change: 404 unless it may read it, 403 unless it
-/// manages the room.
-async fn changeable(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<BindingRow> {
+/// A binding the caller may change and its room: 404 unless the caller may read
+/// the binding, 403 unless it manages the room.
+async fn changeable(
+    state: &AppState,
+    principal: &Principal,
+    id: Uuid,
+) -> ApiResult<(BindingRow, RoomStanding)> {
     let row = binding_row(state, principal, id).await?;
     if !readable(state, principal, &row).await? {
         return Err(ApiError::NotFound);
     }
-    managed_room(state, principal, row.chatroom_id()).await?;
-    Ok(row)
+    match room_standing(&state.pool, principal, row.chatroom_id()).await? {
+        Some(room) if room.manager => Ok((row, room)),
+        _ => Err(ApiError::Forbidden(INSUFFICIENT)),
+    }
 }
 
 /// The refusal of a change to a revoked binding.
@@ -136,11 +144,10 @@ async fn accept_version(
     Path(binding_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxBindingAcceptVersionRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let row = changeable(&state, &principal, binding_id).await?;
+    let (row, room) = changeable(&state, &principal, binding_id).await?;
     if !row.enabled() {
         return Err(revoked());
     }
-    let room = managed_room(&state, &principal, row.chatroom_id()).await?;
     let grant = live_grant(&state, &principal, &room, row.task_id())
         .await?
         .ok_or_else(not_shared)?;
@@ -164,8 +171,8 @@ async fn revoke_binding(
     Path(binding_id): Path<Uuid>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
+    let (row, _) = changeable(&state, &principal, binding_id).await?;
     let reason = check_reason(&body.reason)?;
-    let row = changeable(&state, &principal, binding_id).await?;
     if !row.enabled() {
         return Err(revoked());
     }

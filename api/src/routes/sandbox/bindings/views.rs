@@ -197,7 +197,9 @@ pub struct SandboxGrantedJobItemResponse {
     pub owner_scope: String,
     /// The owning company or department.
     pub owner_id: Uuid,
-    /// The grant that reaches the room (room, then department, then company).
+    /// The grant the binding is enabled under; before enabling, the grant that
+    /// reaches the room (room, then department, then company). Enabling again
+    /// re-pins to the latter.
     pub share_grant_id: Uuid,
     /// That grant's target kind.
     pub share_target_kind: String,

@@ -109,7 +109,9 @@ async fn granted(
             WHERE {REACHES_ROOM} AND ($4::uuid IS NULL OR s.task_id = $4)
             ORDER BY s.task_id, {RESOLUTION_ORDER})
          SELECT t.id AS task_id, t.name AS task_name, t.owner_scope, t.owner_id,
-                g.id AS share_grant_id, g.target_kind AS share_target_kind, g.secret_slot_policies,
+                coalesce(bg.id, g.id) AS share_grant_id,
+                coalesce(bg.target_kind, g.target_kind) AS share_target_kind,
+                coalesce(bg.secret_slot_policies, g.secret_slot_policies) AS secret_slot_policies,
                 lv.id AS latest_published_version_id, lv.slots AS latest_slots,
                 b.id AS binding_id, b.task_version_id, b.task_version_digest, b.secret_slots AS pinned_slots,
                 coalesce(b.authority_applicable, false) AS authority_applicable,
@@ -122,6 +124,7 @@ async fn granted(
                  WHERE v.task_id = t.id AND v.state = 'published' AND v.content_state = 'active'
                  ORDER BY v.version_number DESC LIMIT 1) lv ON true
            LEFT JOIN bindings b ON b.chatroom_id = $2 AND b.task_id = t.id AND b.state = 'enabled'
+           LEFT JOIN share_grants bg ON bg.id = b.share_grant_id
           ORDER BY t.name, t.id
           LIMIT $5"
     ))

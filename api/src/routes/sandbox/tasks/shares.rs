@@ -173,9 +173,9 @@ async fn revoke_share(
     Path((task_id, grant_id)): Path<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    let reason = check_reason(&body.reason)?;
     owned_task(&state, &principal, task_id).await?;
     let current = grant(&state, task_id, grant_id).await?;
+    let reason = check_reason(&body.reason)?;
     let kind = serde_json::from_value(json!(current.target_kind)).map_err(ApiError::internal)?;
     let aggregate = share_id(task_id, kind, current.target_id);
     state
