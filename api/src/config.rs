@@ -87,6 +87,10 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_BUILD_SLOTS", default_value_t = 2)]
     pub build_slots: usize,
 
+    /// Runs this process executes at once (the fleet's run slots).
+    #[arg(long, env = "SANDBOX_RUN_SLOTS", default_value_t = 4)]
+    pub run_slots: usize,
+
     /// The buildah program.
     #[arg(long, env = "SANDBOX_BUILDAH", default_value = "buildah")]
     pub buildah: PathBuf,

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod keys;
 pub mod limits;
+pub mod links;
 pub mod middleware;
 pub mod objects;
 pub mod openapi;

@@ -59,6 +59,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())
+        .merge(routes::public_links::router())
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
         .route_layer(from_fn(record_metrics))

@@ -40,6 +40,10 @@ pub struct BuilderSettings {
     pub work_dir: std::path::PathBuf,
     /// Builds at once in this process.
     pub slots: usize,
+    /// Runs at once in this process.
+    pub run_slots: usize,
+    /// Scratch space for the workspaces of runs.
+    pub run_dir: std::path::PathBuf,
     /// Longest build.
     pub timeout: std::time::Duration,
 }
@@ -52,6 +56,8 @@ pub struct Inner {
     pub bus: CommandBus,
     /// JWT keys.
     pub jwt: JwtKeys,
+    /// The key public link tokens are tagged with.
+    pub links: crate::links::LinkKey,
     /// The transit key pair, when configured.
     pub transit: Option<TransitKey>,
     /// Deployment facts.
@@ -92,10 +98,9 @@ impl AppState {
     ) -> anyhow::Result<Started> {
         std::fs::create_dir_all(&config.data_dir)?;
         crate::middleware::observe::metrics_handle();
-        let jwt = JwtKeys::new(&keys::jwt_secret(
-            config.jwt_secret.as_deref(),
-            &config.data_dir,
-        )?);
+        let secret = keys::jwt_secret(config.jwt_secret.as_deref(), &config.data_dir)?;
+        let jwt = JwtKeys::new(&secret);
+        let links = crate::links::LinkKey::derive(&secret);
         let transit = match config.transit_key {
             TransitKeyMode::Off => None,
             TransitKeyMode::Generate => {
@@ -125,12 +130,15 @@ impl AppState {
             storage_dir: config.data_dir.join("buildah"),
             work_dir: config.data_dir.join("builds"),
             slots: config.build_slots.max(1),
+            run_slots: config.run_slots.max(1),
+            run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
         };
         let state = AppState(Arc::new(Inner {
             pool,
             bus,
             jwt,
+            links,
             transit,
             deployment,
             objects,

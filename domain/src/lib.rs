@@ -13,6 +13,7 @@ pub mod ids;
 pub mod objects;
 pub mod principal;
 pub mod registry;
+pub mod runs;
 pub mod settings;
 pub mod sharing;
 pub mod tables;

@@ -2,6 +2,7 @@
 
 pub mod health;
 pub mod public;
+pub mod public_links;
 pub mod sandbox;
 pub mod tables;
 

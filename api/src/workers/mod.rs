@@ -2,6 +2,7 @@
 
 pub mod buildah;
 pub mod builder;
+pub mod executor;
 pub mod heartbeat;
 pub mod janitor;
 
@@ -13,6 +14,7 @@ use tokio::task::JoinHandle;
 pub fn start(state: &AppState) -> Vec<JoinHandle<()>> {
     vec![
         builder::Builder::new(state.clone()).spawn(),
+        executor::Executor::new(state.clone()).spawn(),
         janitor::spawn(state.clone(), Duration::from_secs(60)),
     ]
 }

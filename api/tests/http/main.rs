@@ -8,6 +8,7 @@ mod environments;
 mod general;
 mod public;
 mod restricted;
+mod runs;
 mod settings;
 mod sharing;
 mod tables;

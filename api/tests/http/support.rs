@@ -105,6 +105,7 @@ impl TestApp {
             log_format: LogFormat::Text,
             region_job_quotas: Vec::new(),
             build_slots: 2,
+            run_slots: 4,
             buildah: "buildah".into(),
             build_timeout: std::time::Duration::from_secs(300).into(),
         };

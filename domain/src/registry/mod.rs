@@ -9,6 +9,7 @@
 
 mod environment_examples;
 mod examples;
+mod run_examples;
 mod sharing_examples;
 mod table_examples;
 mod task_examples;
@@ -85,6 +86,8 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tasks::version::TaskVersion>(),
         entry::<crate::sharing::share::Share>(),
         entry::<crate::sharing::binding::Binding>(),
+        entry::<crate::runs::run::Run>(),
+        entry::<crate::runs::link::PublicLink>(),
     ]
 }
 

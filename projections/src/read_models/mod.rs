@@ -7,6 +7,7 @@ pub mod environments;
 pub mod notifications;
 pub mod owned_objects;
 mod rowset;
+pub mod runs;
 pub mod sharing;
 mod table;
 pub mod tables;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(tables::CustomTablesProjection),
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
+        Arc::new(runs::RunsProjection),
     ]
 }
 

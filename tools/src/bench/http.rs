@@ -112,6 +112,7 @@ pub fn bench_config(
         log_format: LogFormat::Text,
         region_job_quotas: Vec::new(),
         build_slots: 1,
+        run_slots: 4,
         buildah: "buildah".into(),
         build_timeout: std::time::Duration::from_secs(300).into(),
     }

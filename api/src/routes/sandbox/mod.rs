@@ -6,6 +6,7 @@ pub mod environments;
 pub mod management;
 pub mod owners;
 pub mod rooms;
+pub mod runs;
 pub mod settings;
 pub mod tasks;
 
@@ -25,10 +26,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(bindings::router())
         .merge(rooms::router())
         .merge(management::router())
+        .merge(runs::router())
 }
 
 /// Routes that stream raw bodies or take large ones, and enforce their own size
 /// limits.
 pub fn raw_router() -> OpenApiRouter<AppState> {
-    environments::upload_bytes_router().merge(tasks::large_body_router())
+    environments::upload_bytes_router()
+        .merge(tasks::large_body_router())
+        .merge(runs::submit_router())
 }

@@ -1,0 +1,300 @@
+//! Admitting a run: the input is bounded, canonicalized and staged before anything
+//! else (spec rule 3); then the room, the version, the live share and the input
+//! schema are checked; then, under the company's admission lock, the queue limits;
+//! and only then is the run queued. Submission and retry share this path.
+
+use super::access::detail_of;
+use super::views::SandboxRunDetailResponse;
+use crate::admission;
+use crate::directory::RoomStanding;
+use crate::error::{ApiError, ApiResult};
+use crate::limits::company_limits;
+use crate::request::Context;
+use crate::routes::sandbox::bindings::enablement::{live_grant, not_shared, require_runnable};
+use crate::state::AppState;
+use axum::http::{HeaderValue, StatusCode, header};
+use bytes::Bytes;
+use domain::catalog::Provider;
+use domain::principal::Principal;
+use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
+use domain::tasks::contents::VersionContents;
+use domain::tasks::input::{self, InputError, InputLimits};
+use domain::tasks::schema;
+use serde_json::{Value, json};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+/// The on-prem queue of one company (the smaller of this and the policy's
+/// queued-run limit applies; Quick Run included).
+pub const ONPREM_COMPANY_QUEUE: i64 = 20;
+/// The on-prem fleet queue.
+pub const ONPREM_FLEET_QUEUE: i64 = 200;
+/// `Retry-After` of `queue_full`.
+pub const QUEUE_RETRY_AFTER_SECONDS: i64 = 60;
+/// The longest `timeout_seconds`.
+pub const MAX_TIMEOUT_SECONDS: i64 = 604_680;
+
+/// A staged inputs file.
+#[derive(Debug, Clone)]
+pub struct StagedInput {
+    /// The input value.
+    pub value: Value,
+    /// The stored canonical bytes.
+    pub object: StoredObject,
+}
+
+/// The refusal of an input that cannot be canonicalized or kept.
+pub fn not_stageable(error: InputError) -> ApiError {
+    ApiError::coded(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "input_not_stageable",
+        error.to_string(),
+    )
+    .with("rule", error.rule())
+}
+
+/// Canonicalizes an input and stores its inputs file, content-addressed (the same
+/// bytes always land on the same key, so a replay or a conflict never rewrites
+/// another run's input).
+pub async fn stage(
+    state: &AppState,
+    principal: &Principal,
+    value: Value,
+) -> ApiResult<StagedInput> {
+    let canonical = input::canonicalize(value, InputLimits::default()).map_err(not_stageable)?;
+    let hex = canonical.digest.trim_start_matches("sha256:");
+    let key = format!("runs/inputs/{}/{hex}.json", principal.company_id);
+    let written = state
+        .objects
+        .put_bytes(&key, Bytes::from(canonical.canonical.clone()))
+        .await
+        .map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "input staging failed");
+            ApiError::coded(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "input_staging_unavailable",
+                "the input could not be stored; try again later",
+            )
+        })?;
+    Ok(StagedInput {
+        value: canonical.value,
+        object: StoredObject {
+            key,
+            byte_size: written.byte_size as i64,
+            digest: written.digest,
+        },
+    })
+}
+
+/// A published version of the caller's company and what a run needs of it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunnableVersion {
+    /// Id.
+    pub id: Uuid,
+    /// Its task.
+    pub task_id: Uuid,
+    /// `published`, `archived`.
+    pub state: String,
+    /// `active` or `scrubbed`.
+    pub content_state: String,
+    /// Contents.
+    pub contents: Json<VersionContents>,
+}
+
+/// Loads a version a run may pin: 404 when unknown, of another company or a draft;
+/// 409 when it cannot run.
+pub async fn runnable_version(
+    state: &AppState,
+    principal: &Principal,
+    id: Uuid,
+) -> ApiResult<RunnableVersion> {
+    let row: Option<RunnableVersion> = sqlx::query_as(
+        "SELECT v.id, v.task_id, v.state, v.content_state, v.contents
+           FROM task_versions v JOIN tasks t ON t.id = v.task_id
+          WHERE v.id = $1 AND t.company_id = $2 AND v.state <> 'draft'",
+    )
+    .bind(id)
+    .bind(principal.company_id)
+    .fetch_optional(&state.pool)
+    .await?;
+    let row = row.ok_or(ApiError::NotFound)?;
+    require_runnable(&row.state, &row.content_state)?;
+    Ok(row)
+}
+
+/// Enforces the version's input schema; fails open when the stored schema cannot
+/// be compiled (spec rule 2).
+pub fn check_schema(contents: &VersionContents, value: &Value) -> ApiResult<()> {
+    let Some(stored) = &contents.input_schema else {
+        return Ok(());
+    };
+    let Ok(validator) = schema::compile(stored) else {
+        tracing::warn!("a published input schema does not compile; the input is not checked");
+        return Ok(());
+    };
+    let problems = schema::violations(&validator, value);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::coded(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "input_schema_violation",
+        "the input does not satisfy the version's input schema",
+    )
+    .with("errors", json!(problems)))
+}
+
+/// Checks a submission's timeout (1..604680; it may exceed the company ceiling).
+pub fn check_timeout(timeout: i64) -> ApiResult<i64> {
+    let mut violations = domain::validation::Violations::new();
+    violations.range("timeout_seconds", timeout, 1, MAX_TIMEOUT_SECONDS);
+    violations
+        .into_result()
+        .map_err(|v| ApiError::Validation(v.0))?;
+    Ok(timeout)
+}
+
+/// Everything a new run is made of.
+pub struct Admission<'a> {
+    /// The run's id (from the Idempotency-Key).
+    pub run_id: Uuid,
+    /// The room.
+    pub room: &'a RoomStanding,
+    /// The version.
+    pub version: &'a RunnableVersion,
+    /// The staged input.
+    pub input: &'a StagedInput,
+    /// Seconds from start.
+    pub timeout_seconds: i64,
+    /// Where it comes from.
+    pub source: SubmissionSource,
+    /// The run it retries.
+    pub retry_of_run_id: Option<Uuid>,
+}
+
+fn queue_full(limit: i64) -> ApiError {
+    ApiError::coded(
+        StatusCode::TOO_MANY_REQUESTS,
+        "queue_full",
+        "the run queue is full; try again later",
+    )
+    .with("limit", limit)
+    .with("retry_after_seconds", QUEUE_RETRY_AFTER_SECONDS)
+    .with_header(
+        header::RETRY_AFTER,
+        HeaderValue::from(QUEUE_RETRY_AFTER_SECONDS),
+    )
+}
+
+/// Checks the live share and the queue limits and queues the run (or replays it).
+pub async fn admit(
+    state: &AppState,
+    ctx: &Context,
+    principal: &Principal,
+    admission: Admission<'_>,
+) -> ApiResult<SandboxRunDetailResponse> {
+    let Admission {
+        run_id,
+        room,
+        version,
+        input,
+        timeout_seconds,
+        source,
+        retry_of_run_id,
+    } = admission;
+    let grant = live_grant(state, principal, room, version.task_id)
+        .await?
+        .ok_or_else(not_shared)?;
+    check_schema(&version.contents, &input.value)?;
+    let request_hash = input::digest(
+        json!([
+            room.id,
+            version.id,
+            &input.object.digest,
+            timeout_seconds,
+            retry_of_run_id
+        ])
+        .to_string()
+        .as_bytes(),
+    );
+    let submitted = RunSubmitted {
+        run_id,
+        company_id: principal.company_id,
+        chatroom_id: room.id,
+        task_id: version.task_id,
+        task_version_id: version.id,
+        share_grant_id: Some(grant.id),
+        principal_type: principal.principal_type,
+        principal_id: principal.principal_id,
+        auth_method: principal.auth_method,
+        api_key_id: principal.api_key_id,
+        submission_source: source,
+        input_digest: input.object.digest.clone(),
+        input: input.object.clone(),
+        timeout_seconds,
+        resource_profile: "standard".into(),
+        retry_of_run_id,
+        request_hash,
+    };
+    let onprem = state.deployment.provider == Provider::Onprem;
+    let _fleet = if onprem {
+        Some(admission::lock(&state.pool, Uuid::nil(), "run-queue").await?)
+    } else {
+        None
+    };
+    let _company = admission::lock(&state.pool, principal.company_id, "run-queue").await?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
+        .bind(run_id)
+        .fetch_one(&state.pool)
+        .await?;
+    if !exists {
+        check_queues(state, principal, source, onprem).await?;
+    }
+    state
+        .bus
+        .execute::<Run>(
+            &run_id.to_string(),
+            RunCommand::Submit(Box::new(submitted)),
+            &ctx.metadata(principal),
+        )
+        .await?;
+    detail_of(state, run_id).await
+}
+
+/// The company's queued-run limit (Quick Run excluded) and, on-prem, the company
+/// and fleet queues (Quick Run included).
+async fn check_queues(
+    state: &AppState,
+    principal: &Principal,
+    source: SubmissionSource,
+    onprem: bool,
+) -> ApiResult<()> {
+    let limits = company_limits(state, principal.company_id).await?;
+    let (company_queued, counted_queued, fleet_queued): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE company_id = $1),
+                count(*) FILTER (WHERE company_id = $1 AND submission_source <> 'quick_run'),
+                count(*)
+           FROM runs WHERE status = 'queued'",
+    )
+    .bind(principal.company_id)
+    .fetch_one(&state.pool)
+    .await?;
+    if source != SubmissionSource::QuickRun && counted_queued >= limits.queued_run_limit {
+        return Err(ApiError::coded(
+            StatusCode::TOO_MANY_REQUESTS,
+            "sandbox_queued_run_limit",
+            "the company has as many queued runs as its policy allows",
+        )
+        .with("limit", limits.queued_run_limit));
+    }
+    if onprem {
+        let company_cap = ONPREM_COMPANY_QUEUE.min(limits.queued_run_limit);
+        if company_queued >= company_cap {
+            return Err(queue_full(company_cap));
+        }
+        if fleet_queued >= ONPREM_FLEET_QUEUE {
+            return Err(queue_full(ONPREM_FLEET_QUEUE));
+        }
+    }
+    Ok(())
+}

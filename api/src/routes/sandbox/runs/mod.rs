@@ -1,0 +1,35 @@
+//! Runs (spec section 4, paths under `/chatrooms/{cid}`): submission and retry,
+//! reading and cancelling runs, artifacts and public links.
+
+pub mod access;
+mod admission;
+mod artifacts;
+mod lifecycle;
+mod submit;
+pub mod views;
+
+pub use artifacts::attachment;
+
+use crate::middleware::body_limit;
+use crate::state::AppState;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use utoipa_axum::router::OpenApiRouter;
+
+/// A submission body holds an input of up to 1 MiB plus the other fields; it is
+/// guarded by `Content-Length` before it is read.
+pub const SUBMIT_BODY_LIMIT: usize = (1 << 20) + 4096;
+
+/// The ordinary JSON routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(lifecycle::router())
+        .merge(artifacts::router())
+}
+
+/// Submission and retry, which guard their own body size.
+pub fn submit_router() -> OpenApiRouter<AppState> {
+    submit::router()
+        .layer(from_fn_with_state(SUBMIT_BODY_LIMIT, body_limit::guard))
+        .layer(DefaultBodyLimit::max(SUBMIT_BODY_LIMIT))
+}

@@ -1,0 +1,186 @@
+//! `POST /chatrooms/{cid}/runs` (manual submission) and
+//! `POST /chatrooms/{cid}/runs/{rid}/retry`. Both need an `Idempotency-Key`; the
+//! run's id is derived from it, so a repeated request replays the same run.
+
+use super::access::run_in_room;
+use super::admission::{
+    Admission, StagedInput, admit, check_timeout, not_stageable, runnable_version, stage,
+};
+use super::views::{
+    SandboxManualRunSubmitRequest, SandboxRunDetailResponse, SandboxRunRetryRequest,
+};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::parse_json;
+use crate::idempotency::IdempotencyKey;
+use crate::request::Context;
+use crate::routes::sandbox::bindings::enablement::visible_room;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use bytes::Bytes;
+use domain::runs::run::{StoredObject, SubmissionSource};
+use domain::tasks::input::{self, InputLimits};
+use futures::TryStreamExt;
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// The submission routes (the caller guards their body size).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(submit_run))
+        .routes(routes!(retry_run))
+}
+
+/// The bounds of a request body that carries an input: the input's plus room for
+/// the other fields.
+fn envelope_limits() -> InputLimits {
+    let limits = InputLimits::default();
+    InputLimits {
+        max_bytes: limits.max_bytes + 4096,
+        max_depth: limits.max_depth + 1,
+        max_nodes: limits.max_nodes + 8,
+    }
+}
+
+/// Submits a run of a published version shared to the room.
+#[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs", tag = "runs",
+    params(("chatroom_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
+    request_body = SandboxManualRunSubmitRequest,
+    responses((status = 200, body = SandboxRunDetailResponse),
+              (status = 404, description = "room or version not visible"),
+              (status = 409, description = "task_not_shared_to_room, version_not_runnable, content_scrubbed_irreversible, idempotency_conflict"),
+              (status = 413, description = "request_too_large"),
+              (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required, validation error"),
+              (status = 429, description = "sandbox_queued_run_limit or queue_full"),
+              (status = 503, description = "input_staging_unavailable")))]
+async fn submit_run(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    key: IdempotencyKey,
+    Path(chatroom_id): Path<Uuid>,
+    body: Bytes,
+) -> ApiResult<Json<SandboxRunDetailResponse>> {
+    input::parse_value(&body, envelope_limits()).map_err(not_stageable)?;
+    let request: SandboxManualRunSubmitRequest = parse_json(&body)?;
+    let staged = stage(&state, &principal, request.input).await?;
+    let room = visible_room(&state, &principal, chatroom_id).await?;
+    let version = runnable_version(&state, &principal, request.task_version_id).await?;
+    let timeout = check_timeout(
+        request
+            .timeout_seconds
+            .unwrap_or(version.contents.timeout_seconds),
+    )?;
+    let admission = Admission {
+        run_id: key.target(&principal, "runs.submit"),
+        room: &room,
+        version: &version,
+        input: &staged,
+        timeout_seconds: timeout,
+        source: SubmissionSource::Rest,
+        retry_of_run_id: None,
+    };
+    Ok(Json(admit(&state, &ctx, &principal, admission).await?))
+}
+
+fn retry_input_unavailable() -> ApiError {
+    ApiError::coded(
+        StatusCode::CONFLICT,
+        "retry_input_unavailable",
+        "the source run's input cannot be replayed; send an explicit input",
+    )
+}
+
+/// The retained input of a run, verified against its digest.
+async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<StagedInput> {
+    let stream = state
+        .objects
+        .get_stream(key)
+        .await
+        .map_err(|_| retry_input_unavailable())?;
+    let chunks: Vec<Bytes> = stream
+        .try_collect()
+        .await
+        .map_err(|_| retry_input_unavailable())?;
+    let bytes = chunks.concat();
+    if input::digest(&bytes) != digest {
+        return Err(retry_input_unavailable());
+    }
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| retry_input_unavailable())?;
+    Ok(StagedInput {
+        value,
+        object: StoredObject {
+            key: key.to_string(),
+            byte_size: bytes.len() as i64,
+            digest: digest.to_string(),
+        },
+    })
+}
+
+/// Retries a terminal run: the same version pin, a new run; no body, `{}` or
+/// `{input: null}` replays the retained input bit for bit.
+#[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/retry", tag = "runs",
+    params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
+    request_body = SandboxRunRetryRequest,
+    responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found"),
+              (status = 409, description = "retry_not_eligible, retry_input_unavailable, version_not_runnable"),
+              (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required"),
+              (status = 429, description = "sandbox_queued_run_limit or queue_full")))]
+async fn retry_run(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    key: IdempotencyKey,
+    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    body: Bytes,
+) -> ApiResult<Json<SandboxRunDetailResponse>> {
+    let request: SandboxRunRetryRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        SandboxRunRetryRequest::default()
+    } else {
+        input::parse_value(&body, envelope_limits()).map_err(not_stageable)?;
+        parse_json(&body)?
+    };
+    let fresh = match request.input {
+        Some(value) if !value.is_null() => Some(stage(&state, &principal, value).await?),
+        _ => None,
+    };
+    let (room, source) = run_in_room(&state, &principal, chatroom_id, run_id).await?;
+    if ![
+        "completed",
+        "customer_failed",
+        "platform_failed",
+        "cancelled",
+    ]
+    .contains(&source.status.as_str())
+    {
+        return Err(ApiError::coded(
+            StatusCode::CONFLICT,
+            "retry_not_eligible",
+            "only a run in a terminal state can be retried",
+        ));
+    }
+    let version = runnable_version(&state, &principal, source.task_version_id).await?;
+    let staged = match fresh {
+        Some(staged) => staged,
+        None => retained_input(&state, &source.input_key, &source.input_digest).await?,
+    };
+    let admission = Admission {
+        run_id: key.target(&principal, &format!("runs.retry.{run_id}")),
+        room: &room,
+        version: &version,
+        input: &staged,
+        timeout_seconds: source.timeout_seconds,
+        source: match source.submission_source.as_str() {
+            "agent" => SubmissionSource::Agent,
+            "custom_table_trigger" => SubmissionSource::CustomTableTrigger,
+            "quick_run" => SubmissionSource::QuickRun,
+            _ => SubmissionSource::Rest,
+        },
+        retry_of_run_id: Some(run_id),
+    };
+    Ok(Json(admit(&state, &ctx, &principal, admission).await?))
+}

@@ -1,0 +1,272 @@
+//! One run: prepare `/workspace`, start a working container of the environment
+//! version's image, run `. startup.sh` then `. driver.sh` in it, classify the end,
+//! store what it left, record the outcome, clean up.
+
+use super::Executor;
+use super::collect::{Collected, collect};
+use super::limits::RunCgroups;
+use crate::workers::buildah::{Captured, RunError, capture};
+use domain::catalog::ResourceProfile;
+use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
+use domain::tasks::contents::VersionContents;
+use futures::TryStreamExt;
+use sqlx::types::Json;
+use std::path::Path;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Where the workspace is mounted in the container.
+pub const WORKSPACE: &str = "/workspace";
+/// The fixed invocation.
+const INVOCATION: &str = ". /workspace/startup.sh && . /workspace/driver.sh";
+
+#[derive(sqlx::FromRow)]
+struct RunFacts {
+    input_key: String,
+    timeout_seconds: i64,
+    resource_profile: String,
+    contents: Json<VersionContents>,
+    image: Option<String>,
+}
+
+/// How the work ended, before its objects are stored.
+struct Ending {
+    class: TerminalClass,
+    error_code: Option<String>,
+    exit_code: Option<i32>,
+    log: Vec<u8>,
+}
+
+fn ending(class: TerminalClass, code: &str, exit_code: Option<i32>, log: Vec<u8>) -> Ending {
+    Ending {
+        class,
+        error_code: Some(code.into()),
+        exit_code,
+        log,
+    }
+}
+
+/// Runs a claimed run to its end; every path records a terminal class.
+pub(super) async fn run(
+    executor: &Executor,
+    run_id: Uuid,
+    company: Uuid,
+    cancel: CancellationToken,
+) {
+    let workdir = executor
+        .state
+        .builder
+        .run_dir
+        .join(run_id.simple().to_string());
+    let ending = match execute(executor, run_id, company, &workdir, &cancel).await {
+        Ok(ending) => ending,
+        Err(error) => {
+            tracing::error!(%run_id, error = format!("{error:#}"), "the run could not be executed");
+            let log = format!("the platform could not run the work: {error:#}\n").into_bytes();
+            ending(
+                TerminalClass::PlatformFailed,
+                "executor_unavailable",
+                None,
+                log,
+            )
+        }
+    };
+    let collected = match collect(&executor.state, company, run_id, &workdir, &ending.log).await {
+        Ok(collected) => collected,
+        Err(error) => {
+            tracing::error!(%run_id, error = format!("{error:#}"), "the run's objects could not be stored");
+            Collected::default()
+        }
+    };
+    let _ = tokio::fs::remove_dir_all(&workdir).await;
+    let command = RunCommand::Finish(Box::new(RunEnded {
+        terminal_class: ending.class,
+        error_code: ending.error_code,
+        exit_code: ending.exit_code,
+        log: collected.log,
+        output: collected.output,
+        bundle: collected.bundle,
+        artifacts: collected.artifacts,
+    }));
+    executor.command(run_id, company, command).await;
+}
+
+async fn execute(
+    executor: &Executor,
+    run_id: Uuid,
+    company: Uuid,
+    workdir: &Path,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Ending> {
+    let state = &executor.state;
+    let facts: RunFacts = sqlx::query_as(
+        "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image
+           FROM runs r
+           JOIN task_versions v ON v.id = r.task_version_id
+           LEFT JOIN environment_versions ev ON ev.id = v.environment_version_id
+          WHERE r.id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(&state.pool)
+    .await?;
+    let Some(image) = facts.image else {
+        return Ok(ending(
+            TerminalClass::PlatformFailed,
+            "image_unavailable",
+            None,
+            b"the environment version has no image\n".to_vec(),
+        ));
+    };
+    let workspace = workdir.join("workspace");
+    prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
+    let buildah = &executor.buildah;
+    let container = match buildah.from_image(&image).await {
+        Ok(container) => container,
+        Err(error) => {
+            let log = format!("the environment image is not available: {error:#}\n");
+            return Ok(ending(
+                TerminalClass::PlatformFailed,
+                "image_unavailable",
+                None,
+                log.into_bytes(),
+            ));
+        }
+    };
+    let profile = serde_json::from_value(serde_json::Value::String(facts.resource_profile))
+        .unwrap_or(ResourceProfile::Standard);
+    let result = async {
+        let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
+        if !executor.command(run_id, company, RunCommand::Start).await {
+            return Ok(ending(
+                TerminalClass::Cancelled,
+                "cancelled",
+                None,
+                Vec::new(),
+            ));
+        }
+        let timeout = Duration::from_secs(facts.timeout_seconds.max(1) as u64);
+        let command = run_command(executor, &cgroups, &container, &workspace, &facts.contents);
+        let outcome = capture(command, timeout, cancel).await;
+        Ok::<_, anyhow::Error>(classify(outcome, cgroups.oom_killed()))
+    }
+    .await;
+    if let Err(error) = buildah.remove(&container).await {
+        tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
+    }
+    result
+}
+
+/// Writes the scripts, the driver and the inputs file, and makes the artifacts
+/// directory.
+async fn prepare(
+    state: &crate::state::AppState,
+    workspace: &Path,
+    contents: &VersionContents,
+    input_key: &str,
+) -> anyhow::Result<()> {
+    tokio::fs::create_dir_all(workspace.join("artifacts")).await?;
+    tokio::fs::write(workspace.join("startup.sh"), &contents.startup_script).await?;
+    tokio::fs::write(workspace.join("work.sh"), &contents.work_script).await?;
+    tokio::fs::write(
+        workspace.join("driver.sh"),
+        contents.effective_work_command(),
+    )
+    .await?;
+    let input: Vec<bytes::Bytes> = state
+        .objects
+        .get_stream(input_key)
+        .await?
+        .try_collect()
+        .await?;
+    tokio::fs::write(workspace.join("inputs.json"), input.concat()).await?;
+    Ok(())
+}
+
+/// `sh -c '<enter cgroups> exec "$@"' sh unshare --net buildah run ...`: the whole
+/// tree runs in the run's cgroups and a fresh network namespace (loopback only, so
+/// no outbound network).
+fn run_command(
+    executor: &Executor,
+    cgroups: &RunCgroups,
+    container: &str,
+    workspace: &Path,
+    contents: &VersionContents,
+) -> tokio::process::Command {
+    let buildah = executor.buildah.command();
+    let std = buildah.as_std();
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(cgroups.enter_script())
+        .arg("sh")
+        .arg("unshare")
+        .arg("--net")
+        .arg(std.get_program())
+        .args(std.get_args())
+        .args([
+            "run",
+            "--isolation",
+            "chroot",
+            "--workingdir",
+            WORKSPACE,
+            "-v",
+        ])
+        .arg(format!("{}:{WORKSPACE}", workspace.display()));
+    let mut env: Vec<(String, String)> = contents
+        .ordinary_env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.extend([
+        (
+            "SERVICE_INPUTS_FILE".into(),
+            format!("{WORKSPACE}/inputs.json"),
+        ),
+        ("SERVICE_OUTPUT_FILE".into(), format!("{WORKSPACE}/output")),
+        (
+            "SERVICE_ARTIFACTS_DIR".into(),
+            format!("{WORKSPACE}/artifacts"),
+        ),
+    ]);
+    for (name, value) in env {
+        command.arg("--env").arg(format!("{name}={value}"));
+    }
+    command
+        .arg(container)
+        .args(["--", "/bin/sh", "-c", INVOCATION]);
+    command
+}
+
+/// The terminal class of a finished command.
+fn classify(outcome: Result<Captured, RunError>, oom_killed: bool) -> Ending {
+    match outcome {
+        Ok(captured) if captured.success() => Ending {
+            class: TerminalClass::Completed,
+            error_code: None,
+            exit_code: Some(0),
+            log: captured.output,
+        },
+        Ok(captured) => {
+            let code = if oom_killed {
+                "memory_limit_exceeded"
+            } else {
+                "exit_nonzero"
+            };
+            ending(
+                TerminalClass::CustomerFailed,
+                code,
+                captured.code,
+                captured.output,
+            )
+        }
+        Err(RunError::TimedOut(log)) => ending(TerminalClass::CustomerFailed, "timeout", None, log),
+        Err(RunError::Cancelled(log)) => ending(TerminalClass::Cancelled, "cancelled", None, log),
+        Err(RunError::Io(error)) => ending(
+            TerminalClass::PlatformFailed,
+            "executor_unavailable",
+            None,
+            format!("the platform could not start the work: {error}\n").into_bytes(),
+        ),
+    }
+}

@@ -1,0 +1,135 @@
+//! Resource limits of a run, enforced with the host's cgroup v1 memory and cpu
+//! controllers when it has them.
+//!
+//! `buildah run --memory` is ignored under chroot isolation and `prlimit` around
+//! buildah fails, so the executor puts the whole `buildah run` process tree into a
+//! cgroup of its own before buildah starts (a shell writes its pid into
+//! `cgroup.procs`, then execs). The memory limit covers buildah and the work; the
+//! cpu quota is the profile's vCPUs. A host without the v1 controllers runs without
+//! these limits (logged once at start); the timeout and the network namespace
+//! apply everywhere.
+
+use domain::catalog::ResourceProfile;
+use std::path::{Path, PathBuf};
+
+/// The v1 hierarchies the executor uses.
+const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
+const CPU_ROOT: &str = "/sys/fs/cgroup/cpu";
+/// The cpu period the quota is expressed in (microseconds).
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// What the host offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLimits {
+    /// A writable v1 memory controller.
+    pub memory: bool,
+    /// A writable v1 cpu controller with CFS quotas.
+    pub cpu: bool,
+}
+
+impl HostLimits {
+    /// Detects the controllers.
+    pub fn detect() -> Self {
+        let writable = |root: &str, file: &str| {
+            let probe = Path::new(root).join("sandbox-probe");
+            let ok = std::fs::create_dir_all(&probe).is_ok() && probe.join(file).exists();
+            let _ = std::fs::remove_dir(&probe);
+            ok
+        };
+        Self {
+            memory: writable(MEMORY_ROOT, "memory.limit_in_bytes"),
+            cpu: writable(CPU_ROOT, "cpu.cfs_quota_us"),
+        }
+    }
+}
+
+/// The cgroups of one run.
+#[derive(Debug)]
+pub struct RunCgroups {
+    dirs: Vec<PathBuf>,
+    memory: Option<PathBuf>,
+}
+
+impl RunCgroups {
+    /// Creates the run's cgroups with the profile's limits.
+    pub fn create(
+        host: HostLimits,
+        run: uuid::Uuid,
+        profile: ResourceProfile,
+    ) -> std::io::Result<Self> {
+        let spec = profile.spec();
+        let name = format!("sandbox-run-{}", run.simple());
+        let mut cgroups = Self {
+            dirs: Vec::new(),
+            memory: None,
+        };
+        if host.memory {
+            let dir = Path::new(MEMORY_ROOT).join(&name);
+            std::fs::create_dir_all(&dir)?;
+            cgroups.dirs.push(dir.clone());
+            let bytes = u64::from(spec.provider_memory_mib) << 20;
+            std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())?;
+            cgroups.memory = Some(dir);
+        }
+        if host.cpu {
+            let dir = Path::new(CPU_ROOT).join(&name);
+            std::fs::create_dir_all(&dir)?;
+            cgroups.dirs.push(dir.clone());
+            std::fs::write(dir.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
+            let quota = CPU_PERIOD_US * u64::from(spec.vcpu);
+            std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
+        }
+        Ok(cgroups)
+    }
+
+    /// The shell prefix that moves the shell into the cgroups before it execs the
+    /// command: `sh -c '<prefix> exec "$@"' sh <command...>`.
+    pub fn enter_script(&self) -> String {
+        let mut script = String::new();
+        for dir in &self.dirs {
+            script.push_str(&format!("echo $$ > '{}/cgroup.procs' && ", dir.display()));
+        }
+        script.push_str("exec \"$@\"");
+        script
+    }
+
+    /// Whether the kernel killed a process of the run for memory.
+    pub fn oom_killed(&self) -> bool {
+        let Some(dir) = &self.memory else {
+            return false;
+        };
+        std::fs::read_to_string(dir.join("memory.oom_control"))
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|line| line.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+            })
+            .is_some_and(|kills| kills > 0)
+    }
+}
+
+impl Drop for RunCgroups {
+    /// Removes the cgroups (empty once the run's processes are gone).
+    fn drop(&mut self) {
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_controllers_the_command_runs_as_it_is() {
+        let none = HostLimits {
+            memory: false,
+            cpu: false,
+        };
+        let cgroups =
+            RunCgroups::create(none, uuid::Uuid::nil(), ResourceProfile::Standard).unwrap();
+        assert_eq!(cgroups.enter_script(), "exec \"$@\"");
+        assert!(!cgroups.oom_killed());
+    }
+}

@@ -1,0 +1,224 @@
+//! The run executor: claims queued runs (at most `run_slots` at once in this process
+//! and the company's run concurrency), runs each in its environment version's image
+//! with `buildah run` in a fresh network namespace, and records how it ended with
+//! its log, output and artifacts.
+//!
+//! Claims go through the Run aggregate, so two workers never run the same run.
+//! Runs claimed by a worker whose heartbeat went stale (a crash, a restart) end
+//! `platform_failed` (`worker_lost`), or `cancelled` when a cancel was pending: a
+//! run is never left in `starting` or `running`.
+
+mod collect;
+mod job;
+pub mod limits;
+
+use crate::admission;
+use crate::limits::company_limits;
+use crate::state::AppState;
+use crate::workers::buildah::Buildah;
+use crate::workers::heartbeat::{self, WORKER_GONE};
+use domain::principal::{Actor, EventMetadata};
+use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
+use limits::HostLimits;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The executor's shared parts.
+#[derive(Clone)]
+pub struct Executor {
+    state: AppState,
+    worker_id: String,
+    buildah: Buildah,
+    host: HostLimits,
+    slots: Arc<Semaphore>,
+    running: Arc<Mutex<HashMap<Uuid, CancellationToken>>>,
+}
+
+/// Event metadata of the executor's commands.
+fn metadata(worker_id: &str, company: Uuid) -> EventMetadata {
+    EventMetadata {
+        actor: Actor::System("executor"),
+        company_id: Some(company),
+        request_id: worker_id.to_string(),
+        time: chrono::Utc::now(),
+    }
+}
+
+impl Executor {
+    /// An executor for this process.
+    pub fn new(state: AppState) -> Self {
+        let host = HostLimits::detect();
+        if !host.memory || !host.cpu {
+            tracing::warn!(
+                memory = host.memory,
+                cpu = host.cpu,
+                "cgroup v1 controllers missing: runs are not limited in memory or cpu"
+            );
+        }
+        Self {
+            buildah: Buildah::new(&state.builder),
+            slots: Arc::new(Semaphore::new(state.builder.run_slots)),
+            worker_id: heartbeat::worker_id("executor"),
+            running: Arc::new(Mutex::new(HashMap::new())),
+            host,
+            state,
+        }
+    }
+
+    /// Runs the worker loop until shutdown; running runs are killed at shutdown and
+    /// recovered by the next start.
+    pub fn spawn(self) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let shutdown = self.state.shutdown.clone();
+            loop {
+                if let Err(error) = self.tick().await {
+                    tracing::error!(error = format!("{error:#}"), "executor tick failed");
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+        })
+    }
+
+    /// One pass: heartbeat, recovery, cancels, claims.
+    pub async fn tick(&self) -> anyhow::Result<()> {
+        heartbeat::beat(&self.state.pool, &self.worker_id, "executor").await?;
+        self.recover().await?;
+        self.dispatch_cancels().await?;
+        self.claim().await
+    }
+
+    /// Ends runs held by workers that are gone.
+    async fn recover(&self) -> anyhow::Result<()> {
+        let lost: Vec<(Uuid, Uuid, String)> = sqlx::query_as(&format!(
+            "SELECT a.id, a.company_id, a.status FROM runs a
+              WHERE a.worker_id IS NOT NULL AND a.worker_id <> $1
+                AND a.status IN ('starting', 'running', 'cancel_requested')
+                AND {WORKER_GONE}"
+        ))
+        .bind(&self.worker_id)
+        .fetch_all(&self.state.pool)
+        .await?;
+        for (run_id, company, status) in lost {
+            let (class, code) = if status == "cancel_requested" {
+                (TerminalClass::Cancelled, "cancelled")
+            } else {
+                (TerminalClass::PlatformFailed, "worker_lost")
+            };
+            tracing::warn!(%run_id, "recovering a run whose worker is gone");
+            self.finish_bare(run_id, company, class, code).await;
+        }
+        Ok(())
+    }
+
+    /// Signals the runs of this worker whose cancel was requested.
+    async fn dispatch_cancels(&self) -> anyhow::Result<()> {
+        let requested: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT id FROM runs WHERE status = 'cancel_requested' AND worker_id = $1",
+        )
+        .bind(&self.worker_id)
+        .fetch_all(&self.state.pool)
+        .await?;
+        let running = self.running.lock().expect("running lock");
+        for run_id in requested {
+            if let Some(token) = running.get(&run_id) {
+                token.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// Claims queued runs, oldest first, while slots and company limits allow.
+    async fn claim(&self) -> anyhow::Result<()> {
+        if self.slots.available_permits() == 0 {
+            return Ok(());
+        }
+        let queued: Vec<(Uuid, Uuid)> = sqlx::query_as(
+            "SELECT id, company_id FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 50",
+        )
+        .fetch_all(&self.state.pool)
+        .await?;
+        for (run_id, company) in queued {
+            let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
+                break;
+            };
+            if !self.claim_one(run_id, company).await? {
+                drop(permit);
+                continue;
+            }
+            let token = CancellationToken::new();
+            self.running
+                .lock()
+                .expect("running lock")
+                .insert(run_id, token.clone());
+            let executor = self.clone();
+            tokio::spawn(async move {
+                job::run(&executor, run_id, company, token).await;
+                executor
+                    .running
+                    .lock()
+                    .expect("running lock")
+                    .remove(&run_id);
+                drop(permit);
+            });
+        }
+        Ok(())
+    }
+
+    /// Claims one run if its company is under its run concurrency.
+    async fn claim_one(&self, run_id: Uuid, company: Uuid) -> anyhow::Result<bool> {
+        let _lock = admission::lock(&self.state.pool, company, "run-concurrency").await?;
+        let limit = company_limits(&self.state, company)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?
+            .run_concurrency_limit;
+        let active: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM runs
+              WHERE company_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",
+        )
+        .bind(company)
+        .fetch_one(&self.state.pool)
+        .await?;
+        if active >= limit {
+            return Ok(false);
+        }
+        let command = RunCommand::Claim {
+            worker_id: self.worker_id.clone(),
+        };
+        Ok(self.command(run_id, company, command).await)
+    }
+
+    /// Issues a command on a run, logging a refusal (a cancel or another worker may
+    /// have moved the run on).
+    async fn command(&self, run_id: Uuid, company: Uuid, command: RunCommand) -> bool {
+        let result = self
+            .state
+            .bus
+            .execute::<Run>(
+                &run_id.to_string(),
+                command,
+                &metadata(&self.worker_id, company),
+            )
+            .await;
+        match result {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::info!(%run_id, %error, "run step not recorded");
+                false
+            }
+        }
+    }
+
+    /// Ends a run without objects.
+    async fn finish_bare(&self, run_id: Uuid, company: Uuid, class: TerminalClass, code: &str) {
+        let command = RunCommand::Finish(Box::new(RunEnded::bare(class, code)));
+        self.command(run_id, company, command).await;
+    }
+}

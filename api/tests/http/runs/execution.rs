@@ -1,0 +1,250 @@
+//! The executor: a run really executes in its image, with its input, its output,
+//! its artifacts and its log; failures, timeouts, cancels, no network, limits.
+
+use super::{finished, runnable, running, submit};
+use crate::environments::callers;
+use crate::support::TestApp;
+use crate::tasks::ready_environment_version;
+use serde_json::json;
+
+const WORK: &str = r#"
+echo "greeting=$GREETING mode=$MODE"
+cat "$SERVICE_INPUTS_FILE"; echo
+mkdir -p "$SERVICE_ARTIFACTS_DIR/sub"
+printf 'n,square\n3,9\n' > "$SERVICE_ARTIFACTS_DIR/sub/table.csv"
+echo report > "$SERVICE_ARTIFACTS_DIR/report.txt"
+ln -s /etc/passwd "$SERVICE_ARTIFACTS_DIR/leak"
+printf '{"ok":true}' > "$SERVICE_OUTPUT_FILE"
+cat /proc/self/cgroup
+if wget -q -T 3 -O /dev/null http://1.1.1.1/ 2>/dev/null; then echo network=yes; else echo network=no; fi
+echo "pwd=$(pwd)"
+"#;
+
+#[tokio::test]
+async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let (task, version) = runnable(
+        &boss,
+        &ready,
+        WORK,
+        json!({"ordinary_env": {"MODE": "fast"}}),
+    )
+    .await;
+
+    let (status, run) = submit(
+        &member,
+        &lab,
+        "k1",
+        json!({"task_version_id": version, "input": {"b": 1, "a": [true, null]}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["submission_source"], "rest");
+    assert_eq!(run["task_id"], task.as_str());
+    assert_eq!(run["principal_type"], "user");
+    assert_eq!(run["auth_method"], "jwt");
+    assert_eq!(run["resource_profile"], "standard");
+    assert!(run["secret_slot_provenance"].is_null());
+    let id = run["id"].as_str().unwrap();
+    let done = finished(&member, &lab, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["error_code"].is_null());
+    assert!(done["queue_position"].is_null());
+
+    let (_, content) = member
+        .get(&format!("/chatrooms/{lab}/runs/{id}/content"))
+        .await;
+    assert_eq!(
+        content,
+        json!({"state": "active", "has_input": true, "has_output": true, "has_log": true,
+               "has_artifact_bundle": true, "input_digest": run["input_digest"]})
+    );
+
+    // The log shows the environment, the canonical input, the sandbox's cgroups
+    // and no network.
+    let (_, link) = member
+        .post(
+            &format!("/chatrooms/{lab}/runs/{id}/log/public-link"),
+            json!({}),
+        )
+        .await;
+    let log = app
+        .client
+        .get(link["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(log.status(), 200);
+    assert_eq!(log.headers()["x-content-type-options"], "nosniff");
+    assert!(
+        log.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+    let log = log.text().await.unwrap();
+    assert!(log.contains("greeting=hello mode=fast"), "{log}");
+    assert!(log.contains(r#"{"a":[true,null],"b":1}"#), "{log}");
+    assert!(log.contains("network=no"), "{log}");
+    assert!(log.contains("pwd=/workspace"), "{log}");
+    if std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        assert!(log.contains(":memory:/sandbox-run-"), "{log}");
+        assert!(log.contains(":cpu:/sandbox-run-"), "{log}");
+    }
+
+    // Artifacts: regular files only, by path, with digests and content types.
+    let (_, artifacts) = member
+        .get(&format!("/chatrooms/{lab}/runs/{id}/artifacts"))
+        .await;
+    let items = artifacts["items"].as_array().unwrap();
+    let paths: Vec<&str> = items
+        .iter()
+        .map(|a| a["relative_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["report.txt", "sub/table.csv"], "{artifacts}");
+    assert_eq!(items[1]["byte_size"], 13);
+    assert_eq!(items[1]["declared_content_type"], "text/csv");
+    assert!(items[1]["digest"].as_str().unwrap().starts_with("sha256:"));
+    let (_, page) = member
+        .get(&format!("/chatrooms/{lab}/runs/{id}/artifacts?page_size=1"))
+        .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    let (_, next) = member
+        .get(&format!(
+            "/chatrooms/{lab}/runs/{id}/artifacts?page_size=1&page_token={}",
+            page["next_page_token"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(next["items"][0]["relative_path"], "sub/table.csv");
+    let artifact = items[1]["id"].as_str().unwrap();
+    let (status, capability) = member
+        .post(
+            &format!("/chatrooms/{lab}/runs/{id}/artifacts/{artifact}/download"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{capability}");
+    assert_eq!(capability["x_content_type_options"], "nosniff");
+    assert_eq!(capability["content_type"], "text/csv");
+    assert_eq!(
+        capability["content_disposition"],
+        "attachment; filename=\"table.csv\""
+    );
+
+    // The artifact's public link serves exactly its bytes; the output's too.
+    let (_, link) = member
+        .post(
+            &format!("/chatrooms/{lab}/runs/{id}/artifacts/{artifact}/public-link"),
+            json!({}),
+        )
+        .await;
+    let file = app
+        .client
+        .get(link["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.headers()["content-type"], "text/csv");
+    assert_eq!(file.text().await.unwrap(), "n,square\n3,9\n");
+    let (_, link) = member
+        .post(
+            &format!("/chatrooms/{lab}/runs/{id}/output/public-link"),
+            json!({}),
+        )
+        .await;
+    let output = app
+        .client
+        .get(link["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(output.text().await.unwrap(), r#"{"ok":true}"#);
+
+    // The room's list, newest first, with a status filter.
+    let (_, list) = member
+        .get(&format!("/chatrooms/{lab}/runs?status[]=completed"))
+        .await;
+    assert_eq!(list["items"][0]["id"], id);
+    let (_, none) = member
+        .get(&format!("/chatrooms/{lab}/runs?status[]=queued"))
+        .await;
+    assert_eq!(none["items"], json!([]));
+    assert_eq!(
+        member
+            .get(&format!("/chatrooms/{lab}/runs?status[]=bogus"))
+            .await
+            .0,
+        422
+    );
+}
+
+#[tokio::test]
+async fn failures_timeouts_and_cancels_end_in_their_classes() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let (_, failing) = runnable(&boss, &ready, "echo about to fail; exit 3\n", json!({})).await;
+    let (_, sleepy) = runnable(&boss, &ready, "sleep 30\n", json!({})).await;
+
+    let (_, run) = submit(
+        &member,
+        &lab,
+        "fail",
+        json!({"task_version_id": failing, "input": {}}),
+    )
+    .await;
+    let done = finished(&member, &lab, run["id"].as_str().unwrap()).await;
+    assert_eq!(
+        (done["status"].as_str(), done["error_code"].as_str()),
+        (Some("customer_failed"), Some("exit_nonzero"))
+    );
+
+    let (_, run) = submit(
+        &member,
+        &lab,
+        "slow",
+        json!({"task_version_id": sleepy, "input": {}, "timeout_seconds": 1}),
+    )
+    .await;
+    assert_eq!(run["timeout_seconds"], 1);
+    let done = finished(&member, &lab, run["id"].as_str().unwrap()).await;
+    assert_eq!(
+        (done["status"].as_str(), done["error_code"].as_str()),
+        (Some("customer_failed"), Some("timeout"))
+    );
+
+    // A running run is killed on cancel; cancel works with the kill switch's logic
+    // (a path ending in /cancel) and twice is harmless.
+    let (_, run) = submit(
+        &member,
+        &lab,
+        "cancel-me",
+        json!({"task_version_id": sleepy, "input": {}}),
+    )
+    .await;
+    let id = run["id"].as_str().unwrap();
+    running(&member, &lab, id).await;
+    let started = std::time::Instant::now();
+    let (status, cancelling) = member
+        .post(&format!("/chatrooms/{lab}/runs/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{cancelling}");
+    assert!(["cancel_requested", "cancelled"].contains(&cancelling["status"].as_str().unwrap()));
+    let done = finished(&member, &lab, id).await;
+    assert_eq!(done["status"], "cancelled");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the container was killed"
+    );
+    let (status, again) = member
+        .post(&format!("/chatrooms/{lab}/runs/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(
+        (status, again["detail"]["code"].as_str()),
+        (409, Some("not_cancellable"))
+    );
+}

@@ -1,0 +1,451 @@
+//! The Run aggregate. Its id is derived from the submission's `Idempotency-Key`
+//! (company, route, principal, key), so a repeated submission reaches the same run
+//! and replays it, or answers `idempotency_conflict` when the request differs.
+//!
+//! States: `queued` → `starting` (claimed by a worker) → `running` → a terminal
+//! class; a cancel of a queued run ends it at once, of a started one asks the
+//! worker to kill it (`cancel_requested`).
+
+use crate::AggregateExt;
+use crate::error::{ErrorClass, SpecError};
+use crate::principal::{AuthMethod, PrincipalType};
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Run states (spec section 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Waiting for a worker.
+    #[default]
+    Queued,
+    /// Claimed; the container is being prepared.
+    Starting,
+    /// The work runs.
+    Running,
+    /// A cancel is asked of the worker.
+    CancelRequested,
+    /// Exit 0.
+    Completed,
+    /// The work failed (non-zero exit or timeout).
+    CustomerFailed,
+    /// The platform failed.
+    PlatformFailed,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Whether the run has ended.
+    pub fn terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::CustomerFailed | Self::PlatformFailed | Self::Cancelled
+        )
+    }
+}
+
+/// How a run ended (spec `SandboxTerminalClass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminalClass {
+    /// Exit 0.
+    Completed,
+    /// Non-zero exit or timeout.
+    CustomerFailed,
+    /// The platform broke.
+    PlatformFailed,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl From<TerminalClass> for RunStatus {
+    fn from(class: TerminalClass) -> Self {
+        match class {
+            TerminalClass::Completed => Self::Completed,
+            TerminalClass::CustomerFailed => Self::CustomerFailed,
+            TerminalClass::PlatformFailed => Self::PlatformFailed,
+            TerminalClass::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// Where a run came from (spec `submission_source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubmissionSource {
+    /// `POST /chatrooms/{cid}/runs` (and retries of such runs).
+    Rest,
+    /// The agent tools.
+    Agent,
+    /// Quick Run.
+    QuickRun,
+    /// A custom-table trigger.
+    CustomTableTrigger,
+}
+
+/// An object the run stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredObject {
+    /// Object store key.
+    pub key: String,
+    /// Bytes.
+    pub byte_size: i64,
+    /// `sha256:` of the bytes.
+    pub digest: String,
+}
+
+/// One file of the artifact bundle (the files' bytes concatenated in path order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// Its id (derived from the run and the path).
+    pub artifact_id: Uuid,
+    /// Path under the artifacts directory.
+    pub relative_path: String,
+    /// Where its bytes start in the bundle.
+    pub offset: i64,
+    /// Bytes.
+    pub byte_size: i64,
+    /// `sha256:` of its bytes.
+    pub digest: String,
+    /// Content type guessed from its name.
+    pub declared_content_type: String,
+}
+
+/// The facts a run is submitted with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSubmitted {
+    /// Its id.
+    pub run_id: Uuid,
+    /// The company.
+    pub company_id: Uuid,
+    /// The room it runs in.
+    pub chatroom_id: Uuid,
+    /// The task.
+    pub task_id: Uuid,
+    /// The pinned published version.
+    pub task_version_id: Uuid,
+    /// The live grant it was submitted under (kept, never returned).
+    pub share_grant_id: Option<Uuid>,
+    /// `user` or `social_media_client`.
+    pub principal_type: PrincipalType,
+    /// Who submitted it.
+    pub principal_id: Uuid,
+    /// `jwt` or `api_key`.
+    pub auth_method: AuthMethod,
+    /// The key that submitted it, when one did (restricted keys see their own runs).
+    pub api_key_id: Option<Uuid>,
+    /// Where it came from.
+    pub submission_source: SubmissionSource,
+    /// `sha256:` of the staged inputs file.
+    pub input_digest: String,
+    /// The staged inputs file.
+    pub input: StoredObject,
+    /// Seconds from start until the work is killed.
+    pub timeout_seconds: i64,
+    /// `standard`, `performance`, `large` or `xlarge`.
+    pub resource_profile: String,
+    /// The run this one retries.
+    pub retry_of_run_id: Option<Uuid>,
+    /// `sha256:` of the request, for idempotent replays.
+    pub request_hash: String,
+}
+
+/// How a run ended and what it left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEnded {
+    /// How it ended.
+    pub terminal_class: TerminalClass,
+    /// Why, for every class but `completed`.
+    pub error_code: Option<String>,
+    /// The work's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The combined stdout and stderr.
+    pub log: Option<StoredObject>,
+    /// The output file.
+    pub output: Option<StoredObject>,
+    /// The artifact bundle.
+    pub bundle: Option<StoredObject>,
+    /// Its files.
+    pub artifacts: Vec<Artifact>,
+}
+
+impl RunEnded {
+    /// An end without objects.
+    pub fn bare(terminal_class: TerminalClass, error_code: &str) -> Self {
+        Self {
+            terminal_class,
+            error_code: Some(error_code.into()),
+            exit_code: None,
+            log: None,
+            output: None,
+            bundle: None,
+            artifacts: Vec::new(),
+        }
+    }
+}
+
+/// Commands of [`Run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunCommand {
+    /// Queues the run, or replays it when it exists with the same request.
+    Submit(Box<RunSubmitted>),
+    /// A worker takes the queued run.
+    Claim {
+        /// The worker.
+        worker_id: String,
+    },
+    /// The container started.
+    Start,
+    /// Cancels a queued run at once, asks the worker to stop a started one.
+    Cancel,
+    /// Records the end.
+    Finish(Box<RunEnded>),
+}
+
+/// Events of [`Run`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunEvent {
+    /// The run is queued.
+    RunSubmitted(Box<RunSubmitted>),
+    /// A worker took it (`starting`).
+    RunClaimed {
+        /// The worker.
+        worker_id: String,
+    },
+    /// The work is running.
+    RunStarted,
+    /// A cancel was asked of the worker.
+    RunCancelRequested,
+    /// The run ended.
+    RunFinished(Box<RunEnded>),
+}
+
+impl DomainEvent for RunEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::RunSubmitted(_) => "RunSubmitted",
+            Self::RunClaimed { .. } => "RunClaimed",
+            Self::RunStarted => "RunStarted",
+            Self::RunCancelRequested => "RunCancelRequested",
+            Self::RunFinished(_) => "RunFinished",
+        }
+        .into()
+    }
+    fn event_version(&self) -> String {
+        "1".into()
+    }
+}
+
+/// Refusals of run commands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// No such run.
+    #[error("run not found")]
+    NotFound,
+    /// The key was used for another request.
+    #[error("this Idempotency-Key was used with a different request")]
+    IdempotencyConflict,
+    /// The run has ended.
+    #[error("the run has ended and cannot be cancelled")]
+    NotCancellable,
+    /// A worker step out of order (another worker or a cancel moved the run on).
+    #[error("the run is {0:?}")]
+    WrongState(RunStatus),
+}
+
+impl SpecError for RunError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Self::NotFound => ErrorClass::NotFound,
+            _ => ErrorClass::Conflict,
+        }
+    }
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::IdempotencyConflict => "idempotency_conflict",
+            Self::NotCancellable => "not_cancellable",
+            Self::WrongState(_) => "illegal_state_transition",
+        }
+    }
+}
+
+/// A run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// Submission facts.
+    pub submitted: Option<Box<RunSubmitted>>,
+    /// Where it is.
+    pub status: RunStatus,
+    /// The worker holding it.
+    pub worker_id: Option<String>,
+}
+
+impl Aggregate for Run {
+    const TYPE: &'static str = "run";
+    type Command = RunCommand;
+    type Event = RunEvent;
+    type Error = RunError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        if let RunCommand::Submit(submitted) = command {
+            return match &self.submitted {
+                Some(existing) if existing.request_hash == submitted.request_hash => Ok(()),
+                Some(_) => Err(RunError::IdempotencyConflict),
+                None => {
+                    sink.write(RunEvent::RunSubmitted(submitted), self).await;
+                    Ok(())
+                }
+            };
+        }
+        if self.submitted.is_none() {
+            return Err(RunError::NotFound);
+        }
+        let status = self.status;
+        let event = match command {
+            RunCommand::Submit(_) => unreachable!("handled above"),
+            RunCommand::Claim { worker_id } if status == RunStatus::Queued => {
+                RunEvent::RunClaimed { worker_id }
+            }
+            RunCommand::Start if status == RunStatus::Starting => RunEvent::RunStarted,
+            RunCommand::Cancel => match status {
+                RunStatus::Queued => RunEvent::RunFinished(Box::new(RunEnded::bare(
+                    TerminalClass::Cancelled,
+                    "cancelled",
+                ))),
+                RunStatus::Starting | RunStatus::Running => RunEvent::RunCancelRequested,
+                RunStatus::CancelRequested => return Ok(()),
+                _ => return Err(RunError::NotCancellable),
+            },
+            RunCommand::Finish(ended) if !status.terminal() && status != RunStatus::Queued => {
+                RunEvent::RunFinished(ended)
+            }
+            _ => return Err(RunError::WrongState(status)),
+        };
+        sink.write(event, self).await;
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        match event {
+            RunEvent::RunSubmitted(submitted) => self.submitted = Some(submitted),
+            RunEvent::RunClaimed { worker_id } => {
+                self.status = RunStatus::Starting;
+                self.worker_id = Some(worker_id);
+            }
+            RunEvent::RunStarted => self.status = RunStatus::Running,
+            RunEvent::RunCancelRequested => self.status = RunStatus::CancelRequested,
+            RunEvent::RunFinished(ended) => self.status = ended.terminal_class.into(),
+        }
+    }
+}
+
+impl AggregateExt for Run {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqrs_es::test::TestFramework;
+
+    fn submitted(hash: &str) -> Box<RunSubmitted> {
+        Box::new(RunSubmitted {
+            run_id: Uuid::from_u128(1),
+            company_id: Uuid::from_u128(2),
+            chatroom_id: Uuid::from_u128(3),
+            task_id: Uuid::from_u128(4),
+            task_version_id: Uuid::from_u128(5),
+            share_grant_id: None,
+            principal_type: PrincipalType::User,
+            principal_id: Uuid::from_u128(6),
+            auth_method: AuthMethod::Jwt,
+            api_key_id: None,
+            submission_source: SubmissionSource::Rest,
+            input_digest: "sha256:00".into(),
+            input: StoredObject {
+                key: "k".into(),
+                byte_size: 2,
+                digest: "sha256:00".into(),
+            },
+            timeout_seconds: 60,
+            resource_profile: "standard".into(),
+            retry_of_run_id: None,
+            request_hash: hash.into(),
+        })
+    }
+
+    fn finish(class: TerminalClass) -> RunCommand {
+        RunCommand::Finish(Box::new(RunEnded::bare(class, "x")))
+    }
+
+    #[test]
+    fn a_repeated_submission_replays_and_a_different_one_conflicts() {
+        let given = vec![RunEvent::RunSubmitted(submitted("a"))];
+        TestFramework::<Run>::with(())
+            .given(given.clone())
+            .when(RunCommand::Submit(submitted("a")))
+            .then_expect_events(vec![]);
+        TestFramework::<Run>::with(())
+            .given(given)
+            .when(RunCommand::Submit(submitted("b")))
+            .then_expect_error(RunError::IdempotencyConflict);
+    }
+
+    #[test]
+    fn a_queued_cancel_ends_at_once_and_a_started_one_asks_the_worker() {
+        TestFramework::<Run>::with(())
+            .given(vec![RunEvent::RunSubmitted(submitted("a"))])
+            .when(RunCommand::Cancel)
+            .then_expect_events(vec![RunEvent::RunFinished(Box::new(RunEnded::bare(
+                TerminalClass::Cancelled,
+                "cancelled",
+            )))]);
+        let started = vec![
+            RunEvent::RunSubmitted(submitted("a")),
+            RunEvent::RunClaimed {
+                worker_id: "w".into(),
+            },
+            RunEvent::RunStarted,
+        ];
+        TestFramework::<Run>::with(())
+            .given(started.clone())
+            .when(RunCommand::Cancel)
+            .then_expect_events(vec![RunEvent::RunCancelRequested]);
+        let mut ended = started;
+        ended.push(RunEvent::RunFinished(Box::new(RunEnded::bare(
+            TerminalClass::Completed,
+            "x",
+        ))));
+        TestFramework::<Run>::with(())
+            .given(ended.clone())
+            .when(RunCommand::Cancel)
+            .then_expect_error(RunError::NotCancellable);
+        TestFramework::<Run>::with(())
+            .given(ended)
+            .when(finish(TerminalClass::Completed))
+            .then_expect_error(RunError::WrongState(RunStatus::Completed));
+    }
+
+    #[test]
+    fn a_run_is_claimed_once() {
+        TestFramework::<Run>::with(())
+            .given(vec![
+                RunEvent::RunSubmitted(submitted("a")),
+                RunEvent::RunClaimed {
+                    worker_id: "w".into(),
+                },
+            ])
+            .when(RunCommand::Claim {
+                worker_id: "x".into(),
+            })
+            .then_expect_error(RunError::WrongState(RunStatus::Starting));
+    }
+}
