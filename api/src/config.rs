@@ -87,7 +87,8 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_BUILD_SLOTS", default_value_t = 2)]
     pub build_slots: usize,
 
-    /// Runs this process executes at once (the fleet's run slots).
+    /// Runs this process executes at once (the fleet's run slots); 0 runs no
+    /// executor in this process (an API-only node).
     #[arg(long, env = "SANDBOX_RUN_SLOTS", default_value_t = 4)]
     pub run_slots: usize,
 

@@ -40,7 +40,7 @@ pub struct BuilderSettings {
     pub work_dir: std::path::PathBuf,
     /// Builds at once in this process.
     pub slots: usize,
-    /// Runs at once in this process.
+    /// Runs at once in this process (0: no executor here).
     pub run_slots: usize,
     /// Scratch space for the workspaces of runs.
     pub run_dir: std::path::PathBuf,
@@ -130,7 +130,7 @@ impl AppState {
             storage_dir: config.data_dir.join("buildah"),
             work_dir: config.data_dir.join("builds"),
             slots: config.build_slots.max(1),
-            run_slots: config.run_slots.max(1),
+            run_slots: config.run_slots,
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
         };

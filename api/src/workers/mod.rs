@@ -12,9 +12,12 @@ use tokio::task::JoinHandle;
 
 /// Starts every background worker; they stop when the state's shutdown fires.
 pub fn start(state: &AppState) -> Vec<JoinHandle<()>> {
-    vec![
+    let mut workers = vec![
         builder::Builder::new(state.clone()).spawn(),
-        executor::Executor::new(state.clone()).spawn(),
         janitor::spawn(state.clone(), Duration::from_secs(60)),
-    ]
+    ];
+    if state.builder.run_slots > 0 {
+        workers.push(executor::Executor::new(state.clone()).spawn());
+    }
+    workers
 }

@@ -43,6 +43,8 @@ pub struct Options {
     pub enabled: bool,
     /// Whether the transit key exists.
     pub transit_key: bool,
+    /// Runs executed at once (0: no executor in this server).
+    pub run_slots: usize,
 }
 
 impl Default for Options {
@@ -51,6 +53,7 @@ impl Default for Options {
             provider: Provider::Onprem,
             enabled: true,
             transit_key: true,
+            run_slots: 4,
         }
     }
 }
@@ -105,7 +108,7 @@ impl TestApp {
             log_format: LogFormat::Text,
             region_job_quotas: Vec::new(),
             build_slots: 2,
-            run_slots: 4,
+            run_slots: options.run_slots,
             buildah: "buildah".into(),
             build_timeout: std::time::Duration::from_secs(300).into(),
         };
@@ -182,6 +185,11 @@ impl TestApp {
             )
             .await
             .unwrap();
+    }
+
+    /// The server's data directory (objects, buildah storage).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._data.path()
     }
 
     /// The number of events in the log.

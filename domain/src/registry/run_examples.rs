@@ -5,8 +5,7 @@ use super::Catalogued;
 use crate::principal::{AuthMethod, PrincipalType};
 use crate::runs::link::{LinkEvent, LinkedObject, PublicLink};
 use crate::runs::run::{
-    Artifact, Run, RunEnded, RunEvent, RunSubmitted, StoredObject, SubmissionSource,
-    TerminalClass,
+    Artifact, Run, RunEnded, RunEvent, RunSubmitted, StoredObject, SubmissionSource, TerminalClass,
 };
 use uuid::Uuid;
 

@@ -3,6 +3,9 @@
 
 mod execution;
 mod links;
+mod queries;
+mod quick_run;
+mod restart;
 mod submission;
 
 use crate::environments::{Caller, SANDBOX};

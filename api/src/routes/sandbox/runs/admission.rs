@@ -170,6 +170,8 @@ pub struct Admission<'a> {
     pub source: SubmissionSource,
     /// The run it retries.
     pub retry_of_run_id: Option<Uuid>,
+    /// Whether a live share must reach the room (not for Quick Run's hidden task).
+    pub share_required: bool,
 }
 
 fn queue_full(limit: i64) -> ApiError {
@@ -201,10 +203,14 @@ pub async fn admit(
         timeout_seconds,
         source,
         retry_of_run_id,
+        share_required,
     } = admission;
-    let grant = live_grant(state, principal, room, version.task_id)
-        .await?
-        .ok_or_else(not_shared)?;
+    let grant = if share_required {
+        let grant = live_grant(state, principal, room, version.task_id).await?;
+        Some(grant.ok_or_else(not_shared)?.id)
+    } else {
+        None
+    };
     check_schema(&version.contents, &input.value)?;
     let request_hash = input::digest(
         json!([
@@ -223,7 +229,7 @@ pub async fn admit(
         chatroom_id: room.id,
         task_id: version.task_id,
         task_version_id: version.id,
-        share_grant_id: Some(grant.id),
+        share_grant_id: grant,
         principal_type: principal.principal_type,
         principal_id: principal.principal_id,
         auth_method: principal.auth_method,

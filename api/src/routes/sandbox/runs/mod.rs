@@ -4,7 +4,9 @@
 pub mod access;
 mod admission;
 mod artifacts;
+mod history;
 mod lifecycle;
+mod quick_run;
 mod submit;
 pub mod views;
 
@@ -25,11 +27,13 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(lifecycle::router())
         .merge(artifacts::router())
+        .merge(history::router())
 }
 
-/// Submission and retry, which guard their own body size.
+/// Submission, retry and Quick Run, which guard their own body sizes.
 pub fn submit_router() -> OpenApiRouter<AppState> {
     submit::router()
         .layer(from_fn_with_state(SUBMIT_BODY_LIMIT, body_limit::guard))
         .layer(DefaultBodyLimit::max(SUBMIT_BODY_LIMIT))
+        .merge(quick_run::router())
 }

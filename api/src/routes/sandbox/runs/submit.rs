@@ -83,6 +83,7 @@ async fn submit_run(
         timeout_seconds: timeout,
         source: SubmissionSource::Rest,
         retry_of_run_id: None,
+        share_required: true,
     };
     Ok(Json(admit(&state, &ctx, &principal, admission).await?))
 }
@@ -181,6 +182,7 @@ async fn retry_run(
             _ => SubmissionSource::Rest,
         },
         retry_of_run_id: Some(run_id),
+        share_required: source.submission_source != "quick_run",
     };
     Ok(Json(admit(&state, &ctx, &principal, admission).await?))
 }

@@ -170,3 +170,35 @@ pub struct SandboxPublicLinkResponse {
     /// When it was minted.
     pub created_at: Option<DateTime<Utc>>,
 }
+
+/// `SandboxQuickRunRequest`: every field is required.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxQuickRunRequest {
+    /// The hidden task's name (1..256).
+    pub name: String,
+    /// A ready company-owned or curated environment version.
+    pub environment_version_id: Uuid,
+    /// Up to 1 MiB.
+    pub startup_script: String,
+    /// Up to 1 MiB.
+    pub work_script: String,
+    /// At most 100 names.
+    pub ordinary_env: std::collections::BTreeMap<String, String>,
+    /// Any JSON value.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// 1..604680, within the company's ceiling.
+    pub timeout_seconds: i64,
+}
+
+/// `SandboxQuickRunResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxQuickRunResponse {
+    /// The hidden task.
+    pub task_id: Uuid,
+    /// Its published version 1.
+    pub task_version_id: Uuid,
+    /// The run.
+    pub run: SandboxRunDetailResponse,
+}

@@ -14,6 +14,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
+use domain::runs::run::{Run, RunCommand};
 use domain::tasks::task::{Task, TaskCommand, TaskCreated};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand};
 use utoipa_axum::router::OpenApiRouter;
@@ -142,8 +143,9 @@ async fn update_task(
     ))
 }
 
-/// Archives the task and every version of it. Versions are archived first, so an
-/// interrupted archive can simply be repeated; share records are kept.
+/// Archives the task and every version of it, then cancels its queued runs.
+/// Versions are archived first, so an interrupted archive can simply be repeated;
+/// share records are kept, and the bindings stop applying (the `sharing` projection).
 #[utoipa::path(post, path = "/tasks/{task_id}/archive", tag = "tasks", params(("task_id" = Uuid, Path)),
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived")))]
@@ -173,6 +175,18 @@ async fn archive_task(
         .bus
         .execute::<Task>(&task_id.to_string(), TaskCommand::Archive, &meta)
         .await?;
+    let queued: Vec<Uuid> =
+        sqlx::query_scalar("SELECT id FROM runs WHERE task_id = $1 AND status = 'queued'")
+            .bind(task_id)
+            .fetch_all(&state.pool)
+            .await?;
+    for run_id in queued {
+        // A run a worker claimed meanwhile runs to its end.
+        let _ = state
+            .bus
+            .execute::<Run>(&run_id.to_string(), RunCommand::Cancel, &meta)
+            .await;
+    }
     Ok(Json(
         access::task(&state, &principal, task_id).await?.row.into(),
     ))

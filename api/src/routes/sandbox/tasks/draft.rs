@@ -115,22 +115,7 @@ pub async fn update(
     if let Some(policy) = request.output_policy {
         c.output_policy = policy.map(output_policy).transpose()?;
     }
-    let problems = field_problems(&c);
-    if !problems.is_empty() {
-        return Err(ApiError::Validation(
-            problems
-                .into_iter()
-                .map(|p| Violation {
-                    loc: vec!["body".into(), p.field.into()],
-                    kind: ViolationKind::Rule {
-                        kind: "value_error",
-                        message: p.message,
-                    },
-                    input: None,
-                })
-                .collect(),
-        ));
-    }
+    check_fields(&c)?;
     contract.extend(contract_problems(&c));
     contract.truncate(domain::tasks::schema::MAX_PROBLEMS);
     if !contract.is_empty() {
@@ -281,4 +266,25 @@ pub async fn writeback_table_exists(
     .bind(company)
     .fetch_one(&state.pool)
     .await?)
+}
+
+/// Refuses contents whose fields are out of bounds (the standard validation array).
+pub fn check_fields(contents: &VersionContents) -> ApiResult<()> {
+    let problems = field_problems(contents);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Validation(
+        problems
+            .into_iter()
+            .map(|p| Violation {
+                loc: vec!["body".into(), p.field.into()],
+                kind: ViolationKind::Rule {
+                    kind: "value_error",
+                    message: p.message,
+                },
+                input: None,
+            })
+            .collect(),
+    ))
 }

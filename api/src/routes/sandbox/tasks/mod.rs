@@ -2,11 +2,11 @@
 
 pub mod access;
 mod catalog;
-mod draft;
+pub mod draft;
 pub mod preview;
 mod scripts;
 mod shares;
-mod versions;
+pub mod versions;
 pub mod views;
 
 use crate::middleware::body_limit;

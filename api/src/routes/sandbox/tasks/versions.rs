@@ -196,20 +196,7 @@ async fn publish_version(
             "the environment version is not ready",
         ));
     }
-    let ceiling = company_limits(&state, principal.company_id)
-        .await?
-        .timeout_ceiling_seconds;
-    if contents.timeout_seconds > ceiling {
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "timeout_exceeds_ceiling",
-            format!(
-                "timeout_seconds {} is above the company ceiling of {ceiling}",
-                contents.timeout_seconds
-            ),
-        )
-        .with("ceiling", ceiling));
-    }
+    check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
     if let Some(policy) = &contents.output_policy {
         if task.row.owner_scope != "department" {
             return Err(ApiError::coded(
@@ -269,4 +256,21 @@ async fn archive_version(
         )
         .await?,
     ))
+}
+
+/// Refuses a timeout above the company's ceiling (checked at publish and by Quick
+/// Run only).
+pub async fn check_ceiling(state: &AppState, company: Uuid, timeout_seconds: i64) -> ApiResult<()> {
+    let ceiling = company_limits(state, company)
+        .await?
+        .timeout_ceiling_seconds;
+    if timeout_seconds > ceiling {
+        return Err(ApiError::coded(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "timeout_exceeds_ceiling",
+            format!("timeout_seconds {timeout_seconds} is above the company ceiling of {ceiling}"),
+        )
+        .with("ceiling", ceiling));
+    }
+    Ok(())
 }

@@ -1,0 +1,203 @@
+//! `POST /chatrooms/{cid}/quick-run`: a room manager runs scripts on a company-owned
+//! or curated environment version without a catalog task. The input is staged after
+//! the manager check and before anything is created; then a hidden task with a
+//! published version 1 (within the company's timeout ceiling) and a run with
+//! `submission_source=quick_run`. The task, version and run ids all derive from the
+//! `Idempotency-Key`, so a repeated request replays the same run.
+
+use super::admission::{Admission, admit, not_stageable, runnable_version, stage};
+use super::views::{SandboxQuickRunRequest, SandboxQuickRunResponse};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::parse_json;
+use crate::idempotency::IdempotencyKey;
+use crate::middleware::body_limit;
+use crate::request::Context;
+use crate::routes::sandbox::bindings::enablement::managed_room;
+use crate::routes::sandbox::tasks::draft::check_fields;
+use crate::routes::sandbox::tasks::versions::check_ceiling;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use bytes::Bytes;
+use domain::environments::environment::OwnerScope;
+use domain::principal::{EventMetadata, Principal};
+use domain::runs::run::SubmissionSource;
+use domain::tasks::contents::VersionContents;
+use domain::tasks::input::{self, InputLimits};
+use domain::tasks::task::{Task, TaskCommand, TaskCreated, TaskError};
+use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+use projections::store::CommandError;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Two scripts of up to 1 MiB, the environment (256 KiB) and an input of up to 1 MiB.
+pub const QUICK_RUN_BODY_LIMIT: usize = (3 << 20) + (320 << 10);
+
+/// The Quick Run route, guarding its own body size.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(quick_run))
+        .layer(from_fn_with_state(QUICK_RUN_BODY_LIMIT, body_limit::guard))
+        .layer(DefaultBodyLimit::max(QUICK_RUN_BODY_LIMIT))
+}
+
+/// A ready environment version the company may run Quick Runs on: its own
+/// company-owned ones and curated ones (404 otherwise; 409 when not ready).
+async fn quick_run_environment(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<()> {
+    let version_state: Option<String> = sqlx::query_scalar(
+        "SELECT ev.state FROM environment_versions ev JOIN environments e ON e.id = ev.environment_id
+          WHERE ev.id = $1
+            AND (e.owner_kind = 'system_curated' OR (e.company_id = $2 AND e.owner_scope = 'company'))",
+    )
+    .bind(id)
+    .bind(principal.company_id)
+    .fetch_optional(&state.pool)
+    .await?;
+    match version_state.as_deref() {
+        None => Err(ApiError::NotFound),
+        Some("ready") => Ok(()),
+        Some(_) => Err(ApiError::coded(
+            StatusCode::CONFLICT,
+            "environment_version_not_ready",
+            "the environment version is not ready",
+        )),
+    }
+}
+
+/// Creates (or finds, on a replay) the hidden task and its published version 1.
+async fn hidden_task(
+    state: &AppState,
+    meta: &EventMetadata,
+    principal: &Principal,
+    ids: (Uuid, Uuid),
+    name: String,
+    contents: VersionContents,
+) -> ApiResult<()> {
+    let (task_id, version_id) = ids;
+    let created = TaskCreated {
+        task_id,
+        company_id: principal.company_id,
+        owner_scope: OwnerScope::Company,
+        owner_id: principal.company_id,
+        name,
+        description: String::new(),
+        agent_enabled: false,
+        hidden: true,
+    };
+    let bus = &state.bus;
+    match bus
+        .execute::<Task>(&task_id.to_string(), TaskCommand::Create(created), meta)
+        .await
+    {
+        Ok(_) | Err(CommandError::Rejected(TaskError::AlreadyExists)) => {}
+        Err(error) => return Err(error.into()),
+    }
+    let task = bus
+        .load::<Task>(&task_id.to_string())
+        .await
+        .map_err(ApiError::internal)?;
+    if task.version_count == 0 {
+        let command = TaskCommand::AllocateVersion { version_id };
+        bus.execute::<Task>(&task_id.to_string(), command, meta)
+            .await?;
+        let drafted = TaskVersionDrafted {
+            version_id,
+            task_id,
+            company_id: principal.company_id,
+            version_number: 1,
+            contents,
+        };
+        let command = TaskVersionCommand::Draft(drafted);
+        bus.execute::<TaskVersion>(&version_id.to_string(), command, meta)
+            .await?;
+    }
+    let version = bus
+        .load::<TaskVersion>(&version_id.to_string())
+        .await
+        .map_err(ApiError::internal)?;
+    if version.state == domain::tasks::version::TaskVersionState::Draft {
+        bus.execute::<TaskVersion>(&version_id.to_string(), TaskVersionCommand::Publish, meta)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Runs scripts on an environment version through a hidden task (room managers).
+#[utoipa::path(post, path = "/chatrooms/{chatroom_id}/quick-run", tag = "runs",
+    params(("chatroom_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
+    request_body = SandboxQuickRunRequest,
+    responses((status = 200, body = SandboxQuickRunResponse),
+              (status = 403, description = "not a manager of the room"),
+              (status = 404, description = "room or environment version not visible"),
+              (status = 409, description = "environment_version_not_ready, idempotency_conflict"),
+              (status = 422, description = "timeout_exceeds_ceiling, input_not_stageable, validation error"),
+              (status = 429, description = "queue_full")))]
+async fn quick_run(
+    State(state): State<AppState>,
+    ctx: Context,
+    Auth(principal): Auth,
+    key: IdempotencyKey,
+    Path(chatroom_id): Path<Uuid>,
+    body: Bytes,
+) -> ApiResult<Json<SandboxQuickRunResponse>> {
+    let room = managed_room(&state, &principal, chatroom_id).await?;
+    let limits = InputLimits {
+        max_bytes: QUICK_RUN_BODY_LIMIT,
+        max_depth: InputLimits::default().max_depth + 2,
+        max_nodes: InputLimits::default().max_nodes + 200,
+    };
+    input::parse_value(&body, limits).map_err(not_stageable)?;
+    let request: SandboxQuickRunRequest = parse_json(&body)?;
+    let staged = stage(&state, &principal, request.input).await?;
+    quick_run_environment(&state, &principal, request.environment_version_id).await?;
+    let contents = VersionContents {
+        environment_version_id: request.environment_version_id,
+        startup_script: request.startup_script,
+        work_script: request.work_script,
+        ordinary_env: request.ordinary_env,
+        input_instructions: None,
+        input_example: None,
+        input_schema: None,
+        work_command: None,
+        timeout_seconds: request.timeout_seconds,
+        secret_slot_declarations: Vec::new(),
+        requires_confirmation: false,
+        output_policy: None,
+    };
+    check_fields(&contents)?;
+    check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
+    let run_id = key.target(&principal, &format!("runs.quick_run.{chatroom_id}"));
+    let task_id = domain::ids::derive("quick_run_task", &[&run_id.to_string()]);
+    let version_id = domain::ids::derive("quick_run_version", &[&run_id.to_string()]);
+    let meta = ctx.metadata(&principal);
+    hidden_task(
+        &state,
+        &meta,
+        &principal,
+        (task_id, version_id),
+        request.name,
+        contents,
+    )
+    .await?;
+    let version = runnable_version(&state, &principal, version_id).await?;
+    let admission = Admission {
+        run_id,
+        room: &room,
+        version: &version,
+        input: &staged,
+        timeout_seconds: request.timeout_seconds,
+        source: SubmissionSource::QuickRun,
+        retry_of_run_id: None,
+        share_required: false,
+    };
+    let run = admit(&state, &ctx, &principal, admission).await?;
+    Ok(Json(SandboxQuickRunResponse {
+        task_id,
+        task_version_id: version_id,
+        run,
+    }))
+}

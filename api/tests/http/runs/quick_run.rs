@@ -1,0 +1,106 @@
+//! Quick Run: room managers only, every field required, a ready company-owned or
+//! curated environment version, the ceiling, a hidden task, a real run.
+
+use super::{finished, post_keyed};
+use crate::environments::callers;
+use crate::support::{TestApp, assert_code};
+use crate::tasks::{draft_environment_version, ready_environment_version};
+use serde_json::{Value, json};
+
+fn request(environment_version: &str) -> Value {
+    json!({
+        "name": "quick",
+        "environment_version_id": environment_version,
+        "startup_script": "",
+        "work_script": "cat \"$SERVICE_INPUTS_FILE\" > \"$SERVICE_OUTPUT_FILE\"; echo quick-$MODE\n",
+        "ordinary_env": {"MODE": "on"},
+        "input": {"q": 1},
+        "timeout_seconds": 60
+    })
+}
+
+#[tokio::test]
+async fn quick_run_runs_scripts_through_a_hidden_task() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, dm, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let path = format!("/chatrooms/{lab}/quick-run");
+
+    assert_eq!(
+        post_keyed(&member, &path, "m", Some(request(&ready)))
+            .await
+            .0,
+        403
+    );
+    assert_code(
+        &post_keyed(&dm, &path, "", Some(request(&ready))).await,
+        422,
+        "idempotency_key_required",
+    );
+    let mut partial = request(&ready);
+    partial.as_object_mut().unwrap().remove("ordinary_env");
+    assert_eq!(
+        post_keyed(&dm, &path, "p", Some(partial)).await.0,
+        422,
+        "every field is required"
+    );
+    let unbuilt = draft_environment_version(&boss).await;
+    assert_code(
+        &post_keyed(&dm, &path, "u", Some(request(&unbuilt))).await,
+        409,
+        "environment_version_not_ready",
+    );
+    let mut long = request(&ready);
+    long["timeout_seconds"] = json!(90_000);
+    assert_code(
+        &post_keyed(&dm, &path, "l", Some(long)).await,
+        422,
+        "timeout_exceeds_ceiling",
+    );
+    let mut deep = request(&ready);
+    deep["input"] = (0..70).fold(json!(1), |inner, _| json!([inner]));
+    assert_code(
+        &post_keyed(&dm, &path, "d", Some(deep)).await,
+        422,
+        "input_not_stageable",
+    );
+
+    let (status, quick) = post_keyed(&dm, &path, "q", Some(request(&ready))).await;
+    assert_eq!(status, 200, "{quick}");
+    assert_eq!(quick["run"]["submission_source"], "quick_run");
+    let (_, replay) = post_keyed(&dm, &path, "q", Some(request(&ready))).await;
+    assert_eq!(replay["run"]["id"], quick["run"]["id"]);
+    let id = quick["run"]["id"].as_str().unwrap();
+    let done = finished(&dm, &lab, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["task_version_id"], quick["task_version_id"]);
+
+    // The hidden task never appears in the catalog; its version is published.
+    let (_, tasks) = boss.get("/tasks").await;
+    assert!(
+        tasks["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["id"] != quick["task_id"])
+    );
+    let (_, link) = dm
+        .post(
+            &format!("/chatrooms/{lab}/runs/{id}/output/public-link"),
+            json!({}),
+        )
+        .await;
+    let output = app
+        .client
+        .get(link["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(output.text().await.unwrap(), r#"{"q":1}"#);
+    // A retry of a Quick Run needs no share.
+    let (status, retried) =
+        post_keyed(&dm, &format!("/chatrooms/{lab}/runs/{id}/retry"), "r", None).await;
+    assert_eq!(status, 200, "{retried}");
+    assert_eq!(retried["submission_source"], "quick_run");
+}
