@@ -33,6 +33,7 @@ CREATE TABLE runs
     bundle_bytes        bigint,
     bundle_digest       text,
     artifact_count      integer     NOT NULL,
+    content_state       text        NOT NULL,
     queued_at           timestamptz NOT NULL,
     started_at          timestamptz,
     cancel_requested_at timestamptz,
@@ -43,6 +44,7 @@ CREATE INDEX runs_room ON runs (chatroom_id, queued_at DESC, id DESC);
 CREATE INDEX runs_company_queued ON runs (company_id, queued_at, id) WHERE status = 'queued';
 CREATE INDEX runs_active ON runs (status) WHERE status IN ('queued', 'starting', 'running', 'cancel_requested');
 CREATE INDEX runs_task ON runs (task_id, queued_at DESC, id DESC);
+CREATE INDEX runs_retention ON runs (terminal_at) WHERE content_state = 'active' AND terminal_at IS NOT NULL;
 
 -- One row per file of a run's artifact bundle; `byte_offset` is where its bytes start
 -- in the bundle.

@@ -66,7 +66,7 @@ async fn public_object(
     let linked: Option<Linked> = sqlx::query_as(
         "SELECT l.run_id, l.object, l.artifact_id, r.log_key, r.output_key, r.bundle_key
            FROM public_links l JOIN runs r ON r.id = l.run_id
-          WHERE l.id = $1 AND NOT l.revoked",
+          WHERE l.id = $1 AND NOT l.revoked AND r.content_state = 'active'",
     )
     .bind(id)
     .fetch_optional(&state.pool)

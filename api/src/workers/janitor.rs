@@ -1,9 +1,11 @@
 //! The janitor: ends upload sessions past their 24 hours and removes their staged
-//! bytes.
+//! bytes, and expires the contents of runs past their company's
+//! `run_content_retention_days`.
 
 use crate::state::AppState;
 use domain::environments::upload::{ContextUpload, UploadCommand};
 use domain::principal::{Actor, EventMetadata};
+use domain::runs::run::{Run, RunCommand};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -23,8 +25,74 @@ pub fn spawn(state: AppState, interval: Duration) -> JoinHandle<()> {
     })
 }
 
-/// Expires every live session past its lifetime.
+/// Expires every live session and every run's contents past their lifetime.
 pub async fn sweep(state: &AppState) -> anyhow::Result<()> {
+    expire_sessions(state).await?;
+    expire_run_contents(state).await
+}
+
+fn metadata(company: Uuid, subject: Uuid, now: chrono::DateTime<chrono::Utc>) -> EventMetadata {
+    EventMetadata {
+        actor: Actor::System("janitor"),
+        company_id: Some(company),
+        request_id: format!("janitor-{subject}"),
+        time: now,
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct ExpiredRun {
+    id: Uuid,
+    company_id: Uuid,
+    input_key: String,
+    log_key: Option<String>,
+    output_key: Option<String>,
+    bundle_key: Option<String>,
+}
+
+/// Marks the contents of ended runs past their retention expired, then deletes
+/// their objects (an inputs file only when no active run shares it).
+async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
+    let now = chrono::Utc::now();
+    let expired: Vec<ExpiredRun> = sqlx::query_as(
+        "SELECT r.id, r.company_id, r.input_key, r.log_key, r.output_key, r.bundle_key
+           FROM runs r LEFT JOIN company_settings s ON s.company_id = r.company_id
+          WHERE r.content_state = 'active' AND r.terminal_at IS NOT NULL
+            AND r.terminal_at < $1 - make_interval(days => coalesce(s.run_content_retention_days, 30))
+          ORDER BY r.terminal_at LIMIT 500",
+    )
+    .bind(now)
+    .fetch_all(&state.pool)
+    .await?;
+    for run in expired {
+        state
+            .bus
+            .execute::<Run>(
+                &run.id.to_string(),
+                RunCommand::ExpireContent,
+                &metadata(run.company_id, run.id, now),
+            )
+            .await?;
+        for key in [run.log_key, run.output_key, run.bundle_key]
+            .into_iter()
+            .flatten()
+        {
+            state.objects.delete(&key).await?;
+        }
+        let shared: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active')",
+        )
+        .bind(&run.input_key)
+        .fetch_one(&state.pool)
+        .await?;
+        if !shared {
+            state.objects.delete(&run.input_key).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn expire_sessions(state: &AppState) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     let expired: Vec<(Uuid, Uuid)> = sqlx::query_as(
         "SELECT id, company_id FROM context_uploads WHERE state IN ('uploading', 'completing') AND expires_at < $1",
@@ -33,12 +101,7 @@ pub async fn sweep(state: &AppState) -> anyhow::Result<()> {
     .fetch_all(&state.pool)
     .await?;
     for (session_id, company) in expired {
-        let meta = EventMetadata {
-            actor: Actor::System("janitor"),
-            company_id: Some(company),
-            request_id: format!("janitor-{session_id}"),
-            time: now,
-        };
+        let meta = metadata(company, session_id, now);
         state
             .bus
             .execute::<ContextUpload>(

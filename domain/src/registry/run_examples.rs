@@ -68,6 +68,7 @@ impl Catalogued for Run {
                     declared_content_type: "text/csv".into(),
                 }],
             })),
+            RunEvent::RunContentExpired,
         ]
     }
 }

@@ -203,6 +203,8 @@ pub enum RunCommand {
     Cancel,
     /// Records the end.
     Finish(Box<RunEnded>),
+    /// The retention period of an ended run's contents passed: its objects go.
+    ExpireContent,
 }
 
 /// Events of [`Run`].
@@ -221,6 +223,9 @@ pub enum RunEvent {
     RunCancelRequested,
     /// The run ended.
     RunFinished(Box<RunEnded>),
+    /// The run's contents (input, log, output, artifacts) passed their retention
+    /// and are deleted; links and downloads answer 404 from now on.
+    RunContentExpired,
 }
 
 impl DomainEvent for RunEvent {
@@ -231,6 +236,7 @@ impl DomainEvent for RunEvent {
             Self::RunStarted => "RunStarted",
             Self::RunCancelRequested => "RunCancelRequested",
             Self::RunFinished(_) => "RunFinished",
+            Self::RunContentExpired => "RunContentExpired",
         }
         .into()
     }
@@ -282,6 +288,8 @@ pub struct Run {
     pub status: RunStatus,
     /// The worker holding it.
     pub worker_id: Option<String>,
+    /// Whether its contents expired.
+    pub content_expired: bool,
 }
 
 impl Aggregate for Run {
@@ -329,6 +337,8 @@ impl Aggregate for Run {
             RunCommand::Finish(ended) if !status.terminal() && status != RunStatus::Queued => {
                 RunEvent::RunFinished(ended)
             }
+            RunCommand::ExpireContent if self.content_expired => return Ok(()),
+            RunCommand::ExpireContent if status.terminal() => RunEvent::RunContentExpired,
             _ => return Err(RunError::WrongState(status)),
         };
         sink.write(event, self).await;
@@ -345,6 +355,7 @@ impl Aggregate for Run {
             RunEvent::RunStarted => self.status = RunStatus::Running,
             RunEvent::RunCancelRequested => self.status = RunStatus::CancelRequested,
             RunEvent::RunFinished(ended) => self.status = ended.terminal_class.into(),
+            RunEvent::RunContentExpired => self.content_expired = true,
         }
     }
 }

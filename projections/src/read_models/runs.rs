@@ -42,9 +42,9 @@ async fn fold_run(
                 "INSERT INTO runs (id, company_id, chatroom_id, task_id, task_version_id, share_grant_id,
                         principal_type, principal_id, auth_method, api_key_id, submission_source,
                         input_digest, input_key, input_bytes, timeout_seconds, resource_profile,
-                        retry_of_run_id, status, artifact_count, queued_at, updated_at)
+                        retry_of_run_id, status, artifact_count, content_state, queued_at, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                         'queued', 0, $18, $18)
+                         'queued', 0, 'active', $18, $18)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(id)
@@ -77,6 +77,13 @@ async fn fold_run(
             .bind(at)
             .execute(conn)
             .await?;
+        }
+        RunEvent::RunContentExpired => {
+            sqlx::query("UPDATE runs SET content_state = 'expired', updated_at = $2 WHERE id = $1")
+                .bind(id)
+                .bind(at)
+                .execute(conn)
+                .await?;
         }
         RunEvent::RunStarted => {
             sqlx::query(

@@ -10,6 +10,7 @@ mod http;
 mod menu;
 mod raw;
 mod rebuild;
+mod runs;
 mod server;
 mod stats;
 mod tables;
@@ -33,6 +34,8 @@ pub enum BenchCommand {
     Tables(tables::TablesArgs),
     /// The room menu: a page of a room with 500 enabled tasks among 20,000.
     Menu(menu::MenuArgs),
+    /// Runs: submission latency, our run against a bare buildah run, throughput.
+    Runs(runs::RunsArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -85,6 +88,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Chain(args) => run_chain(target, &args).await,
         BenchCommand::Tables(args) => tables::run(&target.url()?, &args).await,
         BenchCommand::Menu(args) => menu::run(&target.url()?, &args).await,
+        BenchCommand::Runs(args) => runs::run(&target.url()?, &args).await,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{finished, runnable, submit};
 use crate::environments::callers;
-use crate::support::TestApp;
+use crate::support::{TestApp, assert_code};
 use crate::tasks::ready_environment_version;
 use serde_json::json;
 
@@ -99,4 +99,41 @@ async fn public_links_are_idempotent_revocable_and_unguessable() {
         token: seed.token("globex", "ceo"),
     };
     assert_eq!(globex.post(&path, json!({})).await.0, 404);
+
+    // Past the company's run content retention the contents expire: links and
+    // replays stop working, the flags say so.
+    sqlx::query("UPDATE runs SET terminal_at = now() - interval '31 days' WHERE id = $1::uuid")
+        .bind(id)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    api::workers::janitor::sweep(&app.state).await.unwrap();
+    let (_, content) = member
+        .get(&format!("/chatrooms/{lab}/runs/{id}/content"))
+        .await;
+    assert_eq!(
+        (content["state"].as_str(), content["has_log"].as_bool()),
+        (Some("expired"), Some(false))
+    );
+    assert_eq!(
+        app.client
+            .get(fresh["url"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(member.post(&path, json!({})).await.0, 404);
+    assert_code(
+        &super::post_keyed(
+            &member,
+            &format!("/chatrooms/{lab}/runs/{id}/retry"),
+            "after",
+            None,
+        )
+        .await,
+        409,
+        "retry_input_unavailable",
+    );
 }

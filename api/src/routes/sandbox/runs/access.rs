@@ -56,6 +56,8 @@ pub struct RunRow {
     pub output_key: Option<String>,
     /// Stored bundle.
     pub bundle_key: Option<String>,
+    /// `active` or `expired`.
+    pub content_state: String,
     /// Queued.
     pub queued_at: DateTime<Utc>,
     /// Ended.
@@ -65,7 +67,7 @@ pub struct RunRow {
 /// The columns of [`RunRow`].
 pub const RUN_COLUMNS: &str = "id, company_id, chatroom_id, task_id, task_version_id, principal_type, \
      principal_id, auth_method, api_key_id, submission_source, input_digest, input_key, timeout_seconds, \
-     resource_profile, retry_of_run_id, status, error_code, log_key, output_key, bundle_key, queued_at, \
+     resource_profile, retry_of_run_id, status, error_code, log_key, output_key, bundle_key, content_state, queued_at, \
      terminal_at";
 
 /// Whether the caller may read the run (restricted keys: only their own).

@@ -8,7 +8,7 @@ use super::views::*;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::pagination::{LifecycleFilter, LifecycleQuery, finish};
+use crate::pagination::{LifecycleQuery, finish};
 use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
@@ -47,9 +47,10 @@ async fn list_artifacts(
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxRunArtifactListResponse>> {
     let page = query.page::<String>(20)?;
-    run_in_room(&state, &principal, chatroom_id, run_id).await?;
-    // Artifacts stay active for the run's content retention; none is retired yet.
-    if query.lifecycle == Some(LifecycleFilter::Retired) {
+    let (_, run) = run_in_room(&state, &principal, chatroom_id, run_id).await?;
+    // A run's artifacts are active until its contents expire, retired after.
+    let lifecycle = query.lifecycle.unwrap_or_default();
+    if !lifecycle.admits(run.content_state == "active") {
         return Ok(Json(SandboxRunArtifactListResponse {
             items: Vec::new(),
             next_page_token: None,
@@ -80,6 +81,9 @@ async fn artifact(
     artifact_id: Uuid,
 ) -> ApiResult<(RunRow, SandboxRunArtifact)> {
     let (_, run) = run_in_room(state, principal, chatroom_id, run_id).await?;
+    if run.content_state != "active" {
+        return Err(ApiError::NotFound);
+    }
     let row: Option<SandboxRunArtifact> = sqlx::query_as(&format!(
         "SELECT {ARTIFACT_COLUMNS} FROM run_artifacts WHERE id = $1 AND run_id = $2"
     ))
@@ -189,11 +193,12 @@ async fn link(
     artifact_id: Option<Uuid>,
     revoke: bool,
 ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
-    let stored = match object {
-        LinkedObject::Log => run.log_key.is_some(),
-        LinkedObject::Output => run.output_key.is_some(),
-        LinkedObject::Artifact => true,
-    };
+    let stored = run.content_state == "active"
+        && match object {
+            LinkedObject::Log => run.log_key.is_some(),
+            LinkedObject::Output => run.output_key.is_some(),
+            LinkedObject::Artifact => true,
+        };
     if !stored {
         return Err(ApiError::NotFound);
     }

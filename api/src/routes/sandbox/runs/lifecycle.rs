@@ -145,12 +145,13 @@ async fn run_content(
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunContentResponse>> {
     let (_, row) = run_in_room(&state, &principal, chatroom_id, run_id).await?;
+    let active = row.content_state == "active";
     Ok(Json(SandboxRunContentResponse {
-        state: "active".into(),
-        has_input: true,
-        has_output: row.output_key.is_some(),
-        has_log: row.log_key.is_some(),
-        has_artifact_bundle: row.bundle_key.is_some(),
+        has_input: active,
+        has_output: active && row.output_key.is_some(),
+        has_log: active && row.log_key.is_some(),
+        has_artifact_bundle: active && row.bundle_key.is_some(),
+        state: row.content_state,
         input_digest: row.input_digest,
     }))
 }

@@ -167,6 +167,7 @@ async fn retry_run(
     let version = runnable_version(&state, &principal, source.task_version_id).await?;
     let staged = match fresh {
         Some(staged) => staged,
+        None if source.content_state != "active" => return Err(retry_input_unavailable()),
         None => retained_input(&state, &source.input_key, &source.input_digest).await?,
     };
     let admission = Admission {

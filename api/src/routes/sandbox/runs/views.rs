@@ -89,7 +89,7 @@ pub struct SandboxRunListResponse {
 /// `SandboxRunContentResponse`: flags only, no bytes.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxRunContentResponse {
-    /// `active`.
+    /// `active`, or `expired` once the company's run content retention passed.
     pub state: String,
     /// Whether the staged input is kept.
     pub has_input: bool,

@@ -1,0 +1,308 @@
+//! `sandboxctl bench runs`: (a) the API's submit latency and submit-to-`running`
+//! latency (the run is handed to `buildah run`; the container's own start is
+//! excluded) at 20 concurrent submitters, p50 and p99; (b) the wall time of our full
+//! run of a trivial script against a bare `buildah from` + `buildah run` +
+//! `buildah rm` of the same script in the same image; (c) runs completed per minute
+//! with the default concurrency.
+//!
+//! An in-process server with its workers on a scratch database builds a curated
+//! busybox image, then everything goes through the HTTP API as a client would.
+
+use super::raw::Scratch;
+use super::server::{Server, start};
+use super::stats::percentile;
+use anyhow::Context;
+use api::workers::buildah::Buildah;
+use clap::Args;
+use domain::environments::archive::ArchiveFormat;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Options of `bench runs`.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// Concurrent submitters of (a).
+    #[arg(long, default_value_t = 20)]
+    pub submitters: usize,
+    /// Runs of (b), each way.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Runs of (c) (at most the on-prem company queue, 20, are queued at once).
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
+}
+
+const SCRIPT: &str = "echo hi";
+
+fn busybox_context() -> anyhow::Result<Vec<u8>> {
+    let busybox = std::fs::read("/bin/busybox").context("busybox-static is installed")?;
+    let dockerfile = "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, content) in [("Dockerfile", dockerfile.as_bytes()), ("busybox", &busybox)] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o755);
+        header.set_cksum();
+        builder.append_data(&mut header, path, content)?;
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&builder.into_inner()?)?;
+    Ok(gz.finish()?)
+}
+
+/// Builds the curated image and publishes a shared task running [`SCRIPT`];
+/// returns (version id, image).
+async fn prepare(server: &Server, client: &reqwest::Client) -> anyhow::Result<(String, String)> {
+    let state = &server.state;
+    let published = api::admin::curated::publish(
+        state,
+        "bench",
+        "busybox",
+        "",
+        ArchiveFormat::TarGz,
+        busybox_context()?,
+    )
+    .await?;
+    let started = Instant::now();
+    let image = loop {
+        let (version_state, image): (String, Option<String>) =
+            sqlx::query_as("SELECT state, image FROM environment_versions WHERE id = $1")
+                .bind(published.version_id)
+                .fetch_one(&state.pool)
+                .await?;
+        match (version_state.as_str(), image) {
+            ("ready", Some(image)) => break image,
+            ("build_queued" | "building" | "verifying" | "draft", _) => {}
+            (other, _) => anyhow::bail!("the image build ended {other}"),
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(300),
+            "the build took too long"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let post = reqwest::Method::POST;
+    let task = server
+        .call(
+            client,
+            post.clone(),
+            "/tasks",
+            json!({"name": "bench", "owner_scope": "company"}),
+        )
+        .await?;
+    let task = task["id"].as_str().context("task id")?.to_string();
+    let version = server
+        .call(
+            client,
+            post.clone(),
+            &format!("/tasks/{task}/versions"),
+            json!({"environment_version_id": published.version_id, "work_script": SCRIPT}),
+        )
+        .await?;
+    let version = version["id"].as_str().context("version id")?.to_string();
+    server
+        .call(
+            client,
+            post.clone(),
+            &format!("/tasks/{task}/versions/{version}/publish"),
+            json!({}),
+        )
+        .await?;
+    server
+        .call(
+            client,
+            post,
+            &format!("/tasks/{task}/shares"),
+            json!({"target_kind": "company", "target_id": server.company_id}),
+        )
+        .await?;
+    Ok((version, image))
+}
+
+async fn submit(
+    server: &Server,
+    client: &reqwest::Client,
+    version: &str,
+) -> anyhow::Result<(Value, Duration)> {
+    let sent = Instant::now();
+    let response = client
+        .post(format!("{}/chatrooms/{}/runs", server.base, server.room_id))
+        .bearer_auth(&server.token)
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({"task_version_id": version, "input": {"n": 1}}))
+        .send()
+        .await?;
+    let status = response.status();
+    let body: Value = response.json().await?;
+    anyhow::ensure!(status.is_success(), "submission answered {status}: {body}");
+    Ok((body, sent.elapsed()))
+}
+
+/// Waits until every run has ended; returns when the last one did.
+async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyhow::Result<Instant> {
+    let started = Instant::now();
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM runs WHERE id = ANY($1) AND terminal_at IS NULL",
+        )
+        .bind(ids)
+        .fetch_one(&server.state.pool)
+        .await?;
+        if open == 0 {
+            let failed: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM runs WHERE id = ANY($1) AND status <> 'completed'",
+            )
+            .bind(ids)
+            .fetch_one(&server.state.pool)
+            .await?;
+            anyhow::ensure!(failed == 0, "{failed} benchmark runs did not complete");
+            return Ok(Instant::now());
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(900),
+            "runs did not end in time"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn ids(runs: &[Value]) -> anyhow::Result<Vec<uuid::Uuid>> {
+    runs.iter()
+        .map(|r| Ok(r["id"].as_str().context("run id")?.parse()?))
+        .collect()
+}
+
+struct Figures {
+    submit: Vec<Duration>,
+    to_running: Vec<Duration>,
+    ours: Vec<Duration>,
+    bare: Vec<Duration>,
+    per_minute: f64,
+}
+
+async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
+    let client = reqwest::Client::new();
+    let (version, image) = prepare(server, &client).await?;
+
+    // (a) 20 submitters at once.
+    let submissions = futures::future::try_join_all(
+        (0..args.submitters).map(|_| submit(server, &client, &version)),
+    )
+    .await?;
+    let (runs, mut submit_latency): (Vec<Value>, Vec<Duration>) = submissions.into_iter().unzip();
+    let run_ids = ids(&runs)?;
+    until_terminal(server, &run_ids).await?;
+    let mut to_running: Vec<Duration> = sqlx::query_scalar::<_, f64>(
+        "SELECT extract(epoch FROM started_at - queued_at)::float8 FROM runs WHERE id = ANY($1)",
+    )
+    .bind(&run_ids)
+    .fetch_all(&server.state.pool)
+    .await?
+    .into_iter()
+    .map(Duration::from_secs_f64)
+    .collect();
+    submit_latency.sort();
+    to_running.sort();
+
+    // (b) one run at a time, ours then bare.
+    let mut ours = Vec::new();
+    for _ in 0..args.repeats {
+        let started = Instant::now();
+        let (run, _) = submit(server, &client, &version).await?;
+        let finished = until_terminal(server, &ids(&[run])?).await?;
+        ours.push(finished - started);
+    }
+    let buildah = Buildah::new(&server.state.builder);
+    let mut bare = Vec::new();
+    for _ in 0..args.repeats {
+        let started = Instant::now();
+        let container = buildah.from_image(&image).await?;
+        let output = buildah
+            .command()
+            .args([
+                "run",
+                "--isolation",
+                "chroot",
+                &container,
+                "--",
+                "/bin/sh",
+                "-c",
+                SCRIPT,
+            ])
+            .output()
+            .await?;
+        anyhow::ensure!(output.status.success(), "the bare run failed");
+        buildah.remove(&container).await?;
+        bare.push(started.elapsed());
+    }
+    ours.sort();
+    bare.sort();
+
+    // (c) a burst of runs with the default concurrency.
+    let started = Instant::now();
+    let burst =
+        futures::future::try_join_all((0..args.runs).map(|_| submit(server, &client, &version)))
+            .await?;
+    let burst: Vec<Value> = burst.into_iter().map(|(run, _)| run).collect();
+    let finished = until_terminal(server, &ids(&burst)?).await?;
+    let per_minute = args.runs as f64 * 60.0 / (finished - started).as_secs_f64();
+    Ok(Figures {
+        submit: submit_latency,
+        to_running,
+        ours,
+        bare,
+        per_minute,
+    })
+}
+
+/// Runs the benchmark on a scratch database next to the target.
+pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<()> {
+    let scratch = Scratch::create(target_url).await?;
+    let server = start(&scratch, "/private/module/sandbox").await;
+    let result = match &server {
+        Ok(server) => {
+            let workers = api::workers::start(&server.state);
+            let result = measure(server, args).await;
+            server.cancel.cancel();
+            for worker in workers {
+                let _ = worker.await;
+            }
+            result
+        }
+        Err(_) => Err(anyhow::anyhow!("the server did not start")),
+    };
+    if let Ok(server) = server {
+        let _ = std::fs::remove_dir_all(&server.data);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    scratch.drop_database().await?;
+    let f = result?;
+    let ms = |d: &[Duration], p: f64| percentile(d, p);
+    let ours = ms(&f.ours, 0.5);
+    let bare = ms(&f.bare, 0.5);
+    println!(
+        "bench runs: a trivial script (`{SCRIPT}`) in a busybox image, {} run slots",
+        4
+    );
+    println!(
+        "(a) {} concurrent submitters: HTTP submission p50 {:.1} ms, p99 {:.1} ms; submission to `running` (queue wait and container preparation, before `buildah run`) p50 {:.1} ms, p99 {:.1} ms",
+        args.submitters,
+        ms(&f.submit, 0.5),
+        ms(&f.submit, 0.99),
+        ms(&f.to_running, 0.5),
+        ms(&f.to_running, 0.99)
+    );
+    println!(
+        "(b) full run, submission to terminal (median of {}): {:.0} ms; bare buildah from + run + rm: {:.0} ms; ratio {:.2} (target <= 1.3)",
+        args.repeats,
+        ours,
+        bare,
+        ours / bare
+    );
+    println!(
+        "(c) {} runs submitted at once: {:.1} runs completed per minute",
+        args.runs, f.per_minute
+    );
+    Ok(())
+}
