@@ -222,6 +222,33 @@ async fn submissions_are_idempotent_validated_and_limited() {
         1,
         "{attempts:?}"
     );
+
+    // Only a terminal run is retried; an archived version no longer runs.
+    let queued = attempts.iter().find(|(s, _)| *s == 200).unwrap().1["id"].clone();
+    let queued = queued.as_str().unwrap();
+    assert_code(
+        &post_keyed(
+            &member,
+            &format!("/chatrooms/{lab}/runs/{queued}/retry"),
+            "early",
+            None,
+        )
+        .await,
+        409,
+        "retry_not_eligible",
+    );
+    let (status, _) = boss
+        .post(
+            &format!("/tasks/{task}/versions/{version}/archive"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_code(
+        &submit(&member, &lab, "archived", body).await,
+        409,
+        "version_not_runnable",
+    );
 }
 
 #[tokio::test]
@@ -323,18 +350,6 @@ async fn restricted_keys_see_their_own_runs_and_retries_replay_the_input() {
     )
     .await;
     assert_ne!(changed["input_digest"], source["input_digest"]);
-    // Only terminal runs are retried.
-    let pending = retried["id"].as_str().unwrap();
-    let early = post_keyed(
-        &member,
-        &format!("/chatrooms/{lab}/runs/{pending}/retry"),
-        "r4",
-        None,
-    )
-    .await;
-    if early.0 != 200 {
-        assert_code(&early, 409, "retry_not_eligible");
-    }
     // A retained input that no longer matches its digest cannot be replayed.
     let key: String = sqlx::query_scalar("SELECT input_key FROM runs WHERE id = $1::uuid")
         .bind(other)
