@@ -57,9 +57,15 @@ impl IdempotencyKey {
         Ok(Self(key.to_string()))
     }
 
-    /// The id of the aggregate this key targets on `route` for `principal`.
+    /// The id of the aggregate this key targets on `route` for `principal`; each
+    /// API key is a principal of its own here, so one key never replays another's
+    /// (or its owner's) result.
     pub fn target(&self, principal: &Principal, route: &str) -> Uuid {
-        domain::ids::idempotent_target(principal.company_id, route, &principal.reference(), &self.0)
+        let who = match principal.api_key_id {
+            Some(key) => format!("{}/api_key:{key}", principal.reference()),
+            None => principal.reference(),
+        };
+        domain::ids::idempotent_target(principal.company_id, route, &who, &self.0)
     }
 }
 

@@ -124,6 +124,18 @@ impl Objects {
         Ok(result.into_stream().map_err(std::io::Error::other))
     }
 
+    /// When the object was last written (`None` when it does not exist).
+    pub async fn modified_at(
+        &self,
+        key: &str,
+    ) -> anyhow::Result<Option<chrono::DateTime<chrono::Utc>>> {
+        match self.store.head(&StorePath::from(key)).await {
+            Ok(meta) => Ok(Some(meta.last_modified)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// A byte range of the object.
     pub async fn get_range(&self, key: &str, range: Range<u64>) -> anyhow::Result<Bytes> {
         Ok(self.store.get_range(&StorePath::from(key), range).await?)

@@ -51,7 +51,8 @@ struct ExpiredRun {
 }
 
 /// Marks the contents of ended runs past their retention expired, then deletes
-/// their objects (an inputs file only when no active run shares it).
+/// their objects (an inputs file only when no active run shares it and nothing
+/// staged it in the last hour).
 async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     let expired: Vec<ExpiredRun> = sqlx::query_as(
@@ -85,7 +86,14 @@ async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
         .bind(&run.input_key)
         .fetch_one(&state.pool)
         .await?;
-        if !shared {
+        // Inputs are content-addressed: a submission staging the same bytes right
+        // now rewrites the object, so a recently written one is kept.
+        let recent = state
+            .objects
+            .modified_at(&run.input_key)
+            .await?
+            .is_some_and(|at| at > now - chrono::Duration::hours(1));
+        if !shared && !recent {
             state.objects.delete(&run.input_key).await?;
         }
     }

@@ -183,9 +183,12 @@ async fn prepare(
     Ok(())
 }
 
-/// `sh -c '<enter cgroups> exec "$@"' sh unshare --net buildah run ...`: the whole
-/// tree runs in the run's cgroups and a fresh network namespace (loopback only, so
-/// no outbound network).
+/// `sh -c '<enter cgroups> exec "$@"' sh unshare ... buildah run ...`: the whole
+/// tree runs in the run's cgroups, a fresh network namespace (loopback only, so no
+/// outbound network) and a fresh PID namespace with its own `/proc` (the work sees
+/// only its own processes, and every process of the run dies with the namespace's
+/// first process when the run ends, is cancelled or times out), with no
+/// capabilities.
 fn run_command(
     executor: &Executor,
     cgroups: &RunCgroups,
@@ -200,18 +203,11 @@ fn run_command(
         .arg("-c")
         .arg(cgroups.enter_script())
         .arg("sh")
-        .arg("unshare")
-        .arg("--net")
+        .args(["unshare", "--net", "--pid", "--fork", "--mount-proc"])
         .arg(std.get_program())
         .args(std.get_args())
-        .args([
-            "run",
-            "--isolation",
-            "chroot",
-            "--workingdir",
-            WORKSPACE,
-            "-v",
-        ])
+        .args(["run", "--isolation", "chroot", "--cap-drop", "all"])
+        .args(["--workingdir", WORKSPACE, "-v"])
         .arg(format!("{}:{WORKSPACE}", workspace.display()));
     let mut env: Vec<(String, String)> = contents
         .ordinary_env

@@ -1,13 +1,16 @@
-//! Resource limits of a run, enforced with the host's cgroup v1 memory and cpu
+//! Resource and device limits of a run, enforced with the host's cgroup v1
 //! controllers when it has them.
 //!
 //! `buildah run --memory` is ignored under chroot isolation and `prlimit` around
-//! buildah fails, so the executor puts the whole `buildah run` process tree into a
-//! cgroup of its own before buildah starts (a shell writes its pid into
+//! buildah fails, so the executor puts the whole `buildah run` process tree into
+//! cgroups of its own before buildah starts (a shell writes its pid into each
 //! `cgroup.procs`, then execs). The memory limit covers buildah and the work; the
-//! cpu quota is the profile's vCPUs. A host without the v1 controllers runs without
-//! these limits (logged once at start); the timeout and the network namespace
-//! apply everywhere.
+//! cpu quota is the profile's vCPUs; the pids limit stops fork bombs; the devices
+//! controller allows only the pseudo devices a program needs (null, zero, full,
+//! random, urandom, tty, ptmx, pts), so the host's block devices stay closed even
+//! though chroot isolation shows the host's `/dev`. A host without a controller runs
+//! without that limit (logged once at start); the timeout and the namespaces apply
+//! everywhere.
 
 use domain::catalog::ResourceProfile;
 use std::path::{Path, PathBuf};
@@ -15,6 +18,22 @@ use std::path::{Path, PathBuf};
 /// The v1 hierarchies the executor uses.
 const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 const CPU_ROOT: &str = "/sys/fs/cgroup/cpu";
+const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+const DEVICES_ROOT: &str = "/sys/fs/cgroup/devices";
+/// Most processes and threads of one run (buildah's included).
+pub const MAX_PIDS: u32 = 1024;
+/// The character devices a run may use: null, zero, full, random, urandom, tty,
+/// ptmx and the pseudo terminals.
+const ALLOWED_DEVICES: &[&str] = &[
+    "c 1:3 rwm",
+    "c 1:5 rwm",
+    "c 1:7 rwm",
+    "c 1:8 rwm",
+    "c 1:9 rwm",
+    "c 5:0 rwm",
+    "c 5:2 rwm",
+    "c 136:* rwm",
+];
 /// The cpu period the quota is expressed in (microseconds).
 const CPU_PERIOD_US: u64 = 100_000;
 
@@ -25,6 +44,10 @@ pub struct HostLimits {
     pub memory: bool,
     /// A writable v1 cpu controller with CFS quotas.
     pub cpu: bool,
+    /// A writable v1 pids controller.
+    pub pids: bool,
+    /// A writable v1 devices controller.
+    pub devices: bool,
 }
 
 impl HostLimits {
@@ -39,6 +62,8 @@ impl HostLimits {
         Self {
             memory: writable(MEMORY_ROOT, "memory.limit_in_bytes"),
             cpu: writable(CPU_ROOT, "cpu.cfs_quota_us"),
+            pids: writable(PIDS_ROOT, "pids.max"),
+            devices: writable(DEVICES_ROOT, "devices.allow"),
         }
     }
 }
@@ -78,6 +103,21 @@ impl RunCgroups {
             std::fs::write(dir.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
             let quota = CPU_PERIOD_US * u64::from(spec.vcpu);
             std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
+        }
+        if host.pids {
+            let dir = Path::new(PIDS_ROOT).join(&name);
+            std::fs::create_dir_all(&dir)?;
+            cgroups.dirs.push(dir.clone());
+            std::fs::write(dir.join("pids.max"), MAX_PIDS.to_string())?;
+        }
+        if host.devices {
+            let dir = Path::new(DEVICES_ROOT).join(&name);
+            std::fs::create_dir_all(&dir)?;
+            cgroups.dirs.push(dir.clone());
+            std::fs::write(dir.join("devices.deny"), "a")?;
+            for device in ALLOWED_DEVICES {
+                std::fs::write(dir.join("devices.allow"), device)?;
+            }
         }
         Ok(cgroups)
     }
@@ -126,6 +166,8 @@ mod tests {
         let none = HostLimits {
             memory: false,
             cpu: false,
+            pids: false,
+            devices: false,
         };
         let cgroups =
             RunCgroups::create(none, uuid::Uuid::nil(), ResourceProfile::Standard).unwrap();

@@ -53,11 +53,13 @@ impl Executor {
     /// An executor for this process.
     pub fn new(state: AppState) -> Self {
         let host = HostLimits::detect();
-        if !host.memory || !host.cpu {
+        if !(host.memory && host.cpu && host.pids && host.devices) {
             tracing::warn!(
                 memory = host.memory,
                 cpu = host.cpu,
-                "cgroup v1 controllers missing: runs are not limited in memory or cpu"
+                pids = host.pids,
+                devices = host.devices,
+                "cgroup v1 controllers missing: runs are not limited by the missing ones"
             );
         }
         Self {
@@ -135,21 +137,35 @@ impl Executor {
         Ok(())
     }
 
-    /// Claims queued runs, oldest first, while slots and company limits allow.
+    /// Claims queued runs, oldest first, while slots and company limits allow; a
+    /// company at its run concurrency is skipped for the rest of the pass, and a
+    /// queued run whose version stopped being runnable (its task was archived
+    /// meanwhile) is cancelled instead of started.
     async fn claim(&self) -> anyhow::Result<()> {
         if self.slots.available_permits() == 0 {
             return Ok(());
         }
-        let queued: Vec<(Uuid, Uuid)> = sqlx::query_as(
-            "SELECT id, company_id FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 50",
+        let queued: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(
+            "SELECT r.id, r.company_id, coalesce(v.state = 'published' AND v.content_state = 'active', false)
+               FROM runs r LEFT JOIN task_versions v ON v.id = r.task_version_id
+              WHERE r.status = 'queued' ORDER BY r.queued_at, r.id LIMIT 500",
         )
         .fetch_all(&self.state.pool)
         .await?;
-        for (run_id, company) in queued {
+        let mut saturated = std::collections::HashSet::new();
+        for (run_id, company, runnable) in queued {
+            if !runnable {
+                self.command(run_id, company, RunCommand::Cancel).await;
+                continue;
+            }
+            if saturated.contains(&company) {
+                continue;
+            }
             let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
                 break;
             };
             if !self.claim_one(run_id, company).await? {
+                saturated.insert(company);
                 drop(permit);
                 continue;
             }

@@ -17,6 +17,10 @@ ln -s /etc/passwd "$SERVICE_ARTIFACTS_DIR/leak"
 printf '{"ok":true}' > "$SERVICE_OUTPUT_FILE"
 cat /proc/self/cgroup
 if wget -q -T 3 -O /dev/null http://1.1.1.1/ 2>/dev/null; then echo network=yes; else echo network=no; fi
+echo "netdevs=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ',')"
+echo "processes=$(ls /proc | grep -c '^[0-9]')"
+if head -c 1 /dev/vda >/dev/null 2>&1 || head -c 1 /dev/sda >/dev/null 2>&1; then echo disk=open; else echo disk=closed; fi
+(setsid sleep 600 &)
 echo "pwd=$(pwd)"
 "#;
 
@@ -89,6 +93,26 @@ async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
     assert!(log.contains("greeting=hello mode=fast"), "{log}");
     assert!(log.contains(r#"{"a":[true,null],"b":1}"#), "{log}");
     assert!(log.contains("network=no"), "{log}");
+    assert!(
+        log.contains("netdevs=lo,"),
+        "only a loopback interface: {log}"
+    );
+    let processes: usize = log
+        .split("processes=")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("the process count is in the log");
+    assert!(
+        processes < 10,
+        "the work sees only its own processes: {log}"
+    );
+    assert!(log.contains("disk=closed"), "{log}");
+    let survivors = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 600"])
+        .output()
+        .unwrap();
+    assert!(survivors.stdout.is_empty(), "no process outlives its run");
     assert!(log.contains("pwd=/workspace"), "{log}");
     if std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
         assert!(log.contains(":memory:/sandbox-run-"), "{log}");

@@ -71,6 +71,13 @@ async fn quick_run_runs_scripts_through_a_hidden_task() {
     assert_eq!(quick["run"]["submission_source"], "quick_run");
     let (_, replay) = post_keyed(&dm, &path, "q", Some(request(&ready))).await;
     assert_eq!(replay["run"]["id"], quick["run"]["id"]);
+    let mut other = request(&ready);
+    other["work_script"] = json!("echo other\n");
+    assert_code(
+        &post_keyed(&dm, &path, "q", Some(other)).await,
+        409,
+        "idempotency_conflict",
+    );
     let id = quick["run"]["id"].as_str().unwrap();
     let done = finished(&dm, &lab, id).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -98,9 +105,10 @@ async fn quick_run_runs_scripts_through_a_hidden_task() {
         .await
         .unwrap();
     assert_eq!(output.text().await.unwrap(), r#"{"q":1}"#);
-    // A retry of a Quick Run needs no share.
-    let (status, retried) =
-        post_keyed(&dm, &format!("/chatrooms/{lab}/runs/{id}/retry"), "r", None).await;
+    // A retry of a Quick Run needs no share, but a room manager.
+    let retry = format!("/chatrooms/{lab}/runs/{id}/retry");
+    assert_eq!(post_keyed(&member, &retry, "r", None).await.0, 403);
+    let (status, retried) = post_keyed(&dm, &retry, "r", None).await;
     assert_eq!(status, 200, "{retried}");
     assert_eq!(retried["submission_source"], "quick_run");
 }

@@ -315,6 +315,16 @@ async fn restricted_keys_see_their_own_runs_and_retries_replay_the_input() {
             .len(),
         2
     );
+    // The key's owner reusing the key's Idempotency-Key gets a run of its own.
+    let (_, owner_run) = submit(
+        &member,
+        &lab,
+        "k",
+        json!({"task_version_id": version, "input": {"from": "bot"}}),
+    )
+    .await;
+    assert_ne!(owner_run["id"], by_key["id"]);
+    finished(&member, &lab, owner_run["id"].as_str().unwrap()).await;
     let other = by_member["id"].as_str().unwrap();
     let response = app
         .request(

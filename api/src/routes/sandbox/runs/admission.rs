@@ -172,6 +172,9 @@ pub struct Admission<'a> {
     pub retry_of_run_id: Option<Uuid>,
     /// Whether a live share must reach the room (not for Quick Run's hidden task).
     pub share_required: bool,
+    /// Facts of the request beyond the run's own (Quick Run's scripts), so a reused
+    /// key with another request is a conflict rather than a replay.
+    pub request_facts: Option<String>,
 }
 
 fn queue_full(limit: i64) -> ApiError {
@@ -204,25 +207,33 @@ pub async fn admit(
         source,
         retry_of_run_id,
         share_required,
+        request_facts,
     } = admission;
-    let grant = if share_required {
-        let grant = live_grant(state, principal, room, version.task_id).await?;
-        Some(grant.ok_or_else(not_shared)?.id)
-    } else {
-        None
-    };
-    check_schema(&version.contents, &input.value)?;
     let request_hash = input::digest(
         json!([
             room.id,
             version.id,
             &input.object.digest,
             timeout_seconds,
-            retry_of_run_id
+            retry_of_run_id,
+            request_facts
         ])
         .to_string()
         .as_bytes(),
     );
+    // A replay answers the original run whatever changed since (the aggregate
+    // compares the request); only a new run is checked against the share, the
+    // schema and the queues.
+    let exists = run_exists(state, run_id).await?;
+    let grant = if share_required && !exists {
+        let grant = live_grant(state, principal, room, version.task_id).await?;
+        Some(grant.ok_or_else(not_shared)?.id)
+    } else {
+        None
+    };
+    if !exists {
+        check_schema(&version.contents, &input.value)?;
+    }
     let submitted = RunSubmitted {
         run_id,
         company_id: principal.company_id,
@@ -249,12 +260,10 @@ pub async fn admit(
         None
     };
     let _company = admission::lock(&state.pool, principal.company_id, "run-queue").await?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
-        .bind(run_id)
-        .fetch_one(&state.pool)
-        .await?;
-    if !exists {
-        check_queues(state, principal, source, onprem).await?;
+    if !run_exists(state, run_id).await? {
+        // Quick Run is outside the queued-run limit; its retries are not.
+        let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
+        check_queues(state, principal, counted, onprem).await?;
     }
     state
         .bus
@@ -267,25 +276,36 @@ pub async fn admit(
     detail_of(state, run_id).await
 }
 
-/// The company's queued-run limit (Quick Run excluded) and, on-prem, the company
-/// and fleet queues (Quick Run included).
+async fn run_exists(state: &AppState, run_id: Uuid) -> ApiResult<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
+            .bind(run_id)
+            .fetch_one(&state.pool)
+            .await?,
+    )
+}
+
+/// The company's queued-run limit (`counted`: every submission but a Quick Run)
+/// and, on-prem, the company and fleet executor queues (`queued` and `starting`,
+/// Quick Run included).
 async fn check_queues(
     state: &AppState,
     principal: &Principal,
-    source: SubmissionSource,
+    counted: bool,
     onprem: bool,
 ) -> ApiResult<()> {
     let limits = company_limits(state, principal.company_id).await?;
     let (company_queued, counted_queued, fleet_queued): (i64, i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE company_id = $1),
-                count(*) FILTER (WHERE company_id = $1 AND submission_source <> 'quick_run'),
+                count(*) FILTER (WHERE company_id = $1 AND status = 'queued'
+                                   AND (submission_source <> 'quick_run' OR retry_of_run_id IS NOT NULL)),
                 count(*)
-           FROM runs WHERE status = 'queued'",
+           FROM runs WHERE status IN ('queued', 'starting')",
     )
     .bind(principal.company_id)
     .fetch_one(&state.pool)
     .await?;
-    if source != SubmissionSource::QuickRun && counted_queued >= limits.queued_run_limit {
+    if counted && counted_queued >= limits.queued_run_limit {
         return Err(ApiError::coded(
             StatusCode::TOO_MANY_REQUESTS,
             "sandbox_queued_run_limit",

@@ -171,7 +171,7 @@ fn link_response(
     let token = state.links.token(link.id);
     SandboxPublicLinkResponse {
         run_id,
-        object_kind: object.as_str().into(),
+        object_kind: (object != LinkedObject::Artifact).then(|| object.as_str().into()),
         artifact_id,
         url: format!(
             "{}/public/sandbox/artifacts/{token}",

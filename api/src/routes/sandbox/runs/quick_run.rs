@@ -154,6 +154,18 @@ async fn quick_run(
     let request: SandboxQuickRunRequest = parse_json(&body)?;
     let staged = stage(&state, &principal, request.input).await?;
     quick_run_environment(&state, &principal, request.environment_version_id).await?;
+    let facts = input::digest(
+        serde_json::json!([
+            &request.name,
+            request.environment_version_id,
+            &request.startup_script,
+            &request.work_script,
+            &request.ordinary_env,
+            request.timeout_seconds
+        ])
+        .to_string()
+        .as_bytes(),
+    );
     let contents = VersionContents {
         environment_version_id: request.environment_version_id,
         startup_script: request.startup_script,
@@ -193,6 +205,7 @@ async fn quick_run(
         source: SubmissionSource::QuickRun,
         retry_of_run_id: None,
         share_required: false,
+        request_facts: Some(facts),
     };
     let run = admit(&state, &ctx, &principal, admission).await?;
     Ok(Json(SandboxQuickRunResponse {

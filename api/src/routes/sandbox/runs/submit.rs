@@ -84,6 +84,7 @@ async fn submit_run(
         source: SubmissionSource::Rest,
         retry_of_run_id: None,
         share_required: true,
+        request_facts: None,
     };
     Ok(Json(admit(&state, &ctx, &principal, admission).await?))
 }
@@ -150,6 +151,10 @@ async fn retry_run(
         _ => None,
     };
     let (room, source) = run_in_room(&state, &principal, chatroom_id, run_id).await?;
+    if source.submission_source == "quick_run" && !room.manager {
+        // A Quick Run is a room manager's; so is running its scripts again.
+        return Err(ApiError::Forbidden(crate::authz::INSUFFICIENT));
+    }
     if ![
         "completed",
         "customer_failed",
@@ -184,6 +189,7 @@ async fn retry_run(
         },
         retry_of_run_id: Some(run_id),
         share_required: source.submission_source != "quick_run",
+        request_facts: None,
     };
     Ok(Json(admit(&state, &ctx, &principal, admission).await?))
 }

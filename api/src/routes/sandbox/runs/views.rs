@@ -156,8 +156,9 @@ pub struct SandboxArtifactDownloadCapabilityResponse {
 pub struct SandboxPublicLinkResponse {
     /// The run.
     pub run_id: Uuid,
-    /// `log`, `output` or, for artifact links, `artifact`.
-    pub object_kind: String,
+    /// `log` or `output` (absent from artifact links).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_kind: Option<String>,
     /// The artifact, for artifact links.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<Uuid>,
