@@ -97,8 +97,33 @@ impl Executor {
         self.claim().await
     }
 
-    /// Ends runs held by workers that are gone.
+    /// Ends runs held by workers that are gone, and runs of this worker whose job
+    /// ended without its outcome being recorded (the store refused the `Finish`):
+    /// a job leaves the running set only after it tried to record its end, and
+    /// claims happen later in the same pass, so such a run has no job any more.
     async fn recover(&self) -> anyhow::Result<()> {
+        let mine: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
+            "SELECT id, company_id, status FROM runs
+              WHERE worker_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",
+        )
+        .bind(&self.worker_id)
+        .fetch_all(&self.state.pool)
+        .await?;
+        let orphaned: Vec<(Uuid, Uuid, String)> = {
+            let running = self.running.lock().expect("running lock");
+            mine.into_iter()
+                .filter(|(id, ..)| !running.contains_key(id))
+                .collect()
+        };
+        for (run_id, company, status) in orphaned {
+            let (class, code) = if status == "cancel_requested" {
+                (TerminalClass::Cancelled, "cancelled")
+            } else {
+                (TerminalClass::PlatformFailed, "outcome_not_recorded")
+            };
+            tracing::warn!(%run_id, "ending a run whose outcome was not recorded");
+            self.finish_bare(run_id, company, class, code).await;
+        }
         let lost: Vec<(Uuid, Uuid, String)> = sqlx::query_as(&format!(
             "SELECT a.id, a.company_id, a.status FROM runs a
               WHERE a.worker_id IS NOT NULL AND a.worker_id <> $1
