@@ -136,6 +136,11 @@ impl Objects {
         }
     }
 
+    /// The whole object in memory (for small objects: run inputs).
+    pub async fn get_bytes(&self, key: &str) -> anyhow::Result<Bytes> {
+        Ok(self.store.get(&StorePath::from(key)).await?.bytes().await?)
+    }
+
     /// A byte range of the object.
     pub async fn get_range(&self, key: &str, range: Range<u64>) -> anyhow::Result<Bytes> {
         Ok(self.store.get_range(&StorePath::from(key), range).await?)

@@ -9,7 +9,6 @@ use crate::workers::buildah::{Captured, RunError, capture};
 use domain::catalog::ResourceProfile;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
 use domain::tasks::contents::VersionContents;
-use futures::TryStreamExt;
 use sqlx::types::Json;
 use std::path::Path;
 use std::time::Duration;
@@ -173,13 +172,8 @@ async fn prepare(
         contents.effective_work_command(),
     )
     .await?;
-    let input: Vec<bytes::Bytes> = state
-        .objects
-        .get_stream(input_key)
-        .await?
-        .try_collect()
-        .await?;
-    tokio::fs::write(workspace.join("inputs.json"), input.concat()).await?;
+    let input = state.objects.get_bytes(input_key).await?;
+    tokio::fs::write(workspace.join("inputs.json"), input).await?;
     Ok(())
 }
 

@@ -377,3 +377,28 @@ async fn restricted_keys_see_their_own_runs_and_retries_replay_the_input() {
         "retry_input_unavailable",
     );
 }
+
+#[tokio::test]
+async fn the_kill_switch_refuses_submissions_but_not_cancels() {
+    let app = TestApp::spawn_with(crate::support::Options {
+        enabled: false,
+        ..crate::support::Options::default()
+    })
+    .await;
+    let (seed, _, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let body = json!({"task_version_id": uuid::Uuid::new_v4(), "input": {}});
+    assert_code(
+        &submit(&member, &lab, "k", body).await,
+        503,
+        "sandbox_disabled",
+    );
+    let run = uuid::Uuid::new_v4();
+    let (status, _) = member
+        .post(&format!("/chatrooms/{lab}/runs/{run}/cancel"), json!({}))
+        .await;
+    assert_eq!(
+        status, 404,
+        "cancel passes the kill switch (and finds no run)"
+    );
+}

@@ -193,6 +193,12 @@ pub async fn enableable_task(
     task_id: Uuid,
 ) -> ApiResult<TaskAccess> {
     let access = task(state, principal, task_id).await?;
+    require_enableable(&access)?;
+    Ok(access)
+}
+
+/// Refuses a hidden (404) or archived (409 `task_archived`) task.
+pub fn require_enableable(access: &TaskAccess) -> ApiResult<()> {
     if access.row.hidden {
         return Err(ApiError::NotFound);
     }
@@ -203,7 +209,7 @@ pub async fn enableable_task(
             "the task is archived",
         ));
     }
-    Ok(access)
+    Ok(())
 }
 
 /// The enabled binding of `task` in the room, per the read model.

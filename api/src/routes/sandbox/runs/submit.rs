@@ -22,7 +22,6 @@ use axum::http::StatusCode;
 use bytes::Bytes;
 use domain::runs::run::{StoredObject, SubmissionSource};
 use domain::tasks::input::{self, InputLimits};
-use futures::TryStreamExt;
 use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -99,16 +98,11 @@ fn retry_input_unavailable() -> ApiError {
 
 /// The retained input of a run, verified against its digest.
 async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<StagedInput> {
-    let stream = state
+    let bytes = state
         .objects
-        .get_stream(key)
+        .get_bytes(key)
         .await
         .map_err(|_| retry_input_unavailable())?;
-    let chunks: Vec<Bytes> = stream
-        .try_collect()
-        .await
-        .map_err(|_| retry_input_unavailable())?;
-    let bytes = chunks.concat();
     if input::digest(&bytes) != digest {
         return Err(retry_input_unavailable());
     }

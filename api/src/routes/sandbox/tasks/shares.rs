@@ -10,7 +10,7 @@ use crate::extract::{ApiJson, ApiQuery, OptionalJson};
 use crate::pagination::{LifecycleFilter, LifecycleQuery, finish};
 use crate::request::Context;
 use crate::routes::sandbox::bindings::check_reason;
-use crate::routes::sandbox::bindings::enablement::{enableable_task, not_runnable};
+use crate::routes::sandbox::bindings::enablement::{not_runnable, require_enableable};
 use crate::routes::sandbox::bindings::views::*;
 use crate::state::AppState;
 use axum::Json;
@@ -121,7 +121,7 @@ async fn create_share(
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxShareCreateRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    owned_task(&state, &principal, task_id).await?;
+    let task = owned_task(&state, &principal, task_id).await?;
     let secret_slot_policies =
         parse_policies(body.secret_slot_policies.as_ref()).map_err(|problems| {
             ApiError::coded(
@@ -131,7 +131,7 @@ async fn create_share(
             )
             .with("errors", json!(problems))
         })?;
-    let task = enableable_task(&state, &principal, task_id).await?;
+    require_enableable(&task)?;
     if !target_is_live(&state, &principal, body.target_kind, body.target_id).await? {
         return Err(ApiError::NotFound);
     }
