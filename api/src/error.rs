@@ -24,6 +24,9 @@ pub enum ApiError {
     Forbidden(&'static str),
     /// The route exists but not for this principal (restricted keys).
     MethodNotAllowed,
+    /// A 403 whose body is `{error: <code>}` (custom tables' channel floor:
+    /// `scp_scope_undeclared`).
+    Refused(&'static str),
     /// Request validation failed.
     Validation(Vec<Violation>),
     /// A spec error code with its status.
@@ -197,6 +200,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(message) => {
                 (StatusCode::FORBIDDEN, json!({"detail": message}), vec![])
             }
+            ApiError::Refused(code) => (StatusCode::FORBIDDEN, json!({"error": code}), vec![]),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 json!({"detail": "Method Not Allowed"}),

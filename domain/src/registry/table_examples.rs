@@ -3,6 +3,7 @@
 
 use super::Catalogued;
 use crate::tables::column::{ColumnDef, ColumnType};
+use crate::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use crate::tables::record::{Record, RecordEvent};
 use crate::tables::scope::{ScopeKind, ScopeRef};
 use crate::tables::table::{CustomTable, MigrationInfo, SortKey, TableEvent, ViewDef};
@@ -114,6 +115,30 @@ impl Catalogued for CustomTable {
             ViewDeleted {
                 table_id: TABLE,
                 view_id: VIEW,
+            },
+            GrantSet {
+                table_id: TABLE,
+                subject: Subject::Chatroom(Uuid::from_u128(0x51)),
+                grant: Grant {
+                    can_read: ReadMode::Filtered,
+                    can_insert: true,
+                    can_edit: EditMode::Own,
+                    row_filter: Some(json!({"column": "col_1", "op": "gte", "value": "$today-7d"})),
+                    hidden_columns: vec!["col_2".into()],
+                    scope_values: vec!["north".into()],
+                },
+            },
+            GrantRevoked {
+                table_id: TABLE,
+                subject: Subject::Chatroom(Uuid::from_u128(0x51)),
+            },
+            ClientAccessSet {
+                table_id: TABLE,
+                enabled: false,
+            },
+            ChannelScopeSet {
+                table_id: TABLE,
+                column: Some("col_1".into()),
             },
             ColumnDeleted {
                 table_id: TABLE,

@@ -62,6 +62,9 @@ pub enum TableError {
     /// Saved views filter, sort or project by the column being deleted.
     #[error("the column is used by view(s) {0:?}; change or delete them first")]
     ColumnInView(Vec<String>),
+    /// The column is the table's channel scope column.
+    #[error("the column is the table's channel scope column; clear channel_scope_column first")]
+    ChannelScopeColumn,
     /// A background migration holds the table.
     #[error("migration {0} holds this table; retry when it has finished")]
     MigrationInProgress(Uuid),
@@ -74,7 +77,9 @@ impl TableError {
     /// The API class of the error.
     pub fn kind(&self) -> TableErrorKind {
         match self {
-            Self::OptionInUse { .. } | Self::ColumnInView(_) => TableErrorKind::Conflict,
+            Self::OptionInUse { .. } | Self::ColumnInView(_) | Self::ChannelScopeColumn => {
+                TableErrorKind::Conflict
+            }
             Self::MigrationInProgress(_) => TableErrorKind::Locked,
             Self::NotFound(_) => TableErrorKind::NotFound,
             _ => TableErrorKind::Invalid,
@@ -95,6 +100,7 @@ impl TableError {
             Self::InvalidQuery(_) => "invalid_query",
             Self::OptionInUse { .. } => "option_in_use",
             Self::ColumnInView(_) => "column_used_by_view",
+            Self::ChannelScopeColumn => "column_is_channel_scope",
             Self::MigrationInProgress(_) => "table_locked",
             Self::NotFound(_) => "not_found",
         }

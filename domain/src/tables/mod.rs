@@ -8,8 +8,11 @@
 //! need the database (does this user exist, is that record live) are looked up by
 //! the caller and passed in.
 
+pub mod access;
 pub mod column;
 pub mod error;
+pub mod grants;
+pub mod policy;
 pub mod query;
 pub mod record;
 pub mod scope;

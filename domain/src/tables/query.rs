@@ -10,6 +10,7 @@ use super::TableError;
 use super::column::{ColumnDef, ColumnType};
 use super::values;
 use serde_json::Value;
+use uuid::Uuid;
 
 /// Deepest filter tree (a bare predicate is depth 1).
 pub const MAX_DEPTH: usize = 5;
@@ -48,7 +49,8 @@ pub enum Op {
 }
 
 impl Op {
-    fn parse(s: &str) -> Option<Self> {
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "eq" => Self::Eq,
             "neq" => Self::Neq,
@@ -78,6 +80,9 @@ pub enum Field {
     CreatedAt,
     /// Last change.
     UpdatedAt,
+    /// The creator's principal reference (grants' own-row tests; never named by a
+    /// caller).
+    CreatedBy,
 }
 
 impl Field {
@@ -87,6 +92,7 @@ impl Field {
             Self::Column(c) => c.column_type,
             Self::Id => ColumnType::User,
             Self::CreatedAt | Self::UpdatedAt => ColumnType::Datetime,
+            Self::CreatedBy => ColumnType::String,
         }
     }
 }
@@ -109,6 +115,33 @@ pub enum Condition {
         /// Operands (none for the null tests, several for `in`).
         operands: Vec<Value>,
     },
+    /// A constant: `Some(true)` every row, `Some(false)` none, `None` SQL's unknown
+    /// (what an unresolvable row-policy node becomes: it never admits a row, not even
+    /// under a `not`).
+    Const(Option<bool>),
+    /// A row-policy link leaf: follows one link hop to the target table's records.
+    Link {
+        /// The link column (internal key).
+        column: String,
+        /// The table the link targets.
+        target_table: Uuid,
+        /// `any` or `all` linked records must match.
+        quantifier: Quantifier,
+        /// With `all`: at least one live linked record is required.
+        require_present: bool,
+        /// The condition on a linked record.
+        target: Box<Condition>,
+    },
+}
+
+/// The quantifier of a link leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    /// Some linked record matches.
+    Any,
+    /// Every linked record matches (vacuously true without one unless
+    /// `require_present`).
+    All,
 }
 
 /// Sort direction.
@@ -139,6 +172,21 @@ pub fn field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError
                 "Column '{reference}' does not exist in table schema"
             ))
         })
+}
+
+/// Whether a value operator applies to values of a type (`name_eq` and
+/// `name_contains` aside).
+pub(crate) fn op_applies(op: Op, t: ColumnType) -> bool {
+    use ColumnType as T;
+    match op {
+        Op::IsNull | Op::IsNotNull => true,
+        Op::Eq | Op::Neq | Op::In => t.is_scalar(),
+        Op::Gt | Op::Gte | Op::Lt | Op::Lte => {
+            t.is_numeric() || t.is_textual() || matches!(t, T::Date | T::Datetime | T::Interval)
+        }
+        Op::Contains => t.is_textual() || t.is_list(),
+        Op::NameEq | Op::NameContains => false,
+    }
 }
 
 fn invalid(path: &str, message: impl std::fmt::Display) -> TableError {
@@ -235,12 +283,6 @@ fn predicate(
     let t = field.value_type();
     use ColumnType as T;
     let allowed = match op {
-        Op::IsNull | Op::IsNotNull => true,
-        Op::Eq | Op::Neq | Op::In => t.is_scalar(),
-        Op::Gt | Op::Gte | Op::Lt | Op::Lte => {
-            t.is_numeric() || t.is_textual() || matches!(t, T::Date | T::Datetime | T::Interval)
-        }
-        Op::Contains => t.is_textual() || t.is_list(),
         Op::NameEq | Op::NameContains => {
             if t == T::Principal {
                 return Err(invalid(
@@ -252,6 +294,7 @@ fn predicate(
             }
             matches!(t, T::User | T::SocialClient) && matches!(field, Field::Column(_))
         }
+        _ => op_applies(op, t),
     };
     if !allowed || (field == Field::Id && !matches!(op, Op::Eq | Op::Neq | Op::In)) {
         return Err(invalid(
@@ -274,7 +317,7 @@ fn predicate(
             }
             items
                 .iter()
-                .map(|v| operand(&field, v, path))
+                .map(|v| operand(&field, v).map_err(|m| invalid(path, m)))
                 .collect::<Result<_, _>>()?
         }
         Op::NameEq | Op::NameContains => match value {
@@ -302,9 +345,9 @@ fn predicate(
                 },
                 _ => unreachable!("system fields are not lists"),
             };
-            vec![operand(&Field::Column(Box::new(element)), value, path)?]
+            vec![operand(&Field::Column(Box::new(element)), value).map_err(|m| invalid(path, m))?]
         }
-        _ => vec![operand(&field, value, path)?],
+        _ => vec![operand(&field, value).map_err(|m| invalid(path, m))?],
     };
     Ok(Condition::Test {
         field,
@@ -314,12 +357,9 @@ fn predicate(
 }
 
 /// Checks one operand against the field's type and returns its canonical form.
-fn operand(field: &Field, value: &Value, path: &str) -> Result<Value, TableError> {
+pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
     if value.is_null() {
-        return Err(invalid(
-            path,
-            "use is_null / is_not_null to test empty cells",
-        ));
+        return Err("use is_null / is_not_null to test empty cells".into());
     }
     let column = match field {
         Field::Column(c) => ColumnDef {
@@ -346,7 +386,7 @@ fn operand(field: &Field, value: &Value, path: &str) -> Result<Value, TableError
             cardinality: None,
         },
     };
-    values::normalize(&column, value, &mut Vec::new()).map_err(|message| invalid(path, message))
+    values::normalize(&column, value, &mut Vec::new())
 }
 
 /// Resolves a sort key; only scalar stored columns (not principal) and the system

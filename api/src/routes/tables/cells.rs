@@ -33,7 +33,8 @@ pub struct RecordResponse {
     /// Cells by display name; principal cells read as `{ref, kind, id, name}`.
     #[schema(value_type = Object)]
     pub data: Map<String, Value>,
-    /// Whether the caller may edit or delete this record.
+    /// Whether the caller may edit or delete this record now (its effective
+    /// permission's edit rows, evaluated in the same query).
     pub can_edit: bool,
 }
 
@@ -78,7 +79,11 @@ pub async fn validate(
         references.extend(refs.into_iter().map(|r| (column, r)));
         cells.insert(column.key.clone(), value);
     }
-    for column in table.columns.iter().filter(|c| c.column_type.is_stored()) {
+    for column in table
+        .all_columns
+        .iter()
+        .filter(|c| c.column_type.is_stored())
+    {
         if creating
             && !cells.contains_key(&column.key)
             && let Some(default) = &column.default_value
@@ -277,7 +282,7 @@ pub async fn render(
                 table_id: table.row.id,
                 created_at: row.created_at,
                 updated_at: row.updated_at,
-                can_edit: table.can_edit(&row.created_by),
+                can_edit: row.flag.unwrap_or(false),
                 created_by: row.created_by,
                 data,
             }

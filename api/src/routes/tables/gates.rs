@@ -1,10 +1,10 @@
 //! The access gates of spec section 5, as data plus one function.
 //!
 //! Facts about the caller and the owning scope ([`Standing`]) come from the
-//! directory read models; [`GATES`] says which gate each operation needs in each
-//! scope; [`allows`] decides. Issue 9's permission ladder extends the table-level
-//! gates (`TableRead`, `TableInsert`, `TableEdit`), which for now equal entry to the
-//! owning scope.
+//! directory read models and, for the table-level gates (`TableRead`,
+//! `TableInsert`, `TableEdit`), from the caller's effective permission (the ladder
+//! of [`super::access`]); [`GATES`] says which gate each operation needs in each
+//! scope; [`allows`] decides.
 
 use domain::tables::scope::ScopeKind;
 
@@ -23,6 +23,12 @@ pub struct Standing {
     pub room_department_manager: bool,
     /// Created the table.
     pub table_creator: bool,
+    /// Its effective permission reads rows.
+    pub read: bool,
+    /// Its effective permission inserts rows.
+    pub insert: bool,
+    /// Its effective permission edits rows.
+    pub edit: bool,
 }
 
 /// A gate of spec section 5.
@@ -56,8 +62,10 @@ pub enum Gate {
 pub enum Operation {
     /// List or create tables.
     ListOrCreateTables,
-    /// Read rows (and table details, views).
+    /// Read rows (and views).
     ReadRows,
+    /// Read a table's details (entry to its owning scope, or a grant that reads).
+    ReadTable,
     /// Insert rows.
     InsertRows,
     /// Edit or delete rows.
@@ -88,6 +96,14 @@ pub const GATES: &[(Operation, [&[Gate]; 3])] = {
             ],
         ),
         (ReadRows, [&[TableRead], &[TableRead], &[TableRead]]),
+        (
+            ReadTable,
+            [
+                &[TableAccess, TableRead],
+                &[TableAccess, TableRead],
+                &[TableAccess, TableRead],
+            ],
+        ),
         (InsertRows, [&[TableInsert], &[TableInsert], &[TableInsert]]),
         (EditRows, [&[TableEdit], &[TableEdit], &[TableEdit]]),
         (
@@ -133,7 +149,10 @@ fn gate(g: Gate, kind: ScopeKind, s: &Standing) -> bool {
         Gate::ChatRoomAccess => s.manager || s.room_department_manager || s.company_manager,
         Gate::DepartmentAccess => s.member || s.manager || s.company_manager,
         Gate::CompanyAccess => s.user,
-        Gate::TableAccess | Gate::TableRead | Gate::TableInsert | Gate::TableEdit => entry(kind, s),
+        Gate::TableAccess => entry(kind, s),
+        Gate::TableRead => s.read,
+        Gate::TableInsert => s.insert,
+        Gate::TableEdit => s.edit,
         Gate::TableModerator => {
             entry(kind, s)
                 && (s.table_creator

@@ -205,7 +205,7 @@ async fn migration_status(
         &principal,
         &mount,
         row.table_id,
-        Operation::ReadRows,
+        Operation::ReadTable,
     )
     .await?;
     let done = row.completed_at.is_some();

@@ -4,17 +4,21 @@
 //! table through its owning scope's mount and gates it (see [`gates`], [`scope`]);
 //! the scope-id-free migration status route resolves the scope from the migration.
 
+pub mod access;
 mod cells;
 mod column_schema;
 mod columns;
 mod errors;
 mod export;
 pub mod gates;
+mod grant_body;
 pub mod migrations;
+mod permissions;
 mod records;
 pub mod scope;
 mod search;
 mod selection;
+mod sharing;
 mod table;
 mod views;
 
@@ -38,6 +42,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(search::router())
         .merge(export::router())
         .merge(views::router())
+        .merge(permissions::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).
@@ -45,8 +50,14 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .nest("/chatroom", migrations::router())
         .nest("/department", migrations::router())
-        .nest("/chatroom/{chatroom_id}", mount_routes())
-        .nest("/department/{department_id}", mount_routes())
+        .nest(
+            "/chatroom/{chatroom_id}",
+            mount_routes().merge(sharing::chatroom_router()),
+        )
+        .nest(
+            "/department/{department_id}",
+            mount_routes().merge(sharing::department_router()),
+        )
         .nest(
             "/company",
             mount_routes()

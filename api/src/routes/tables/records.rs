@@ -1,6 +1,7 @@
 //! Record routes: `GET/POST .../tables/{table_id}/records` and
 //! `GET/PUT/DELETE .../records/{record_id}`.
 
+use super::access::Floor;
 use super::cells::{self, RecordResponse};
 use super::columns::SuccessResponse;
 use super::errors::{CommandResultExt, refusal};
@@ -17,7 +18,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use domain::tables::TableError;
 use domain::tables::query::{Condition, Field, Op};
-use domain::tables::record::{Record, RecordCommand};
+use domain::tables::record::{Cells, Record, RecordCommand};
 use domain::validation::ViolationKind;
 use projections::read_models::tables::read::Selection;
 use serde::{Deserialize, Serialize};
@@ -137,16 +138,39 @@ async fn list_records(
         sort,
         limit: Some(limit),
         offset: skip,
-        ..Default::default()
+        ..table.selection()
     };
     Ok(Json(page(&state, &table, &selection).await?))
 }
 
-/// One record by id, as read after a write.
+/// One record by id among the rows the caller sees.
 async fn read_one(
     state: &AppState,
     table: &OpenTable,
     record_id: Uuid,
+) -> ApiResult<RecordResponse> {
+    read_by_id(state, table, record_id, table.selection()).await
+}
+
+/// A record the caller just wrote, even when its grant does not read it back
+/// (hidden columns stay absent).
+async fn read_written(
+    state: &AppState,
+    table: &OpenTable,
+    record_id: Uuid,
+) -> ApiResult<RecordResponse> {
+    let selection = Selection {
+        access: None,
+        ..table.selection()
+    };
+    read_by_id(state, table, record_id, selection).await
+}
+
+async fn read_by_id(
+    state: &AppState,
+    table: &OpenTable,
+    record_id: Uuid,
+    base: Selection,
 ) -> ApiResult<RecordResponse> {
     let selection = Selection {
         condition: Some(Condition::Test {
@@ -155,7 +179,7 @@ async fn read_one(
             operands: vec![Value::String(record_id.to_string())],
         }),
         limit: Some(1),
-        ..Default::default()
+        ..base
     };
     let rows = table
         .handle()
@@ -166,6 +190,21 @@ async fn read_one(
         .await?
         .pop()
         .ok_or(ApiError::NotFound)
+}
+
+/// The channel floor of writes: a caller with no eligible room writes nothing, and
+/// a written scope cell must hold one of the caller's scope values (403
+/// `scp_scope_undeclared`).
+fn within_floor(table: &OpenTable, cells: Option<&Cells>) -> ApiResult<()> {
+    let refused = ApiError::Refused("scp_scope_undeclared");
+    match (&table.access.floor, cells) {
+        (Floor::NoRoom, _) => Err(refused),
+        (Floor::Rooms { column, values, .. }, Some(cells)) => match cells.get(column) {
+            Some(cell) if !values.contains(cell) => Err(refused),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
 }
 
 /// Refuses record writes while a background migration rewrites the table.
@@ -189,8 +228,10 @@ async fn create_record(
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<(StatusCode, Json<RecordResponse>)> {
     let table = open_table(&state, &principal, &mount, Operation::InsertRows).await?;
+    within_floor(&table, None)?;
     unlocked(&table)?;
     let data = cells::validate(&state, &table, &body.data, true).await?;
+    within_floor(&table, Some(&data))?;
     let record_id = Uuid::new_v4();
     let command = RecordCommand::Create {
         record_id,
@@ -206,7 +247,7 @@ async fn create_record(
         .answer()?;
     Ok((
         StatusCode::CREATED,
-        Json(read_one(&state, &table, record_id).await?),
+        Json(read_written(&state, &table, record_id).await?),
     ))
 }
 
@@ -251,10 +292,12 @@ async fn put_record(
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<Json<RecordResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+    within_floor(&table, None)?;
     let record_id = mount.uuid("record_id")?;
     editable(&state, &table, record_id).await?;
     unlocked(&table)?;
     let changes = cells::validate(&state, &table, &body.data, false).await?;
+    within_floor(&table, Some(&changes))?;
     let command = RecordCommand::Update {
         table_id: table.row.id,
         changes,
@@ -264,7 +307,7 @@ async fn put_record(
         .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
         .await
         .answer()?;
-    Ok(Json(read_one(&state, &table, record_id).await?))
+    Ok(Json(read_written(&state, &table, record_id).await?))
 }
 
 /// Deletes a record.
@@ -279,6 +322,7 @@ async fn delete_record(
     Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+    within_floor(&table, None)?;
     let record_id = mount.uuid("record_id")?;
     editable(&state, &table, record_id).await?;
     let command = RecordCommand::Delete {

@@ -7,6 +7,7 @@
 //! applies the operation's gate: anything not visible answers the uniform 404, a
 //! visible table without the gate answers 403.
 
+use super::access::{self, Access};
 use super::gates::{self, Operation, Standing};
 use crate::authz::INSUFFICIENT;
 use crate::error::{ApiError, ApiResult};
@@ -17,7 +18,7 @@ use chrono::{DateTime, Utc};
 use domain::principal::{Principal, PrincipalType};
 use domain::tables::column::ColumnDef;
 use domain::tables::scope::{ScopeKind, ScopeRef};
-use projections::read_models::tables::read::TableHandle;
+use projections::read_models::tables::read::{Selection, TableHandle};
 use sqlx::types::Json;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -222,14 +223,25 @@ pub struct TableRow {
     pub record_count: i64,
     /// The background migration holding it.
     pub migration_id: Option<Uuid>,
+    /// Social media clients may reach it through their grants.
+    pub client_access: bool,
+    /// The channel scope column of a governed department table.
+    pub channel_scope_column: Option<String>,
 }
 
-/// An opened table: its row, columns, the caller's standing and scope facts.
+/// The registry columns of a [`TableRow`].
+pub const TABLE_COLUMNS: &str = "id, company_id, scope_kind, scope_id, name, description, created_by, created_at, \
+     updated_at, record_count, migration_id, client_access, channel_scope_column";
+
+/// An opened table: its row, columns, the caller's standing, scope facts and
+/// effective permission.
 pub struct OpenTable {
     /// The registry row.
     pub row: TableRow,
-    /// Columns in order.
+    /// The columns the caller may see, in order (hidden columns are absent).
     pub columns: Vec<ColumnDef>,
+    /// Every column, hidden ones included (defaults, views, row policies).
+    pub all_columns: Vec<ColumnDef>,
     /// The caller.
     pub principal: Principal,
     /// The caller's standing (with `table_creator`).
@@ -238,6 +250,8 @@ pub struct OpenTable {
     pub scope: ScopeRef,
     /// The room's department, for chatroom tables.
     pub room_department: Option<Uuid>,
+    /// The caller's effective permission.
+    pub access: Access,
 }
 
 impl OpenTable {
@@ -246,7 +260,7 @@ impl OpenTable {
         gates::moderator(self.scope.kind, &self.standing)
     }
 
-    /// The read handle of the records.
+    /// The read handle of the records (visible columns only).
     pub fn handle(&self) -> TableHandle {
         TableHandle {
             company_id: self.row.company_id,
@@ -255,10 +269,14 @@ impl OpenTable {
         }
     }
 
-    /// Whether the caller may edit a record created by `created_by` (the creator or a
-    /// table manager).
-    pub fn can_edit(&self, created_by: &str) -> bool {
-        self.is_moderator() || created_by == self.principal.reference()
+    /// A selection of the rows the caller sees, each flagged with whether the caller
+    /// may edit it.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            access: Some(self.access.visible()),
+            flag: Some(self.access.editable()),
+            ..Default::default()
+        }
     }
 }
 
@@ -268,11 +286,9 @@ pub async fn table_row(
     company_id: Uuid,
     table_id: Uuid,
 ) -> ApiResult<Option<TableRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, company_id, scope_kind, scope_id, name, description, created_by, created_at, updated_at,
-                record_count, migration_id
-           FROM custom_tables WHERE id = $1 AND company_id = $2",
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {TABLE_COLUMNS} FROM custom_tables WHERE id = $1 AND company_id = $2"
+    ))
     .bind(table_id)
     .bind(company_id)
     .fetch_optional(&state.pool)
@@ -324,23 +340,44 @@ pub async fn open_table_id(
     let facts = scope_facts(state, principal, scope)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let standing = Standing {
+    let mut standing = Standing {
         table_creator: row.created_by == principal.reference(),
         ..facts.standing
     };
-    if !gates::entry(kind, &standing) {
+    let all_columns = table_columns(state, row.id).await?;
+    let caller = access::caller(state, principal).await?;
+    let grants = access::grants(state, &[row.id]).await?;
+    let context =
+        access::read_context(state, principal.company_id, &caller, &grants, &all_columns).await?;
+    let scope_entry = gates::entry(kind, &standing);
+    let ladder = access::Standing {
+        caller: &caller,
+        manager: gates::moderator(kind, &standing),
+        scope_entry,
+    };
+    let access = access::resolve(&row, &all_columns, &grants, &ladder, &context);
+    if !scope_entry && access.source.is_none() {
         return Err(ApiError::NotFound);
     }
+    standing.read = access.reads();
+    standing.insert = access.source.is_some() && access.insert;
+    standing.edit = access.edits();
     if !gates::allows(operation, kind, &standing) {
         return Err(ApiError::Forbidden(INSUFFICIENT));
     }
-    let columns = table_columns(state, row.id).await?;
+    let columns = all_columns
+        .iter()
+        .filter(|c| !access.hidden.contains(&c.key))
+        .cloned()
+        .collect();
     Ok(OpenTable {
         row,
         columns,
+        all_columns,
         principal: principal.clone(),
         standing,
         scope,
         room_department: facts.room_department,
+        access,
     })
 }

@@ -12,7 +12,8 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use domain::tables::TableError;
-use domain::tables::query::{self, AggregateOp};
+use domain::tables::access::both;
+use domain::tables::query::{self, AggregateOp, Condition};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -87,19 +88,22 @@ async fn search_records(
         view_id: body.view_id,
     };
     let mut selection = selection::resolve(&state, &table, query).await?;
-    // No change is ever staged for approval yet, and a table manager may edit every
-    // row: these flags then select all rows or none.
-    let moderator = table.is_moderator();
-    let nothing =
-        body.pending_approval == Some(true) || (moderator && body.editable == Some(false));
-    if nothing {
+    // No change is ever staged for approval (no approval rule exists here), so
+    // `pending_approval: true` selects nothing and `false` every row.
+    if body.pending_approval == Some(true) {
         return Ok(Json(RecordListResponse {
             records: Vec::new(),
             total: 0,
         }));
     }
-    if let Some(editable) = body.editable.filter(|_| !moderator) {
-        selection.created_by = Some((principal.reference(), editable));
+    if let Some(editable) = body.editable {
+        let rows = table.access.editable();
+        let rows = if editable {
+            rows
+        } else {
+            Condition::Not(Box::new(rows))
+        };
+        selection.access = Some(both(table.access.visible(), rows));
     }
     selection.limit = Some(limit);
     selection.offset = skip;

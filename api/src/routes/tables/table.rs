@@ -1,11 +1,13 @@
 //! Table routes: `GET/POST {scope_mount}/tables` and
 //! `GET/PATCH/DELETE {scope_mount}/tables/{table_id}`.
 
+use super::access;
 use super::column_schema::{ColumnResponse, double_option};
 use super::columns::SuccessResponse;
 use super::errors::CommandResultExt;
 use super::gates::Operation;
-use super::scope::{Mount, OpenTable, TableRow, enter_scope, open_table};
+use super::gates::{self, Standing};
+use super::scope::{Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table};
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
@@ -15,8 +17,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use domain::principal::Principal;
 use domain::tables::column::ColumnDef;
 use domain::tables::table::{CustomTable, TableCommand};
+use projections::read_models::tables::read::{Selection, TableHandle};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json as SqlJson;
 use std::collections::HashMap;
@@ -51,6 +55,11 @@ pub struct TableUpdate {
     /// New description (null clears).
     #[serde(default, deserialize_with = "double_option")]
     pub description: Option<Option<String>>,
+    /// Department tables: the column (internal key or display name) whose values the
+    /// rooms' `scope_values` reach; the table is then governed by a scoped channel
+    /// policy. `null` ends it.
+    #[serde(default, deserialize_with = "double_option")]
+    pub channel_scope_column: Option<Option<String>>,
 }
 
 /// The owning scope.
@@ -87,6 +96,11 @@ pub struct TableResponse {
     pub migration_id: Option<Uuid>,
     /// Whether the caller manages the table.
     pub can_manage: bool,
+    /// Whether social media clients may reach the table through their grants.
+    pub client_access: bool,
+    /// The channel scope column of a department table governed by a channel
+    /// policy (internal key), if any.
+    pub channel_scope_column: Option<String>,
 }
 
 /// A page of tables.
@@ -108,9 +122,10 @@ pub struct TablePage {
     pub limit: Option<i64>,
 }
 
-type ColumnRows = HashMap<Uuid, Vec<ColumnResponse>>;
+/// Stored columns of several tables by table: definition, creation, last change.
+type ColumnRows = HashMap<Uuid, Vec<(ColumnDef, DateTime<Utc>, DateTime<Utc>)>>;
 
-/// A stored column: its table, definition, creation and last change.
+/// A stored column row: its table, definition, creation and last change.
 type StoredColumn = (Uuid, SqlJson<ColumnDef>, DateTime<Utc>, DateTime<Utc>);
 
 /// The columns of several tables, in one query.
@@ -126,12 +141,92 @@ async fn columns_of(state: &AppState, ids: &[Uuid]) -> ApiResult<ColumnRows> {
     for (table_id, def, created, updated) in rows {
         out.entry(table_id)
             .or_default()
-            .push(ColumnResponse::of(&def.0, created, updated));
+            .push((def.0, created, updated));
     }
     Ok(out)
 }
 
-fn respond(row: TableRow, columns: Vec<ColumnResponse>, can_manage: bool) -> TableResponse {
+/// A table of a page and where the caller stands with it.
+pub struct Listed {
+    /// The registry row.
+    pub row: TableRow,
+    /// The caller manages it.
+    pub manager: bool,
+    /// The caller enters its owning scope.
+    pub scope_entry: bool,
+}
+
+/// Tables as this caller sees them: per-caller `record_count` (counted for the whole
+/// page by one query), hidden columns absent. Nothing here is cached across callers.
+pub async fn present(
+    state: &AppState,
+    principal: &Principal,
+    tables: Vec<Listed>,
+) -> ApiResult<Vec<TableResponse>> {
+    let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
+    let mut columns = columns_of(state, &ids).await?;
+    let inputs: Vec<(TableRow, Vec<ColumnDef>, bool, bool)> = tables
+        .iter()
+        .map(|t| {
+            let defs = columns
+                .get(&t.row.id)
+                .map(|c| c.iter().map(|(d, ..)| d.clone()).collect())
+                .unwrap_or_default();
+            (t.row.clone(), defs, t.manager, t.scope_entry)
+        })
+        .collect();
+    let access = access::page_access(state, principal, &inputs).await?;
+    let mut counted = Vec::new();
+    for (row, defs, ..) in &inputs {
+        let a = &access[&row.id];
+        if a.reads() && !a.sees_everything() {
+            let handle = TableHandle {
+                company_id: row.company_id,
+                table_id: row.id,
+                columns: defs.clone(),
+            };
+            let selection = Selection {
+                access: Some(a.visible()),
+                ..Default::default()
+            };
+            counted.push((handle, selection));
+        }
+    }
+    let counts = TableHandle::count_each(&state.pool, &counted)
+        .await
+        .map_err(ApiError::Internal)?;
+    let mut counts: HashMap<Uuid, i64> = counted
+        .iter()
+        .map(|(h, _)| h.table_id)
+        .zip(counts)
+        .collect();
+    Ok(tables
+        .into_iter()
+        .map(|t| {
+            let a = &access[&t.row.id];
+            let record_count = match counts.remove(&t.row.id) {
+                Some(n) => n,
+                None if a.reads() => t.row.record_count,
+                None => 0,
+            };
+            let visible = columns
+                .remove(&t.row.id)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(d, ..)| !a.hidden.contains(&d.key))
+                .map(|(d, created, updated)| ColumnResponse::of(&d, created, updated))
+                .collect();
+            respond(t.row, visible, record_count, t.manager)
+        })
+        .collect())
+}
+
+fn respond(
+    row: TableRow,
+    columns: Vec<ColumnResponse>,
+    record_count: i64,
+    can_manage: bool,
+) -> TableResponse {
     TableResponse {
         id: row.id,
         name: row.name,
@@ -143,22 +238,23 @@ fn respond(row: TableRow, columns: Vec<ColumnResponse>, can_manage: bool) -> Tab
         created_by: row.created_by,
         created_at: row.created_at,
         updated_at: row.updated_at,
-        record_count: row.record_count,
+        record_count,
         columns,
         migration_id: row.migration_id,
         can_manage,
+        client_access: row.client_access,
+        channel_scope_column: row.channel_scope_column,
     }
 }
 
 async fn detail(state: &AppState, table: OpenTable) -> ApiResult<TableResponse> {
-    let can_manage = table.is_moderator();
-    let id = table.row.id;
-    let mut columns = columns_of(state, &[id]).await?;
-    Ok(respond(
-        table.row,
-        columns.remove(&id).unwrap_or_default(),
-        can_manage,
-    ))
+    let listed = Listed {
+        manager: table.is_moderator(),
+        scope_entry: gates::entry(table.scope.kind, &table.standing),
+        row: table.row,
+    };
+    let mut out = present(state, &table.principal, vec![listed]).await?;
+    out.pop().ok_or(ApiError::NotFound)
 }
 
 /// The tables of the scope.
@@ -173,12 +269,10 @@ async fn list_tables(
     let (skip, limit) = super::records::window(page.skip, page.limit, "query")?;
     let (scope, facts) =
         enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
-    let rows: Vec<TableRow> = sqlx::query_as(
-        "SELECT id, company_id, scope_kind, scope_id, name, description, created_by, created_at, updated_at,
-                record_count, migration_id
-           FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3
-          ORDER BY created_at, id LIMIT $4 OFFSET $5",
-    )
+    let rows: Vec<TableRow> = sqlx::query_as(&format!(
+        "SELECT {TABLE_COLUMNS} FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3
+          ORDER BY created_at, id LIMIT $4 OFFSET $5"
+    ))
     .bind(principal.company_id)
     .bind(scope.kind.as_str())
     .bind(scope.id)
@@ -194,20 +288,21 @@ async fn list_tables(
     .bind(scope.id)
     .fetch_one(&state.pool)
     .await?;
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let mut columns = columns_of(&state, &ids).await?;
-    let tables = rows
+    let listed = rows
         .into_iter()
         .map(|row| {
-            let standing = super::gates::Standing {
+            let standing = Standing {
                 table_creator: row.created_by == principal.reference(),
                 ..facts.standing
             };
-            let can_manage = super::gates::moderator(scope.kind, &standing);
-            let cols = columns.remove(&row.id).unwrap_or_default();
-            respond(row, cols, can_manage)
+            Listed {
+                manager: gates::moderator(scope.kind, &standing),
+                scope_entry: true,
+                row,
+            }
         })
         .collect();
+    let tables = present(&state, &principal, listed).await?;
     Ok(Json(TableListResponse { tables, total }))
 }
 
@@ -241,7 +336,7 @@ async fn create_table(
         .await
         .answer()?;
     let table =
-        super::scope::open_table_id(&state, &principal, &mount, table_id, Operation::ReadRows)
+        super::scope::open_table_id(&state, &principal, &mount, table_id, Operation::ReadTable)
             .await?;
     Ok((StatusCode::CREATED, Json(detail(&state, table).await?)))
 }
@@ -255,7 +350,7 @@ async fn get_table(
     mount: Mount,
     Auth(principal): Auth,
 ) -> ApiResult<Json<TableResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
     Ok(Json(detail(&state, table).await?))
 }
 
@@ -275,6 +370,7 @@ async fn update_table(
     let command = TableCommand::Update {
         name: body.name,
         description: body.description,
+        channel_scope_column: body.channel_scope_column,
     };
     state
         .bus
@@ -285,7 +381,7 @@ async fn update_table(
         )
         .await
         .answer()?;
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
     Ok(Json(detail(&state, table).await?))
 }
 

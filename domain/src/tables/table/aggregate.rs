@@ -5,7 +5,8 @@ use super::events::{MigrationInfo, TableEvent};
 use super::views::ViewDef;
 use crate::AggregateExt;
 use crate::tables::column::{self, ColumnDef};
-use crate::tables::scope::{Placement, ScopeRef};
+use crate::tables::grants::{Grant, Subject};
+use crate::tables::scope::{Placement, ScopeKind, ScopeRef};
 use crate::tables::{BACKGROUND_THRESHOLD, TableError};
 use cqrs_es::Aggregate;
 use cqrs_es::event_sink::EventSink;
@@ -35,6 +36,12 @@ pub struct CustomTable {
     pub migration: Option<Uuid>,
     /// Whether the table was deleted.
     pub deleted: bool,
+    /// Grants by subject, in the order they were first set.
+    pub grants: Vec<(Subject, Grant)>,
+    /// Social media clients may not reach the table.
+    pub clients_refused: bool,
+    /// The channel scope column of a department table governed by a channel policy.
+    pub channel_scope_column: Option<String>,
 }
 
 fn check_table_name(name: &str) -> Result<(), TableError> {
@@ -113,20 +120,31 @@ impl CustomTable {
                     created_by,
                 }]
             }
-            TableCommand::Update { name, description } => {
+            TableCommand::Update {
+                name,
+                description,
+                channel_scope_column,
+            } => {
                 let table_id = self.live()?;
                 let name = name.unwrap_or_else(|| self.name.clone());
                 let description = description.unwrap_or_else(|| self.description.clone());
                 check_table_name(&name)?;
                 check_description(&description)?;
-                if name == self.name && description == self.description {
-                    return Ok(vec![]);
+                let scope_column = channel_scope_column
+                    .map(|column| self.channel_scope(column))
+                    .transpose()?;
+                let mut events = Vec::new();
+                if name != self.name || description != self.description {
+                    events.push(E::TableUpdated {
+                        table_id,
+                        name,
+                        description,
+                    });
                 }
-                vec![E::TableUpdated {
-                    table_id,
-                    name,
-                    description,
-                }]
+                if let Some(column) = scope_column.filter(|c| *c != self.channel_scope_column) {
+                    events.push(E::ChannelScopeSet { table_id, column });
+                }
+                events
             }
             TableCommand::Delete => vec![E::TableDeleted {
                 table_id: self.unlocked()?,
@@ -221,6 +239,9 @@ impl CustomTable {
                 if !users.is_empty() {
                     return Err(TableError::ColumnInView(users));
                 }
+                if self.channel_scope_column.as_deref() == Some(key.as_str()) {
+                    return Err(TableError::ChannelScopeColumn);
+                }
                 vec![E::ColumnDeleted { table_id, key }]
             }
             TableCommand::CompleteMigration { migration_id } => {
@@ -252,6 +273,34 @@ impl CustomTable {
                     return Err(TableError::NotFound("view"));
                 }
                 vec![E::ViewDeleted { table_id, view_id }]
+            }
+            TableCommand::SetGrant {
+                subject,
+                grant,
+                targets,
+            } => {
+                let table_id = self.live()?;
+                let grant = grant.checked(&subject, &self.columns, &targets)?;
+                if self.grant(&subject) == Some(&grant) {
+                    return Ok(vec![]);
+                }
+                vec![E::GrantSet {
+                    table_id,
+                    subject,
+                    grant,
+                }]
+            }
+            TableCommand::RevokeGrant { subject } => {
+                let table_id = self.live()?;
+                self.grant(&subject).ok_or(TableError::NotFound("grant"))?;
+                vec![E::GrantRevoked { table_id, subject }]
+            }
+            TableCommand::SetClientAccess { enabled } => {
+                let table_id = self.live()?;
+                if enabled != self.clients_refused {
+                    return Ok(vec![]);
+                }
+                vec![E::ClientAccessSet { table_id, enabled }]
             }
         })
     }
@@ -324,11 +373,54 @@ impl Aggregate for CustomTable {
                 }
             }
             E::ViewDeleted { view_id, .. } => self.views.retain(|v| v.id != view_id),
+            E::GrantSet { subject, grant, .. } => {
+                match self.grants.iter_mut().find(|(s, _)| *s == subject) {
+                    Some(slot) => slot.1 = grant,
+                    None => self.grants.push((subject, grant)),
+                }
+            }
+            E::GrantRevoked { subject, .. } => self.grants.retain(|(s, _)| *s != subject),
+            E::ClientAccessSet { enabled, .. } => self.clients_refused = !enabled,
+            E::ChannelScopeSet { column, .. } => self.channel_scope_column = column,
         }
     }
 }
 
 impl CustomTable {
+    /// The grant of a subject.
+    pub fn grant(&self, subject: &Subject) -> Option<&Grant> {
+        self.grants
+            .iter()
+            .find(|(s, _)| s == subject)
+            .map(|(_, g)| g)
+    }
+
+    /// The channel scope column a change asks for: only department tables have one.
+    fn channel_scope(&self, column: Option<String>) -> Result<Option<String>, TableError> {
+        if self.scope.map(|s| s.kind) != Some(ScopeKind::Department) {
+            return Err(TableError::TableConfig(
+                "only department tables have a channel scope column".into(),
+            ));
+        }
+        column.map(|c| self.scope_column(&c)).transpose()
+    }
+
+    /// The internal key of a column fit to scope a channel policy: a stored scalar
+    /// column named by internal key or display name.
+    fn scope_column(&self, reference: &str) -> Result<String, TableError> {
+        self.columns
+            .iter()
+            .find(|c| c.key == reference)
+            .or_else(|| self.columns.iter().find(|c| c.name == reference))
+            .filter(|c| c.column_type.is_stored() && c.column_type.is_scalar())
+            .map(|c| c.key.clone())
+            .ok_or_else(|| {
+                TableError::TableConfig(format!(
+                    "channel_scope_column: '{reference}' is not a stored scalar column of this table"
+                ))
+            })
+    }
+
     fn replace(&mut self, column: ColumnDef) {
         if let Some(slot) = self.columns.iter_mut().find(|c| c.key == column.key) {
             *slot = column;

@@ -3,6 +3,8 @@
 
 use super::views::ViewSpec;
 use crate::tables::column::{ColumnChanges, ColumnSpec, LinkFacts};
+use crate::tables::grants::{Grant, Subject};
+use crate::tables::policy::Targets;
 use crate::tables::scope::ScopeRef;
 use uuid::Uuid;
 
@@ -24,12 +26,15 @@ pub enum TableCommand {
         /// The creator (`user:<id>`).
         created_by: String,
     },
-    /// Renames the table or changes its description.
+    /// Renames the table, changes its description or its channel scope column.
     Update {
         /// New name.
         name: Option<String>,
         /// New description (`Some(None)` clears it).
         description: Option<Option<String>>,
+        /// Department tables: the new channel scope column (internal key or display
+        /// name; `Some(None)` clears it).
+        channel_scope_column: Option<Option<String>>,
     },
     /// Deletes the table and its records.
     Delete,
@@ -92,5 +97,25 @@ pub enum TableCommand {
     DeleteView {
         /// The view.
         view_id: Uuid,
+    },
+    /// Sets the grant of a subject (replacing its previous one).
+    SetGrant {
+        /// Who it is for.
+        subject: Subject,
+        /// What it gives.
+        grant: Grant,
+        /// Columns of the tables the table's link columns target (for link leaves
+        /// of the row policy).
+        targets: Targets,
+    },
+    /// Removes the grant of a subject.
+    RevokeGrant {
+        /// Who it was for.
+        subject: Subject,
+    },
+    /// Lets social media clients reach the table through their grants, or not.
+    SetClientAccess {
+        /// Whether they may.
+        enabled: bool,
     },
 }

@@ -4,6 +4,7 @@
 
 use super::views::ViewDef;
 use crate::tables::column::ColumnDef;
+use crate::tables::grants::{Grant, Subject};
 use crate::tables::scope::ScopeRef;
 use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
@@ -135,6 +136,36 @@ pub enum TableEvent {
         /// The view.
         view_id: Uuid,
     },
+    /// A subject's grant was set (replacing its previous one).
+    GrantSet {
+        /// The table.
+        table_id: Uuid,
+        /// Who it is for.
+        subject: Subject,
+        /// What it gives.
+        grant: Grant,
+    },
+    /// A subject's grant was removed.
+    GrantRevoked {
+        /// The table.
+        table_id: Uuid,
+        /// Who it was for.
+        subject: Subject,
+    },
+    /// Social media clients may (or may no longer) reach the table.
+    ClientAccessSet {
+        /// The table.
+        table_id: Uuid,
+        /// Whether they may.
+        enabled: bool,
+    },
+    /// The channel scope column of a department table changed.
+    ChannelScopeSet {
+        /// The table.
+        table_id: Uuid,
+        /// Internal key of the column, or `None`: the table is no longer governed.
+        column: Option<String>,
+    },
 }
 
 impl DomainEvent for TableEvent {
@@ -152,6 +183,10 @@ impl DomainEvent for TableEvent {
             Self::ViewCreated { .. } => "ViewCreated",
             Self::ViewUpdated { .. } => "ViewUpdated",
             Self::ViewDeleted { .. } => "ViewDeleted",
+            Self::GrantSet { .. } => "GrantSet",
+            Self::GrantRevoked { .. } => "GrantRevoked",
+            Self::ClientAccessSet { .. } => "ClientAccessSet",
+            Self::ChannelScopeSet { .. } => "ChannelScopeSet",
         }
         .into()
     }
@@ -175,7 +210,11 @@ impl TableEvent {
             | Self::MigrationCompleted { table_id, .. }
             | Self::ViewCreated { table_id, .. }
             | Self::ViewUpdated { table_id, .. }
-            | Self::ViewDeleted { table_id, .. } => *table_id,
+            | Self::ViewDeleted { table_id, .. }
+            | Self::GrantSet { table_id, .. }
+            | Self::GrantRevoked { table_id, .. }
+            | Self::ClientAccessSet { table_id, .. }
+            | Self::ChannelScopeSet { table_id, .. } => *table_id,
         }
     }
 }

@@ -75,6 +75,7 @@ impl Projection for CustomTablesProjection {
             "custom_table_columns",
             "custom_table_views",
             "custom_table_migrations",
+            "custom_table_grants",
         ]
     }
 

@@ -65,6 +65,7 @@ pub async fn apply(
                     "DELETE FROM custom_table_columns WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_views WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_migrations WHERE table_id = '{table_id}';
+                 DELETE FROM custom_table_grants WHERE table_id = '{table_id}';
                  DELETE FROM custom_tables WHERE id = '{table_id}';"
                 ),
             )
@@ -163,6 +164,53 @@ pub async fn apply(
             sqlx::query("DELETE FROM custom_table_views WHERE table_id = $1 AND id = $2")
                 .bind(table_id)
                 .bind(view_id)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
+        E::GrantSet {
+            table_id,
+            subject,
+            grant,
+        } => {
+            sqlx::query(
+                "INSERT INTO custom_table_grants (table_id, subject_kind, subject_id, grant_body, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $5)
+                 ON CONFLICT (table_id, subject_kind, subject_id)
+                 DO UPDATE SET grant_body = excluded.grant_body, updated_at = excluded.updated_at",
+            )
+            .bind(table_id)
+            .bind(subject.kind())
+            .bind(subject.id())
+            .bind(Json(grant))
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        }
+        E::GrantRevoked { table_id, subject } => {
+            sqlx::query(
+                "DELETE FROM custom_table_grants WHERE table_id = $1 AND subject_kind = $2 AND subject_id = $3",
+            )
+            .bind(table_id)
+            .bind(subject.kind())
+            .bind(subject.id())
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        }
+        E::ClientAccessSet { table_id, enabled } => {
+            sqlx::query("UPDATE custom_tables SET client_access = $2 WHERE id = $1")
+                .bind(table_id)
+                .bind(enabled)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
+        E::ChannelScopeSet { table_id, column } => {
+            sqlx::query("UPDATE custom_tables SET channel_scope_column = $2 WHERE id = $1")
+                .bind(table_id)
+                .bind(column)
                 .execute(&mut *conn)
                 .await?;
             Ok(())

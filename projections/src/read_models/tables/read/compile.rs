@@ -6,11 +6,11 @@
 //! wrapped in `coalesce(..., false)` so that the negation of an empty cell's NULL is
 //! true.
 
-use super::super::physical::{PREFIX_CHARS, ident};
+use super::super::physical::{PREFIX_CHARS, ident, table_name};
 use super::TableHandle;
 use chrono::{DateTime, NaiveDate, Utc};
 use domain::tables::column::ColumnType;
-use domain::tables::query::{Condition, Field, Op, Order};
+use domain::tables::query::{Condition, Field, Op, Order, Quantifier};
 use domain::tables::values::parse_duration;
 use serde_json::Value;
 use sqlx::{Postgres, QueryBuilder};
@@ -27,21 +27,29 @@ pub struct Selection {
     pub sort: Vec<(Field, Order)>,
     /// Internal keys of the columns to return; `None` for all.
     pub projection: Option<Vec<String>>,
-    /// Only rows created (true) or not created (false) by this principal reference.
-    pub created_by: Option<(String, bool)>,
+    /// What the caller may read (a grant's rows); `None` for every row.
+    pub access: Option<Condition>,
+    /// A per-row flag read with each record (whether the caller may edit it).
+    pub flag: Option<Condition>,
     /// Rows to return (none: all).
     pub limit: Option<i64>,
     /// Rows to skip.
     pub offset: i64,
 }
 
-/// The SQL of a field.
+/// The SQL of a field of the record table (alias `t`).
 pub(super) fn field_sql(field: &Field) -> anyhow::Result<String> {
+    field_of(field, "t")
+}
+
+/// The SQL of a field of the table under `alias`.
+fn field_of(field: &Field, alias: &str) -> anyhow::Result<String> {
     Ok(match field {
-        Field::Column(c) => format!("t.{}", ident(&c.key)?),
-        Field::Id => "t.id".into(),
-        Field::CreatedAt => "t.created_at".into(),
-        Field::UpdatedAt => "t.updated_at".into(),
+        Field::Column(c) => format!("{alias}.{}", ident(&c.key)?),
+        Field::Id => format!("{alias}.id"),
+        Field::CreatedAt => format!("{alias}.created_at"),
+        Field::UpdatedAt => format!("{alias}.updated_at"),
+        Field::CreatedBy => format!("{alias}.created_by"),
     })
 }
 
@@ -154,8 +162,9 @@ fn push_test(
     op: Op,
     operands: &[Value],
     company_id: Uuid,
+    alias: &str,
 ) -> anyhow::Result<()> {
-    let col = field_sql(field)?;
+    let col = field_of(field, alias)?;
     let t = field.value_type();
     let first = operands.first().cloned().unwrap_or(Value::Null);
     let comparison = |op: Op| match op {
@@ -227,11 +236,35 @@ fn push_test(
     Ok(())
 }
 
-fn push_condition(
+/// Where a condition is compiled: the company, the alias of the row it tests and
+/// whether it sits under a `not`.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    company_id: Uuid,
+    alias: &'a str,
+    under_not: bool,
+    depth: usize,
+}
+
+/// Compiles a condition into `qb`.
+pub(super) fn push_condition(
     qb: &mut QueryBuilder<'static, Postgres>,
     condition: &Condition,
     company_id: Uuid,
-    under_not: bool,
+) -> anyhow::Result<()> {
+    let scope = Scope {
+        company_id,
+        alias: "t",
+        under_not: false,
+        depth: 0,
+    };
+    push_node(qb, condition, scope)
+}
+
+fn push_node(
+    qb: &mut QueryBuilder<'static, Postgres>,
+    condition: &Condition,
+    scope: Scope<'_>,
 ) -> anyhow::Result<()> {
     match condition {
         Condition::And(items) | Condition::Or(items) => {
@@ -245,29 +278,98 @@ fn push_condition(
                 if i > 0 {
                     qb.push(joiner);
                 }
-                push_condition(qb, item, company_id, under_not)?;
+                push_node(qb, item, scope)?;
             }
             qb.push(")");
         }
         Condition::Not(inner) => {
             qb.push("(NOT ");
-            push_condition(qb, inner, company_id, true)?;
+            push_node(
+                qb,
+                inner,
+                Scope {
+                    under_not: true,
+                    ..scope
+                },
+            )?;
             qb.push(")");
+        }
+        Condition::Const(value) => {
+            qb.push(match value {
+                Some(true) => "true",
+                Some(false) => "false",
+                None => "NULL::boolean",
+            });
         }
         Condition::Test {
             field,
             op,
             operands,
         } => {
-            if under_not {
-                qb.push("coalesce((");
-                push_test(qb, field, *op, operands, company_id)?;
-                qb.push("), false)");
-            } else {
-                qb.push("(");
-                push_test(qb, field, *op, operands, company_id)?;
-                qb.push(")");
+            qb.push(if scope.under_not { "coalesce((" } else { "(" });
+            push_test(qb, field, *op, operands, scope.company_id, scope.alias)?;
+            qb.push(if scope.under_not { "), false)" } else { ")" });
+        }
+        Condition::Link {
+            column,
+            target_table,
+            quantifier,
+            require_present,
+            target,
+        } => push_link(
+            qb,
+            scope,
+            column,
+            *target_table,
+            *quantifier,
+            *require_present,
+            target,
+        )?,
+    }
+    Ok(())
+}
+
+/// A link leaf: `any` is an EXISTS over the linked live records; `all` finds no
+/// linked id that is dangling or whose record fails the target, and with
+/// `require_present` also needs one live linked record. It is never unknown.
+fn push_link(
+    qb: &mut QueryBuilder<'static, Postgres>,
+    scope: Scope<'_>,
+    column: &str,
+    target_table: Uuid,
+    quantifier: Quantifier,
+    require_present: bool,
+    target: &Condition,
+) -> anyhow::Result<()> {
+    let cell = format!("{}.{}", scope.alias, ident(column)?);
+    let linked = format!("l{}", scope.depth + 1);
+    let inner = Scope {
+        company_id: scope.company_id,
+        alias: &linked,
+        under_not: false,
+        depth: scope.depth + 1,
+    };
+    let target_sql = table_name(target_table);
+    let present =
+        format!("EXISTS (SELECT 1 FROM {target_sql} AS {linked} WHERE {linked}.id = ANY({cell})");
+    match quantifier {
+        Quantifier::Any => {
+            qb.push(format!("{present} AND "));
+            push_node(qb, target, inner)?;
+            qb.push(")");
+        }
+        Quantifier::All => {
+            qb.push(format!(
+                "(NOT EXISTS (SELECT 1 FROM unnest({cell}) AS u{d}(id) LEFT JOIN {target_sql} AS {linked} \
+                 ON {linked}.id = u{d}.id WHERE {linked}.id IS NULL OR NOT coalesce(",
+                d = scope.depth + 1
+            ));
+            push_node(qb, target, inner)?;
+            qb.push(", false))");
+            if require_present {
+                qb.push(format!(" AND {present})"));
             }
+            qb.push(")");
         }
     }
     Ok(())
@@ -280,17 +382,9 @@ impl Selection {
         table: &TableHandle,
     ) -> anyhow::Result<()> {
         qb.push(" WHERE true");
-        if let Some(condition) = &self.condition {
+        for condition in [&self.access, &self.condition].into_iter().flatten() {
             qb.push(" AND ");
-            push_condition(qb, condition, table.company_id, false)?;
-        }
-        if let Some((creator, mine)) = &self.created_by {
-            qb.push(if *mine {
-                " AND t.created_by = "
-            } else {
-                " AND t.created_by <> "
-            });
-            qb.push_bind(creator.clone());
+            push_condition(qb, condition, table.company_id)?;
         }
         if let Some(q) = self.q.as_deref().filter(|q| !q.is_empty()) {
             let textual: Vec<String> = table

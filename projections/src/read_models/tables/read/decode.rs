@@ -20,6 +20,8 @@ pub struct RecordRow {
     pub updated_at: DateTime<Utc>,
     /// The creator (`user:<id>` or `social_media_client:<id>`).
     pub created_by: String,
+    /// The selection's per-row flag (whether the caller may edit it), when asked.
+    pub flag: Option<bool>,
     /// Cells of the selected columns, in column order (`null` for empty).
     pub cells: Vec<(ColumnDef, Value)>,
 }
@@ -27,13 +29,14 @@ pub struct RecordRow {
 pub(super) fn record(row: &PgRow, columns: &[ColumnDef]) -> anyhow::Result<RecordRow> {
     let mut cells = Vec::with_capacity(columns.len());
     for (i, column) in columns.iter().enumerate() {
-        cells.push((column.clone(), decode_cell(row, 4 + i, column.column_type)?));
+        cells.push((column.clone(), decode_cell(row, 5 + i, column.column_type)?));
     }
     Ok(RecordRow {
         id: row.try_get(0)?,
         created_at: row.try_get(1)?,
         updated_at: row.try_get(2)?,
         created_by: row.try_get(3)?,
+        flag: row.try_get(4)?,
         cells,
     })
 }

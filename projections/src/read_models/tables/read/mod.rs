@@ -32,11 +32,25 @@ impl TableHandle {
         self.columns.iter().filter(|c| c.column_type.is_stored())
     }
 
+    /// The record columns a page reads: the system fields, the selection's flag and
+    /// the projected stored columns.
     fn select_list(
         &self,
-        projection: Option<&[String]>,
-    ) -> anyhow::Result<(String, Vec<ColumnDef>)> {
-        let mut list = String::from("t.id, t.created_at, t.updated_at, t.created_by");
+        selection: &Selection,
+    ) -> anyhow::Result<(QueryBuilder<'static, Postgres>, Vec<ColumnDef>)> {
+        let mut qb = QueryBuilder::new("SELECT t.id, t.created_at, t.updated_at, t.created_by, ");
+        match &selection.flag {
+            Some(flag) => {
+                qb.push("((");
+                compile::push_condition(&mut qb, flag, self.company_id)?;
+                qb.push(") IS TRUE)");
+            }
+            None => {
+                qb.push("NULL::boolean");
+            }
+        }
+        let projection = selection.projection.as_deref();
+        let mut list = String::new();
         let mut columns = Vec::new();
         for column in self.stored() {
             if projection.is_some_and(|keys| !keys.contains(&column.key)) {
@@ -46,7 +60,18 @@ impl TableHandle {
             list.push_str(ident(&column.key)?);
             columns.push(column.clone());
         }
-        Ok((list, columns))
+        qb.push(list);
+        self.push_from(&mut qb, selection)?;
+        Ok((qb, columns))
+    }
+
+    fn push_from(
+        &self,
+        qb: &mut QueryBuilder<'static, Postgres>,
+        selection: &Selection,
+    ) -> anyhow::Result<()> {
+        qb.push(format!(" FROM {} AS t", table_name(self.table_id)));
+        selection.push_where(qb, self)
     }
 
     fn query(
@@ -54,11 +79,8 @@ impl TableHandle {
         select: &str,
         selection: &Selection,
     ) -> anyhow::Result<QueryBuilder<'static, Postgres>> {
-        let mut qb = QueryBuilder::new(format!(
-            "SELECT {select} FROM {} AS t",
-            table_name(self.table_id)
-        ));
-        selection.push_where(&mut qb, self)?;
+        let mut qb = QueryBuilder::new(format!("SELECT {select}"));
+        self.push_from(&mut qb, selection)?;
         Ok(qb)
     }
 
@@ -68,8 +90,7 @@ impl TableHandle {
         pool: &PgPool,
         selection: &Selection,
     ) -> anyhow::Result<Vec<RecordRow>> {
-        let (list, columns) = self.select_list(selection.projection.as_deref())?;
-        let mut qb = self.query(&list, selection)?;
+        let (mut qb, columns) = self.select_list(selection)?;
         selection.push_order(&mut qb)?;
         selection.push_window(&mut qb);
         let rows = qb.build().persistent(false).fetch_all(pool).await?;
@@ -83,6 +104,32 @@ impl TableHandle {
         let mut qb = self.query("count(*)", selection)?;
         Ok(qb
             .build_query_scalar::<i64>()
+            .persistent(false)
+            .fetch_one(pool)
+            .await?)
+    }
+
+    /// The matching records of several tables, counted by one query (one scalar
+    /// subquery per table).
+    pub async fn count_each(
+        pool: &PgPool,
+        items: &[(TableHandle, Selection)],
+    ) -> anyhow::Result<Vec<i64>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut qb = QueryBuilder::new("SELECT ARRAY[");
+        for (i, (handle, selection)) in items.iter().enumerate() {
+            if i > 0 {
+                qb.push(", ");
+            }
+            qb.push("(SELECT count(*)");
+            handle.push_from(&mut qb, selection)?;
+            qb.push(")");
+        }
+        qb.push("]::bigint[]");
+        Ok(qb
+            .build_query_scalar::<Vec<i64>>()
             .persistent(false)
             .fetch_one(pool)
             .await?)
@@ -108,8 +155,7 @@ impl TableHandle {
         F: FnMut(RecordRow) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
-        let (list, columns) = self.select_list(selection.projection.as_deref())?;
-        let mut qb = self.query(&list, selection)?;
+        let (mut qb, columns) = self.select_list(selection)?;
         selection.push_order(&mut qb)?;
         let mut rows = qb.build().persistent(false).fetch(conn);
         while let Some(row) = rows.try_next().await? {

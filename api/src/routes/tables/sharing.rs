@@ -1,0 +1,237 @@
+//! Cross-scope sharing (spec section 4, "Cross-scope sharing routes"), always on the
+//! table's owning scope: a chatroom table lets a department in, a department table
+//! lets a chatroom (and its audience) in, and a room discovers the department tables
+//! shared with it. Sharing adds a grant; it never moves or copies a table.
+
+use super::columns::SuccessResponse;
+use super::gates::{self, Operation, Standing};
+use super::grant_body::{self, GrantBody, GrantResponse};
+use super::records::window;
+use super::scope::{
+    Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table, scope_facts,
+};
+use super::table::{Listed, TableListResponse, TablePage, present};
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::request::Context;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use domain::principal::Principal;
+use domain::tables::grants::Subject;
+use domain::tables::scope::{ScopeKind, ScopeRef};
+use std::collections::HashMap;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Routes of the chatroom mount.
+pub fn chatroom_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(shared_tables))
+        .routes(routes!(
+            get_department_permission,
+            put_department_permission,
+            delete_department_permission
+        ))
+}
+
+/// Routes of the department mount.
+pub fn department_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(
+        get_chatroom_permission,
+        put_chatroom_permission,
+        delete_chatroom_permission
+    ))
+}
+
+fn department_subject(mount: &Mount) -> ApiResult<Subject> {
+    Ok(Subject::Department(mount.uuid("department_id")?))
+}
+
+fn chatroom_subject(mount: &Mount) -> ApiResult<Subject> {
+    Ok(Subject::Chatroom(mount.uuid("chatroom_id")?))
+}
+
+/// The table of a cross-scope route, opened for its managers.
+async fn managed(state: &AppState, principal: &Principal, mount: &Mount) -> ApiResult<OpenTable> {
+    open_table(state, principal, mount, Operation::ManageTable).await
+}
+
+async fn read_grant(
+    state: &AppState,
+    table: &OpenTable,
+    subject: Subject,
+) -> ApiResult<Json<GrantResponse>> {
+    grant_body::stored(state, table, subject)
+        .await?
+        .map(Json)
+        .ok_or(ApiError::NotFound)
+}
+
+/// The grant that lets a department access this chatroom table.
+#[utoipa::path(get, path = "/tables/{table_id}/department-permissions/{department_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The chatroom table"), ("department_id" = Uuid, Path, description = "The department")),
+    responses((status = 200, body = GrantResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn get_department_permission(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<GrantResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    read_grant(&state, &table, department_subject(&mount)?).await
+}
+
+/// Lets a department's members access this chatroom table.
+#[utoipa::path(put, path = "/tables/{table_id}/department-permissions/{department_id}", tag = "custom_tables",
+    request_body = GrantBody,
+    params(("table_id" = Uuid, Path, description = "The chatroom table"), ("department_id" = Uuid, Path, description = "The department")),
+    responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+async fn put_department_permission(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<GrantBody>,
+) -> ApiResult<Json<GrantResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    let subject = department_subject(&mount)?;
+    Ok(Json(
+        grant_body::set(&state, &ctx, &table, subject, body.into()).await?,
+    ))
+}
+
+/// Ends a department's access to this chatroom table.
+#[utoipa::path(delete, path = "/tables/{table_id}/department-permissions/{department_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The chatroom table"), ("department_id" = Uuid, Path, description = "The department")),
+    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn delete_department_permission(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<SuccessResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    grant_body::revoke(&state, &ctx, &table, department_subject(&mount)?).await?;
+    Ok(Json(SuccessResponse {
+        message: "Permission revoked".into(),
+    }))
+}
+
+/// The internal grant of a chatroom on this department table.
+#[utoipa::path(get, path = "/tables/{table_id}/chatroom-permissions/{chatroom_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The department table"), ("chatroom_id" = Uuid, Path, description = "The chatroom")),
+    responses((status = 200, body = GrantResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn get_chatroom_permission(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<GrantResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    read_grant(&state, &table, chatroom_subject(&mount)?).await
+}
+
+/// Lets a chatroom's members access this department table (an internal grant, with
+/// the `scope_values` of the table's channel policy).
+#[utoipa::path(put, path = "/tables/{table_id}/chatroom-permissions/{chatroom_id}", tag = "custom_tables",
+    request_body = GrantBody,
+    params(("table_id" = Uuid, Path, description = "The department table"), ("chatroom_id" = Uuid, Path, description = "The chatroom")),
+    responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy, column or scope values"),
+              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+async fn put_chatroom_permission(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiJson(body): ApiJson<GrantBody>,
+) -> ApiResult<Json<GrantResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    let subject = chatroom_subject(&mount)?;
+    Ok(Json(
+        grant_body::set(&state, &ctx, &table, subject, body.into()).await?,
+    ))
+}
+
+/// Ends a chatroom's access to this department table.
+#[utoipa::path(delete, path = "/tables/{table_id}/chatroom-permissions/{chatroom_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The department table"), ("chatroom_id" = Uuid, Path, description = "The chatroom")),
+    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
+              (status = 404, description = "Not found")))]
+async fn delete_chatroom_permission(
+    State(state): State<AppState>,
+    ctx: Context,
+    mount: Mount,
+    Auth(principal): Auth,
+) -> ApiResult<Json<SuccessResponse>> {
+    let table = managed(&state, &principal, &mount).await?;
+    grant_body::revoke(&state, &ctx, &table, chatroom_subject(&mount)?).await?;
+    Ok(Json(SuccessResponse {
+        message: "Permission revoked".into(),
+    }))
+}
+
+/// Department tables granted to this chatroom, as the caller sees them (its own
+/// `record_count`, hidden columns absent); read them through the department mount.
+#[utoipa::path(get, path = "/tables/shared", tag = "custom_tables", params(TablePage),
+    responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
+async fn shared_tables(
+    State(state): State<AppState>,
+    mount: Mount,
+    Auth(principal): Auth,
+    ApiQuery(page): ApiQuery<TablePage>,
+) -> ApiResult<Json<TableListResponse>> {
+    let (skip, limit) = window(page.skip, page.limit, "query")?;
+    let (room, _) = enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
+    let shared = "FROM custom_tables t WHERE t.company_id = $1 AND t.scope_kind = 'department'
+          AND EXISTS (SELECT 1 FROM custom_table_grants g
+                       WHERE g.table_id = t.id AND g.subject_kind = 'chatroom' AND g.subject_id = $2)";
+    let rows: Vec<TableRow> = sqlx::query_as(&format!(
+        "SELECT {TABLE_COLUMNS} {shared} ORDER BY t.created_at, t.id LIMIT $3 OFFSET $4"
+    ))
+    .bind(principal.company_id)
+    .bind(room.id)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&state.pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) {shared}"))
+        .bind(principal.company_id)
+        .bind(room.id)
+        .fetch_one(&state.pool)
+        .await?;
+    let mut standings: HashMap<Uuid, Standing> = HashMap::new();
+    let mut listed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let department = ScopeRef {
+            kind: ScopeKind::Department,
+            id: row.scope_id,
+        };
+        let base = match standings.get(&row.scope_id) {
+            Some(s) => *s,
+            None => {
+                let s = scope_facts(&state, &principal, department)
+                    .await?
+                    .map(|f| f.standing)
+                    .unwrap_or_default();
+                standings.insert(row.scope_id, s);
+                s
+            }
+        };
+        let standing = Standing {
+            table_creator: row.created_by == principal.reference(),
+            ..base
+        };
+        listed.push(Listed {
+            manager: gates::moderator(ScopeKind::Department, &standing),
+            scope_entry: gates::entry(ScopeKind::Department, &standing),
+            row,
+        });
+    }
+    let tables = present(&state, &principal, listed).await?;
+    Ok(Json(TableListResponse { tables, total }))
+}
