@@ -1,6 +1,6 @@
 //! A seeded server with helpers for custom-table requests.
 
-use crate::support::{As, Seed, TestApp, json};
+use crate::support::{As, Seed, TestApp, json, standard_directory};
 use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -18,6 +18,28 @@ impl Tables {
         let app = TestApp::spawn().await;
         let seed = app.seed().await;
         Self { app, seed }
+    }
+
+    /// The standard directory plus `roamer` (no department; member of the rooms
+    /// `lab` and `ops room`) and `newbie` (no department, no room).
+    pub async fn with_cast() -> Self {
+        let app = TestApp::spawn().await;
+        let mut directory = standard_directory();
+        let users = directory["companies"][0]["users"].as_array_mut().unwrap();
+        users.push(json!({"ref": "roamer", "username": "roamer", "role": 1, "chatrooms": ["lab", "ops-room"]}));
+        users.push(json!({"ref": "newbie", "username": "newbie", "role": 1}));
+        let seed = Seed(app.apply(directory).await);
+        Self { app, seed }
+    }
+
+    /// A user's id (company acme).
+    pub fn user(&self, user: &str) -> Uuid {
+        self.seed.user("acme", user)
+    }
+
+    /// The social media client `line1`'s id.
+    pub fn client(&self) -> Uuid {
+        self.seed.0.companies["acme"].social_clients["line1"].id
     }
 
     pub fn token(&self, user: &str) -> String {
@@ -45,10 +67,13 @@ impl Tables {
         user: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut request = self
-            .app
-            .request(method, path)
-            .bearer_token(&self.token(user));
+        let mut request = self.app.request(method, path);
+        // `line1` is the social media client of the room `lab`, calling with its key.
+        request = if user == "line1" {
+            request.api_key(&self.seed.key("acme", "line"))
+        } else {
+            request.bearer_token(&self.token(user))
+        };
         if let Some(body) = body {
             request = request.json(&body);
         }

@@ -2,6 +2,7 @@
 
 mod columns;
 mod fixture;
+mod matrix;
 mod migrations;
 mod records;
 mod replay;
