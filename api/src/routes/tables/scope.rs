@@ -356,7 +356,10 @@ pub async fn open_table_id(
         scope_entry,
     };
     let access = access::resolve(&row, &all_columns, &grants, &ladder, &context);
-    if !scope_entry && access.source.is_none() {
+    // A table is invisible to a caller that neither enters its owning scope nor
+    // holds a grant, and to every social media client while client access is off.
+    let refused_client = caller.client && !row.client_access;
+    if refused_client || (!scope_entry && access.source.is_none()) {
         return Err(ApiError::NotFound);
     }
     standing.read = access.reads();

@@ -1,9 +1,11 @@
 //! Custom tables over HTTP (spec `custom-tables.md` sections 1, 2, 4, 5, 7, 8).
 
+mod channels;
 mod columns;
 mod fixture;
 mod matrix;
 mod migrations;
+mod policies;
 mod records;
 mod replay;
 mod scopes;
