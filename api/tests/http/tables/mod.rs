@@ -2,11 +2,13 @@
 
 mod channels;
 mod columns;
+mod coverage;
 mod fixture;
 mod matrix;
 mod migrations;
 mod policies;
 mod records;
+mod refusals;
 mod replay;
 mod scopes;
 mod types;
