@@ -131,9 +131,7 @@ fn main_predicate() -> impl Strategy<Value = Value> {
         "is_not_null",
     ];
     (
-        proptest::sample::select(vec![
-            "col_1", "col_2", "col_3", "col_4", "col_5", "col_ff",
-        ]),
+        proptest::sample::select(vec!["col_1", "col_2", "col_3", "col_4", "col_5", "col_ff"]),
         proptest::sample::select(ops.to_vec()),
         0usize..8,
     )
@@ -164,7 +162,7 @@ fn operand(column: &str, pick: usize) -> Value {
     match column {
         "col_1" | "col_7" => json!(pick as i64 - 3),
         "col_2" | "col_8" => json!(WORDS[pick % WORDS.len()]),
-        "col_3" => json!(pick % 2 == 0),
+        "col_3" => json!(pick.is_multiple_of(2)),
         "col_4" => match pick {
             0 => json!("$today"),
             1 => json!("$today-1d"),

@@ -8,6 +8,7 @@ mod catchup;
 mod chain;
 mod http;
 mod menu;
+mod permissions;
 mod raw;
 mod rebuild;
 mod runs;
@@ -36,6 +37,9 @@ pub enum BenchCommand {
     Menu(menu::MenuArgs),
     /// Runs: submission latency, our run against a bare buildah run, throughput.
     Runs(runs::RunsArgs),
+    /// Custom-table permissions: the table list with per-caller record_count and a
+    /// search page under a row policy with hidden columns.
+    Permissions(permissions::PermissionsArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -89,6 +93,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Tables(args) => tables::run(&target.url()?, &args).await,
         BenchCommand::Menu(args) => menu::run(&target.url()?, &args).await,
         BenchCommand::Runs(args) => runs::run(&target.url()?, &args).await,
+        BenchCommand::Permissions(args) => permissions::run(&target.url()?, &args).await,
     }
 }
 

@@ -79,7 +79,9 @@ fn cells(keys: &[String], i: usize, owner: Uuid) -> Value {
         .into()
 }
 
-async fn fill(
+/// Appends `records` records to the log (5,000 per statement) and waits until the
+/// server's pump projected them; returns records per second.
+pub(super) async fn fill(
     server: &Server,
     table_id: Uuid,
     keys: &[String],
@@ -131,14 +133,18 @@ async fn fill(
     Ok(records as f64 / started.elapsed().as_secs_f64())
 }
 
-async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> {
-    let client = reqwest::Client::new();
+/// Creates a table with the ten [`COLUMNS`] through the API; returns its id and
+/// the columns' internal keys.
+pub(super) async fn create_table(
+    server: &Server,
+    client: &reqwest::Client,
+    name: &str,
+) -> anyhow::Result<(Uuid, Vec<String>)> {
     let post = reqwest::Method::POST;
     let table = server
-        .call(&client, post.clone(), "/tables", json!({"name": "bench"}))
+        .call(client, post.clone(), "/tables", json!({"name": name}))
         .await?;
     let table_id: Uuid = table["id"].as_str().context("table id")?.parse()?;
-    let path = format!("/tables/{table_id}");
     let mut keys = Vec::new();
     for (name, column_type) in COLUMNS {
         let mut column = json!({"name": name, "type": column_type});
@@ -148,7 +154,12 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
             _ => {}
         }
         let created = server
-            .call(&client, post.clone(), &format!("{path}/columns"), column)
+            .call(
+                client,
+                post.clone(),
+                &format!("/tables/{table_id}/columns"),
+                column,
+            )
             .await?;
         keys.push(
             created["column"]["id"]
@@ -157,6 +168,14 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
                 .to_string(),
         );
     }
+    Ok((table_id, keys))
+}
+
+async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> {
+    let client = reqwest::Client::new();
+    let post = reqwest::Method::POST;
+    let (table_id, keys) = create_table(server, &client, "bench").await?;
+    let path = format!("/tables/{table_id}");
     let fill_rows_per_second = fill(server, table_id, &keys, args.records).await?;
 
     let search = json!({"filter": {"and": [{"column": "status", "op": "eq", "value": "open"},

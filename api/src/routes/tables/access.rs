@@ -398,29 +398,28 @@ fn floor(table: &TableRow, columns: &[ColumnDef], grants: &[&GrantRow], s: &Stan
     }
 }
 
-/// Access of every table of a page, for one caller: one query for the grants and
-/// one read context.
+/// Access of every table of a page, for one caller whose facts and the tables'
+/// grants the caller of this function loaded (one query each).
 pub async fn page_access(
     state: &AppState,
     principal: &Principal,
+    caller: &Caller,
+    grants: &[GrantRow],
     tables: &[(TableRow, Vec<ColumnDef>, bool, bool)],
 ) -> ApiResult<HashMap<Uuid, Access>> {
-    let caller = caller(state, principal).await?;
-    let ids: Vec<Uuid> = tables.iter().map(|(t, ..)| t.id).collect();
-    let grants = grants(state, &ids).await?;
     let all_columns: Vec<ColumnDef> = tables.iter().flat_map(|(_, c, ..)| c.clone()).collect();
-    let context = read_context(state, principal.company_id, &caller, &grants, &all_columns).await?;
+    let context = read_context(state, principal.company_id, caller, grants, &all_columns).await?;
     Ok(tables
         .iter()
         .map(|(table, columns, manager, scope_entry)| {
             let standing = Standing {
-                caller: &caller,
+                caller,
                 manager: *manager,
                 scope_entry: *scope_entry,
             };
             (
                 table.id,
-                resolve(table, columns, &grants, &standing, &context),
+                resolve(table, columns, grants, &standing, &context),
             )
         })
         .collect())

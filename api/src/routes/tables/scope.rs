@@ -337,16 +337,18 @@ pub async fn open_table_id(
         kind,
         id: row.scope_id,
     };
-    let facts = scope_facts(state, principal, scope)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let ids = [row.id];
+    let (facts, all_columns, caller, grants) = tokio::try_join!(
+        scope_facts(state, principal, scope),
+        table_columns(state, row.id),
+        access::caller(state, principal),
+        access::grants(state, &ids)
+    )?;
+    let facts = facts.ok_or(ApiError::NotFound)?;
     let mut standing = Standing {
         table_creator: row.created_by == principal.reference(),
         ..facts.standing
     };
-    let all_columns = table_columns(state, row.id).await?;
-    let caller = access::caller(state, principal).await?;
-    let grants = access::grants(state, &[row.id]).await?;
     let context =
         access::read_context(state, principal.company_id, &caller, &grants, &all_columns).await?;
     let scope_entry = gates::entry(kind, &standing);

@@ -164,7 +164,11 @@ pub async fn present(
     tables: Vec<Listed>,
 ) -> ApiResult<Vec<TableResponse>> {
     let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
-    let mut columns = columns_of(state, &ids).await?;
+    let (mut columns, caller, grants) = tokio::try_join!(
+        columns_of(state, &ids),
+        access::caller(state, principal),
+        access::grants(state, &ids)
+    )?;
     let inputs: Vec<(TableRow, Vec<ColumnDef>, bool, bool)> = tables
         .iter()
         .map(|t| {
@@ -175,7 +179,7 @@ pub async fn present(
             (t.row.clone(), defs, t.manager, t.scope_entry)
         })
         .collect();
-    let access = access::page_access(state, principal, &inputs).await?;
+    let access = access::page_access(state, principal, &caller, &grants, &inputs).await?;
     let mut counted = Vec::new();
     for (row, defs, ..) in &inputs {
         let a = &access[&row.id];

@@ -3,6 +3,7 @@
 //! of the physical tables. Times come from the events' metadata, so a replay writes
 //! the same rows.
 
+use super::grant_indexes;
 use super::physical::{self, batch, ident, table_name};
 use chrono::{DateTime, Utc};
 use domain::tables::column::{ColumnDef, ColumnType};
@@ -102,10 +103,14 @@ pub async fn apply(
         }
         E::ColumnUpdated { table_id, column } => update_column(conn, table_id, &column, at).await,
         E::ColumnTypeChanged {
+            ref table_id,
             ref migration,
             ref column,
             ..
-        } => start_migration(conn, &event, migration, &column.key, "type_change", at).await,
+        } => {
+            start_migration(conn, &event, migration, &column.key, "type_change", at).await?;
+            grant_indexes::sync(conn, *table_id).await
+        }
         E::ColumnOptionsRenamed {
             ref migration,
             ref key,
@@ -186,7 +191,7 @@ pub async fn apply(
             .bind(at)
             .execute(&mut *conn)
             .await?;
-            Ok(())
+            grant_indexes::sync(conn, table_id).await
         }
         E::GrantRevoked { table_id, subject } => {
             sqlx::query(
@@ -197,7 +202,7 @@ pub async fn apply(
             .bind(subject.id())
             .execute(&mut *conn)
             .await?;
-            Ok(())
+            grant_indexes::sync(conn, table_id).await
         }
         E::ClientAccessSet { table_id, enabled } => {
             sqlx::query("UPDATE custom_tables SET client_access = $2 WHERE id = $1")

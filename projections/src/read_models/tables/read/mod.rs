@@ -128,9 +128,11 @@ impl TableHandle {
             qb.push(")");
         }
         qb.push("]::bigint[]");
+        // Prepared and cached per connection: the same caller's same page repeats
+        // the same text, and planning fifty subqueries costs more than running them.
         Ok(qb
             .build_query_scalar::<Vec<i64>>()
-            .persistent(false)
+            .persistent(true)
             .fetch_one(pool)
             .await?)
     }

@@ -1,0 +1,189 @@
+//! Indexes that serve a table's grants, kept in step with them.
+//!
+//! A caller reading through a row policy counts its rows on every table list
+//! (`record_count`) and search (`total`); over a large table that count is a scan of
+//! every row unless an index answers it alone. So each grant's row policy gets a
+//! covering B-tree over the columns its predicates test (equality-like tests first,
+//! at most [`MAX_COLUMNS`]), and own-row grants an index on `created_by`: counts then
+//! run as index-only scans. Only columns of bounded width are indexed (numbers,
+//! booleans, dates, select options, ids, principals), so no value can overflow an
+//! index entry. The set is recomputed from the grants and column types after every
+//! change of either, and indexes no grant needs any more are dropped.
+
+use super::physical::{batch, ident, table_name};
+use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::grants::{EditMode, Grant, ReadMode};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::PgConnection;
+use sqlx::types::Json;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// Columns of one policy index.
+pub const MAX_COLUMNS: usize = 4;
+
+/// Types whose values always fit an index entry.
+fn bounded(t: ColumnType) -> bool {
+    use ColumnType as T;
+    matches!(
+        t,
+        T::Integer
+            | T::Float
+            | T::Boolean
+            | T::Date
+            | T::Datetime
+            | T::Select
+            | T::User
+            | T::SocialClient
+            | T::Principal
+            | T::Interval
+    )
+}
+
+/// The predicates of a policy (outside link targets): column key and whether the
+/// test is equality-like (`eq`, `in`, `is_null`), in order of appearance.
+fn predicates(node: &Value, out: &mut Vec<(String, bool)>) {
+    let Value::Object(fields) = node else {
+        return;
+    };
+    for key in ["and", "or"] {
+        if let Some(Value::Array(items)) = fields.get(key) {
+            items.iter().for_each(|i| predicates(i, out));
+        }
+    }
+    if let Some(inner) = fields.get("not") {
+        predicates(inner, out);
+    }
+    if let (Some(Value::String(column)), Some(Value::String(op))) =
+        (fields.get("column"), fields.get("op"))
+    {
+        out.push((
+            column.clone(),
+            matches!(op.as_str(), "eq" | "in" | "is_null"),
+        ));
+    }
+}
+
+/// The index columns a policy wants: equality-like first, bounded types only.
+fn policy_columns(policy: &Value, columns: &[ColumnDef]) -> Vec<String> {
+    let mut tests = Vec::new();
+    predicates(policy, &mut tests);
+    tests.sort_by_key(|(_, equality)| !equality);
+    let mut keys: Vec<String> = Vec::new();
+    for (key, _) in tests {
+        let fits = columns
+            .iter()
+            .any(|c| c.key == key && bounded(c.column_type));
+        if fits && !keys.contains(&key) && keys.len() < MAX_COLUMNS {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// Index name to its indexed expressions, for the grants of a table.
+fn wanted(table: &str, grants: &[Grant], columns: &[ColumnDef]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for grant in grants {
+        if grant.can_read == ReadMode::Own || grant.can_edit == EditMode::Own {
+            out.insert(format!("{table}_g_creator"), "created_by".to_string());
+        }
+        let Some(policy) = &grant.row_filter else {
+            continue;
+        };
+        let keys = policy_columns(policy, columns);
+        if keys.is_empty() {
+            continue;
+        }
+        let digest = hex::encode(&Sha256::digest(keys.join(",").as_bytes())[..8]);
+        out.insert(format!("{table}_g_{digest}"), keys.join(", "));
+    }
+    out
+}
+
+/// Brings the grant indexes of a table in line with its grants and columns.
+pub async fn sync(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<()> {
+    let table = table_name(table_id);
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(&table)
+        .fetch_one(&mut *conn)
+        .await?;
+    if !exists {
+        return Ok(());
+    }
+    let grants: Vec<(Json<Grant>,)> =
+        sqlx::query_as("SELECT grant_body FROM custom_table_grants WHERE table_id = $1")
+            .bind(table_id)
+            .fetch_all(&mut *conn)
+            .await?;
+    let columns: Vec<(Json<ColumnDef>,)> =
+        sqlx::query_as("SELECT definition FROM custom_table_columns WHERE table_id = $1")
+            .bind(table_id)
+            .fetch_all(&mut *conn)
+            .await?;
+    let grants: Vec<Grant> = grants.into_iter().map(|(g,)| g.0).collect();
+    let columns: Vec<ColumnDef> = columns.into_iter().map(|(c,)| c.0).collect();
+    let wanted = wanted(&table, &grants, &columns);
+    let existing: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes
+          WHERE schemaname = current_schema() AND tablename = $1 AND indexname LIKE $1 || '\\_g\\_%'",
+    )
+    .bind(&table)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut ddl = String::new();
+    for name in existing.iter().filter(|n| !wanted.contains_key(*n)) {
+        ddl.push_str(&format!("DROP INDEX {name};\n"));
+    }
+    for (name, keys) in wanted.iter().filter(|(n, _)| !existing.contains(n)) {
+        for key in keys.split(", ").filter(|k| *k != "created_by") {
+            ident(key)?;
+        }
+        ddl.push_str(&format!("CREATE INDEX {name} ON {table} ({keys});\n"));
+    }
+    if !ddl.is_empty() {
+        batch(conn, &ddl).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn column(key: &str, t: ColumnType) -> ColumnDef {
+        ColumnDef {
+            key: key.into(),
+            name: key.into(),
+            column_type: t,
+            required: false,
+            default_value: None,
+            description: None,
+            max_length: None,
+            options: None,
+            allowed_mime_types: None,
+            max_count: None,
+            max_file_bytes: None,
+            target_table_id: None,
+            cardinality: None,
+        }
+    }
+
+    #[test]
+    fn equality_columns_lead_and_unbounded_ones_stay_out() {
+        let columns = [
+            column("col_1", ColumnType::Integer),
+            column("col_2", ColumnType::Select),
+            column("col_3", ColumnType::String),
+            column("col_4", ColumnType::Boolean),
+        ];
+        let policy = json!({"and": [
+            {"column": "col_1", "op": "gte", "value": 1},
+            {"column": "col_3", "op": "eq", "value": "x"},
+            {"not": {"column": "col_2", "op": "in", "value": ["a"]}},
+            {"link": "col_9", "quantifier": "any", "target": {"column": "col_4", "op": "eq", "value": true}}]});
+        assert_eq!(policy_columns(&policy, &columns), vec!["col_2", "col_1"]);
+    }
+}
