@@ -205,6 +205,31 @@ async fn golden_permission_matrix() {
         let rest: BTreeSet<String> = rows.difference(&editable).cloned().collect();
         assert_eq!(labels(&others), rest, "{caller} editable=false");
         seen.push_str(&others.to_string());
+        // Nothing is ever staged for approval here: pending rows are none, and the
+        // flag ANDs with `editable` before the total.
+        let (_, pending) = search(json!({"pending_approval": true, "limit": 100})).await;
+        assert_eq!(pending["total"], 0, "{caller} pending_approval=true");
+        let (_, settled) =
+            search(json!({"pending_approval": false, "editable": true, "limit": 100})).await;
+        assert_eq!(
+            labels(&settled),
+            editable,
+            "{caller} pending_approval=false and editable"
+        );
+        let (status, listed) = t
+            .call(
+                Method::GET,
+                &format!("{table}/records?editable=false&limit=100"),
+                caller,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{caller}: {listed}");
+        assert_eq!(
+            labels(&listed),
+            rows,
+            "{caller}: the list does not take search-only flags"
+        );
 
         let (status, detail) = t.call(Method::GET, &table, caller, None).await;
         assert_eq!(status, 200, "{caller}: {detail}");
