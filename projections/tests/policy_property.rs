@@ -241,6 +241,7 @@ fn eval(c: &Condition, row: &Row, targets: &BTreeMap<Uuid, Row>) -> Option<bool>
             }
         }
         Condition::Not(inner) => eval(inner, row, targets).map(|b| !b),
+        Condition::IsTrue(inner) => Some(eval(inner, row, targets) == Some(true)),
         Condition::Test {
             field,
             op,

@@ -208,9 +208,21 @@ impl Resolved<'_> {
         }
     }
 
-    /// Internal keys of the hidden columns: those every deciding grant hides.
+    /// Internal keys of the hidden columns: those every deciding grant that reads
+    /// rows hides (a folded grant that reads nothing shows no column).
     pub fn hidden(&self) -> Vec<String> {
-        let Some((first, rest)) = self.grants.split_first() else {
+        let readers: Vec<&Grant> = self
+            .grants
+            .iter()
+            .copied()
+            .filter(|g| g.can_read != ReadMode::None)
+            .collect();
+        let deciding = if readers.is_empty() {
+            self.grants.clone()
+        } else {
+            readers
+        };
+        let Some((first, rest)) = deciding.split_first() else {
             return Vec::new();
         };
         first
@@ -275,16 +287,28 @@ mod tests {
     #[test]
     fn only_the_chatroom_step_folds() {
         let a = grant(ReadMode::Own, EditMode::Own, &["col_x", "col_y"]);
-        let b = grant(ReadMode::None, EditMode::None, &["col_y"]);
+        let b = grant(ReadMode::Own, EditMode::None, &["col_y"]);
+        let insert_only = grant(ReadMode::None, EditMode::None, &[]);
         let resolved = resolve(Candidates {
-            chatrooms: vec![(Uuid::from_u128(1), &a), (Uuid::from_u128(2), &b)],
+            chatrooms: vec![
+                (Uuid::from_u128(1), &a),
+                (Uuid::from_u128(2), &b),
+                (Uuid::from_u128(3), &insert_only),
+            ],
             ..Default::default()
         })
         .unwrap();
         assert_eq!(resolved.source, Source::Chatroom);
-        assert_eq!(resolved.hidden(), vec!["col_y".to_string()]);
+        assert_eq!(
+            resolved.hidden(),
+            vec!["col_y".to_string()],
+            "a grant that reads nothing reveals no column"
+        );
         let own = own_rows("user:x");
-        assert_eq!(resolved.read(&own, |_| Condition::Const(None)), own);
+        assert_eq!(
+            resolved.read(&own, |_| Condition::Const(None)),
+            Condition::Or(vec![own.clone(), own])
+        );
         assert_eq!(resolved.edit_mode(), EditMode::Own);
     }
 

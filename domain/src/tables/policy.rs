@@ -120,7 +120,7 @@ fn has_unknown(condition: &Condition) -> bool {
     match condition {
         Condition::Const(None) => true,
         Condition::And(items) | Condition::Or(items) => items.iter().any(has_unknown),
-        Condition::Not(inner) => has_unknown(inner),
+        Condition::Not(inner) | Condition::IsTrue(inner) => has_unknown(inner),
         Condition::Link { target, .. } => has_unknown(target),
         _ => false,
     }

@@ -115,6 +115,9 @@ pub enum Condition {
         /// Operands (none for the null tests, several for `in`).
         operands: Vec<Value>,
     },
+    /// Whether the inner condition is true (never unknown: an unknown inner
+    /// condition is false here).
+    IsTrue(Box<Condition>),
     /// A constant: `Some(true)` every row, `Some(false)` none, `None` SQL's unknown
     /// (what an unresolvable row-policy node becomes: it never admits a row, not even
     /// under a `not`).

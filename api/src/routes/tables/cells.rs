@@ -93,6 +93,12 @@ pub async fn validate(
         let empty = cells.get(&column.key).is_none_or(Value::is_null);
         let touched = creating || cells.contains_key(&column.key);
         if column.required && empty && touched {
+            if table.access.hidden.contains(&column.key) {
+                // Name no column the caller may not see.
+                return Err(refusal(TableError::InvalidQuery(
+                    "a required column hidden from you has no default; a table manager must give it one".into(),
+                )));
+            }
             return Err(invalid(column, "a value is required"));
         }
     }

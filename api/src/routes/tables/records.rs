@@ -192,17 +192,21 @@ async fn read_by_id(
         .ok_or(ApiError::NotFound)
 }
 
-/// The channel floor of writes: a caller with no eligible room writes nothing, and
-/// a written scope cell must hold one of the caller's scope values (403
-/// `scp_scope_undeclared`).
-fn within_floor(table: &OpenTable, cells: Option<&Cells>) -> ApiResult<()> {
+/// The channel floor of writes: a caller with no eligible room writes nothing, a
+/// new record must hold one of the caller's scope values in the scope column, and an
+/// update may not move it elsewhere (403 `scp_scope_undeclared`).
+fn within_floor(table: &OpenTable, write: Option<(&Cells, bool)>) -> ApiResult<()> {
     let refused = ApiError::Refused("scp_scope_undeclared");
-    match (&table.access.floor, cells) {
+    match (&table.access.floor, write) {
         (Floor::NoRoom, _) => Err(refused),
-        (Floor::Rooms { column, values, .. }, Some(cells)) => match cells.get(column) {
-            Some(cell) if !values.contains(cell) => Err(refused),
-            _ => Ok(()),
-        },
+        (Floor::Rooms { column, values, .. }, Some((cells, creating))) => {
+            match cells.get(column) {
+                Some(cell) if values.contains(cell) => Ok(()),
+                // An update that leaves the scope cell alone stays where it was.
+                None if !creating => Ok(()),
+                _ => Err(refused),
+            }
+        }
         _ => Ok(()),
     }
 }
@@ -231,7 +235,7 @@ async fn create_record(
     within_floor(&table, None)?;
     unlocked(&table)?;
     let data = cells::validate(&state, &table, &body.data, true).await?;
-    within_floor(&table, Some(&data))?;
+    within_floor(&table, Some((&data, true)))?;
     let record_id = Uuid::new_v4();
     let command = RecordCommand::Create {
         record_id,
@@ -297,7 +301,7 @@ async fn put_record(
     editable(&state, &table, record_id).await?;
     unlocked(&table)?;
     let changes = cells::validate(&state, &table, &body.data, false).await?;
-    within_floor(&table, Some(&changes))?;
+    within_floor(&table, Some((&changes, false)))?;
     let command = RecordCommand::Update {
         table_id: table.row.id,
         changes,

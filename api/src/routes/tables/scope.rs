@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use domain::principal::{Principal, PrincipalType};
 use domain::tables::column::ColumnDef;
 use domain::tables::scope::{ScopeKind, ScopeRef};
+use domain::tables::table::ViewDef;
 use projections::read_models::tables::read::{Selection, TableHandle};
 use sqlx::types::Json;
 use std::collections::HashMap;
@@ -267,6 +268,16 @@ impl OpenTable {
             table_id: self.row.id,
             columns: self.columns.clone(),
         }
+    }
+
+    /// Whether the caller may see and use a stored view: not when it filters or sorts
+    /// by a column hidden from the caller.
+    pub fn sees_view(&self, view: &ViewDef) -> bool {
+        !self
+            .access
+            .hidden
+            .iter()
+            .any(|key| view.filters_or_sorts_by(key))
     }
 
     /// A selection of the rows the caller sees, each flagged with whether the caller

@@ -97,7 +97,9 @@ async fn search_records(
         }));
     }
     if let Some(editable) = body.editable {
-        let rows = table.access.editable();
+        // A row whose edit right cannot be decided (an unresolvable policy) is not
+        // editable: it belongs to `editable=false`.
+        let rows = Condition::IsTrue(Box::new(table.access.editable()));
         let rows = if editable {
             rows
         } else {

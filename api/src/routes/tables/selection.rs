@@ -6,7 +6,6 @@ use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use domain::tables::TableError;
-use domain::tables::column::ColumnDef;
 use domain::tables::query::{self, Condition, Field, Order};
 use domain::tables::table::ViewDef;
 use projections::read_models::tables::read::Selection;
@@ -53,13 +52,9 @@ fn order(order: Option<&str>) -> ApiResult<Order> {
 
 /// Resolves sort keys against the columns the caller sees.
 pub fn sort_keys(table: &OpenTable, keys: &[SortSpec]) -> ApiResult<Vec<(Field, Order)>> {
-    sort_keys_in(&table.columns, keys)
-}
-
-fn sort_keys_in(columns: &[ColumnDef], keys: &[SortSpec]) -> ApiResult<Vec<(Field, Order)>> {
     keys.iter()
         .map(|k| {
-            let field = query::sort_field(columns, &k.column).map_err(refusal)?;
+            let field = query::sort_field(&table.columns, &k.column).map_err(refusal)?;
             Ok((field, order(k.order.as_deref())?))
         })
         .collect()
@@ -72,22 +67,23 @@ async fn view(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<V
             .bind(view_id)
             .fetch_optional(&state.pool)
             .await?;
-    row.map(|(v,)| v.0).ok_or(ApiError::NotFound)
+    row.map(|(v,)| v.0)
+        .filter(|v| table.sees_view(v))
+        .ok_or(ApiError::NotFound)
 }
 
-/// The selection a query asks for, within the rows the caller sees. A stored view
-/// (a table manager's) may filter and sort by columns hidden from the caller; the
-/// caller's own filter, sort and projection name only visible columns.
+/// The selection a query asks for, within the rows the caller sees and over the
+/// columns it sees (a view filtering or sorting by a hidden column is not found).
 pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult<Selection> {
     let view = match q.view_id {
         Some(id) => Some(view(state, table, id).await?),
         None => None,
     };
     let mut conditions: Vec<Condition> = Vec::new();
-    if let Some(filter) = view.as_ref().and_then(|v| v.filter.clone()) {
-        conditions.push(query::resolve_filter(&filter, &table.all_columns).map_err(refusal)?);
-    }
-    if let Some(filter) = q.filter {
+    for filter in [view.as_ref().and_then(|v| v.filter.clone()), q.filter]
+        .into_iter()
+        .flatten()
+    {
         conditions.push(query::resolve_filter(&filter, &table.columns).map_err(refusal)?);
     }
     let condition = match conditions.len() {
@@ -106,7 +102,7 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
                     order: Some(k.order.clone()),
                 })
                 .collect();
-            sort_keys_in(&table.all_columns, &keys)?
+            sort_keys(table, &keys)?
         }
         (None, None) => Vec::new(),
     };

@@ -10,7 +10,7 @@ use super::records::window;
 use super::scope::{
     Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table, scope_facts,
 };
-use super::table::{Listed, TableListResponse, TablePage, present};
+use super::table::{Listed, TableListResponse, TablePage, openable, present};
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
@@ -187,23 +187,18 @@ async fn shared_tables(
 ) -> ApiResult<Json<TableListResponse>> {
     let (skip, limit) = window(page.skip, page.limit, "query")?;
     let (room, _) = enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
-    let shared = "FROM custom_tables t WHERE t.company_id = $1 AND t.scope_kind = 'department'
-          AND EXISTS (SELECT 1 FROM custom_table_grants g
-                       WHERE g.table_id = t.id AND g.subject_kind = 'chatroom' AND g.subject_id = $2)";
+    // Every table shared with the room, so the page and its total count only the
+    // tables this caller can open (a room rarely holds more than a few hundred).
     let rows: Vec<TableRow> = sqlx::query_as(&format!(
-        "SELECT {TABLE_COLUMNS} {shared} ORDER BY t.created_at, t.id LIMIT $3 OFFSET $4"
+        "SELECT {TABLE_COLUMNS} FROM custom_tables t WHERE t.company_id = $1 AND t.scope_kind = 'department'
+            AND EXISTS (SELECT 1 FROM custom_table_grants g
+                         WHERE g.table_id = t.id AND g.subject_kind = 'chatroom' AND g.subject_id = $2)
+          ORDER BY t.created_at, t.id"
     ))
     .bind(principal.company_id)
     .bind(room.id)
-    .bind(limit)
-    .bind(skip)
     .fetch_all(&state.pool)
     .await?;
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) {shared}"))
-        .bind(principal.company_id)
-        .bind(room.id)
-        .fetch_one(&state.pool)
-        .await?;
     let mut standings: HashMap<Uuid, Standing> = HashMap::new();
     let mut listed = Vec::with_capacity(rows.len());
     for row in rows {
@@ -232,6 +227,13 @@ async fn shared_tables(
             row,
         });
     }
-    let tables = present(&state, &principal, listed).await?;
+    let listed = openable(&state, &principal, listed).await?;
+    let total = listed.len() as i64;
+    let page = listed
+        .into_iter()
+        .skip(skip as usize)
+        .take(limit as usize)
+        .collect();
+    let tables = present(&state, &principal, page).await?;
     Ok(Json(TableListResponse { tables, total }))
 }

@@ -220,7 +220,37 @@ pub async fn present(
                 .filter(|(d, ..)| !a.hidden.contains(&d.key))
                 .map(|(d, created, updated)| ColumnResponse::of(&d, created, updated))
                 .collect();
-            respond(t.row, visible, record_count, t.manager)
+            let mut row = t.row;
+            row.channel_scope_column = row
+                .channel_scope_column
+                .filter(|key| !a.hidden.contains(key));
+            respond(row, visible, record_count, t.manager)
+        })
+        .collect())
+}
+
+/// The tables of a list the caller can open (a grant or scope entry decides, and
+/// client access lets a social media client in).
+pub async fn openable(
+    state: &AppState,
+    principal: &Principal,
+    tables: Vec<Listed>,
+) -> ApiResult<Vec<Listed>> {
+    let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
+    let (caller, grants) = tokio::try_join!(
+        access::caller(state, principal),
+        access::grants(state, &ids)
+    )?;
+    let inputs: Vec<(TableRow, Vec<ColumnDef>, bool, bool)> = tables
+        .iter()
+        .map(|t| (t.row.clone(), Vec::new(), t.manager, t.scope_entry))
+        .collect();
+    let access = access::page_access(state, principal, &caller, &grants, &inputs).await?;
+    Ok(tables
+        .into_iter()
+        .filter(|t| {
+            let refused = caller.client && !t.row.client_access;
+            !refused && access[&t.row.id].source.is_some()
         })
         .collect())
 }
@@ -273,25 +303,29 @@ async fn list_tables(
     let (skip, limit) = super::records::window(page.skip, page.limit, "query")?;
     let (scope, facts) =
         enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
+    // Every entrant of the scope holds at least the default grant; a social media
+    // client does not see tables whose client access is off.
+    let client = principal.principal_type == domain::principal::PrincipalType::SocialMediaClient;
+    let in_scope = "FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3
+          AND (client_access OR NOT $4)";
     let rows: Vec<TableRow> = sqlx::query_as(&format!(
-        "SELECT {TABLE_COLUMNS} FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3
-          ORDER BY created_at, id LIMIT $4 OFFSET $5"
+        "SELECT {TABLE_COLUMNS} {in_scope} ORDER BY created_at, id LIMIT $5 OFFSET $6"
     ))
     .bind(principal.company_id)
     .bind(scope.kind.as_str())
     .bind(scope.id)
+    .bind(client)
     .bind(limit)
     .bind(skip)
     .fetch_all(&state.pool)
     .await?;
-    let total: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3",
-    )
-    .bind(principal.company_id)
-    .bind(scope.kind.as_str())
-    .bind(scope.id)
-    .fetch_one(&state.pool)
-    .await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) {in_scope}"))
+        .bind(principal.company_id)
+        .bind(scope.kind.as_str())
+        .bind(scope.id)
+        .bind(client)
+        .fetch_one(&state.pool)
+        .await?;
     let listed = rows
         .into_iter()
         .map(|row| {

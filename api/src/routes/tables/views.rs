@@ -120,8 +120,11 @@ async fn views(
     .bind(view_id)
     .fetch_all(&state.pool)
     .await?;
+    // A view filtering or sorting by a column hidden from the caller is not shown.
+    let hidden = &table.access.hidden;
     Ok(rows
         .into_iter()
+        .filter(|(view, ..)| table.sees_view(&view.0))
         .map(|(view, created_at, updated_at)| {
             let view = view.0;
             ViewResponse {
@@ -137,7 +140,9 @@ async fn views(
                         order: k.order,
                     })
                     .collect(),
-                columns: view.columns,
+                columns: view
+                    .columns
+                    .map(|keys| keys.into_iter().filter(|k| !hidden.contains(k)).collect()),
                 created_at,
                 updated_at,
             }

@@ -177,6 +177,12 @@ async fn rooms_reach_their_scope_values_and_fold() {
         (403, json!({"error": "scp_scope_undeclared"})),
         "outside the floor"
     );
+    let got = t.insert(&table, "member", json!({"label": "x"})).await;
+    assert_eq!(
+        got,
+        (403, json!({"error": "scp_scope_undeclared"})),
+        "a new row needs a scope value"
+    );
     let got = t
         .insert(&table, "member", json!({"label": "x", "region": "north"}))
         .await;
@@ -311,6 +317,19 @@ async fn client_access_refuses_every_social_media_client() {
     assert_eq!((status, body), (200, json!({"enabled": false})));
     let (status, _) = rows(&t, &table, "line1").await;
     assert_eq!(status, 404, "a refused client sees nothing");
+    let (status, list) = t
+        .call(
+            Method::GET,
+            &format!("{}/tables", t.mount("chatroom:lab")),
+            "line1",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, list["total"].clone()),
+        (200, json!(0)),
+        "nor lists it: {list}"
+    );
     let (_, detail) = t.call(Method::GET, &table, "member", None).await;
     assert_eq!(detail["client_access"], false);
     let (status, _) = rows(&t, &table, "member").await;
@@ -526,4 +545,46 @@ async fn the_channel_scope_column_cannot_be_deleted() {
     assert_eq!(got.0, 200, "{}", got.1);
     let (_, page) = rows(&t, &table, "member").await;
     assert_eq!(page["total"], 3, "no longer governed");
+}
+
+#[tokio::test]
+async fn a_hidden_required_column_is_never_named() {
+    let t = Tables::with_cast().await;
+    let table = t.table("company", "boss", "hidden required").await;
+    t.column(&table, json!({"name": "label", "type": "string"}))
+        .await;
+    let salary = t
+        .column(
+            &table,
+            json!({"name": "salary", "type": "integer", "required": true}),
+        )
+        .await;
+    let (status, _) = t
+        .call(
+            Method::PATCH,
+            &format!("{table}/default-permissions"),
+            "boss",
+            Some(json!({"hidden_columns": ["salary"]})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let got = t.insert(&table, "member", json!({"label": "x"})).await;
+    assert_eq!(got.0, 400, "{}", got.1);
+    assert!(!got.1.to_string().contains("salary"), "{}", got.1);
+    let got = t
+        .insert(&table, "member", json!({"label": "x", "salary": 1}))
+        .await;
+    assert_eq!(got.0, 400, "a hidden column cannot be written: {}", got.1);
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{table}/columns/{salary}"),
+            "boss",
+            Some(json!({"default_value": 0})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let got = t.insert(&table, "member", json!({"label": "x"})).await;
+    assert_eq!(got.0, 201, "{}", got.1);
+    assert!(got.1["data"].get("salary").is_none(), "{}", got.1);
 }

@@ -78,6 +78,15 @@ async fn scenario(t: &Tables) -> (String, BTreeMap<String, String>) {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+    for view in [
+        json!({"name": "by note", "filter": {"column": "note", "op": "is_not_null"}}),
+        json!({"name": "with note", "columns": ["label", "note"]}),
+    ] {
+        let (status, body) = t
+            .call(Method::POST, &format!("{table}/views"), "boss", Some(view))
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
     (table, ids)
 }
 
@@ -304,6 +313,38 @@ async fn golden_permission_matrix() {
             "{caller} exported a hidden note"
         );
 
+        let (status, views) = t
+            .call(Method::GET, &format!("{table}/views"), caller, None)
+            .await;
+        assert_eq!(status, 200, "{caller}: {views}");
+        let names: Vec<&str> = views
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        let filtered = views
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "by note");
+        if hidden.contains("note") {
+            assert_eq!(
+                names,
+                ["with note"],
+                "{caller}: a view filtering by a hidden column is not shown"
+            );
+            assert_eq!(
+                views[0]["columns"].as_array().unwrap().len(),
+                1,
+                "{caller}: {views}"
+            );
+        } else {
+            assert_eq!(names, ["by note", "with note"], "{caller}");
+            let view_id = filtered.unwrap()["id"].as_str().unwrap();
+            let (_, page) = search(json!({"view_id": view_id, "limit": 100})).await;
+            assert_eq!(labels(&page), rows, "{caller} through a view");
+        }
         if hidden.contains("note") {
             let (status, body) =
                 search(json!({"filter": {"column": "note", "op": "is_null"}})).await;

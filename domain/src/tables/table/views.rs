@@ -78,11 +78,18 @@ fn keyed(node: &Value, columns: &[ColumnDef]) -> Value {
 impl ViewDef {
     /// Whether the view filters, sorts or projects by the column.
     pub fn uses(&self, key: &str) -> bool {
-        self.sort.iter().any(|s| s.column == key)
+        self.filters_or_sorts_by(key)
             || self
                 .columns
                 .as_ref()
                 .is_some_and(|c| c.iter().any(|c| c == key))
+    }
+
+    /// Whether the view's rows or their order depend on the column (a caller from
+    /// whom the column is hidden must not use such a view: its rows would tell the
+    /// column's values).
+    pub fn filters_or_sorts_by(&self, key: &str) -> bool {
+        self.sort.iter().any(|s| s.column == key)
             || self.filter.as_ref().is_some_and(|f| names_column(f, key))
     }
 }

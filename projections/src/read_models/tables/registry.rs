@@ -123,7 +123,9 @@ pub async fn apply(
                 .execute(&mut *conn)
                 .await?;
             touch(conn, table_id, at).await?;
-            physical::drop_column(conn, table_id, &key).await
+            physical::drop_column(conn, table_id, &key).await?;
+            // Dropping the column dropped every grant index holding it.
+            grant_indexes::sync(conn, table_id).await
         }
         E::MigrationCompleted {
             table_id,
@@ -147,7 +149,8 @@ pub async fn apply(
             .bind(migration_id)
             .execute(&mut *conn)
             .await?;
-            Ok(())
+            // A type change applied now may have made an indexed column unbounded.
+            grant_indexes::sync(conn, table_id).await
         }
         E::ViewCreated { table_id, view } | E::ViewUpdated { table_id, view } => {
             sqlx::query(

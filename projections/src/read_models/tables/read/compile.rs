@@ -294,6 +294,11 @@ fn push_node(
             )?;
             qb.push(")");
         }
+        Condition::IsTrue(inner) => {
+            qb.push("((");
+            push_node(qb, inner, scope)?;
+            qb.push(") IS TRUE)");
+        }
         Condition::Const(value) => {
             qb.push(match value {
                 Some(true) => "true",
