@@ -287,20 +287,7 @@ impl Compiler<'_> {
         columns: &[ColumnDef],
         path: &str,
     ) -> Result<Condition, String> {
-        if let Some(extra) = fields
-            .keys()
-            .find(|k| !["column", "op", "value"].contains(&k.as_str()))
-        {
-            return Err(at(path, format!("unknown key `{extra}`")));
-        }
-        let key = fields
-            .get("column")
-            .and_then(Value::as_str)
-            .ok_or_else(|| at(path, "a predicate needs `column`"))?;
-        let op_name = fields
-            .get("op")
-            .and_then(Value::as_str)
-            .ok_or_else(|| at(path, "a predicate needs `op`"))?;
+        let (key, op_name) = query::predicate_parts(fields).map_err(|m| at(path, m))?;
         let op = Op::parse(op_name)
             .filter(|op| !matches!(op, Op::NameEq | Op::NameContains))
             .ok_or_else(|| {

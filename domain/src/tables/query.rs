@@ -262,25 +262,34 @@ fn resolve_node(
     predicate(fields, columns, path)
 }
 
+/// The `column` and `op` of a predicate node that holds only `column`, `op` and
+/// `value`.
+pub(crate) fn predicate_parts(
+    fields: &serde_json::Map<String, Value>,
+) -> Result<(&str, &str), String> {
+    if let Some(extra) = fields
+        .keys()
+        .find(|k| !["column", "op", "value"].contains(&k.as_str()))
+    {
+        return Err(format!("unknown key `{extra}`"));
+    }
+    let column = fields
+        .get("column")
+        .and_then(Value::as_str)
+        .ok_or("a predicate needs `column`")?;
+    let op = fields
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or("a predicate needs `op`")?;
+    Ok((column, op))
+}
+
 fn predicate(
     fields: &serde_json::Map<String, Value>,
     columns: &[ColumnDef],
     path: &str,
 ) -> Result<Condition, TableError> {
-    if let Some(extra) = fields
-        .keys()
-        .find(|k| !["column", "op", "value"].contains(&k.as_str()))
-    {
-        return Err(invalid(path, format!("unknown key `{extra}`")));
-    }
-    let reference = fields
-        .get("column")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(path, "a predicate needs `column`"))?;
-    let op_name = fields
-        .get("op")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(path, "a predicate needs `op`"))?;
+    let (reference, op_name) = predicate_parts(fields).map_err(|m| invalid(path, m))?;
     let op = Op::parse(op_name).ok_or_else(|| invalid(path, format!("unknown op `{op_name}`")))?;
     let field = field(columns, reference)?;
     let t = field.value_type();
