@@ -6,8 +6,7 @@
 //! log directly (as a replay would) and projected by the in-process server's pump;
 //! the menu is then read through the real route.
 
-use super::raw::Scratch;
-use super::server::{Server, start};
+use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
 use clap::Args;
 use cqrs_es::DomainEvent;
@@ -193,22 +192,14 @@ async fn measure(server: &Server, args: &MenuArgs) -> anyhow::Result<Vec<Duratio
 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &MenuArgs) -> anyhow::Result<()> {
-    let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch, "/private/module/sandbox").await;
-    let result = match &server {
-        Ok(server) => match fill(server, args).await {
-            Ok(()) => measure(server, args).await,
-            Err(e) => Err(e),
-        },
-        Err(_) => Err(anyhow::anyhow!("the server did not start")),
-    };
-    if let Ok(server) = server {
-        server.cancel.cancel();
-        let _ = std::fs::remove_dir_all(&server.data);
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    scratch.drop_database().await?;
-    let latencies = result?;
+    let args_owned = args.clone();
+    let latencies = on_scratch_server(target_url, "/private/module/sandbox", move |server| {
+        Box::pin(async move {
+            fill(server, &args_owned).await?;
+            measure(server, &args_owned).await
+        })
+    })
+    .await?;
     println!(
         "bench menu: a room with {} enabled tasks among {} tasks of the company",
         args.enabled, args.tasks

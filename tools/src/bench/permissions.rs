@@ -5,16 +5,13 @@
 //! with the caller's `record_count` (one batched count), (b) a filtered search page
 //! of 50 in the large table.
 
-use super::raw::Scratch;
-use super::server::{Server, start};
+use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
 use super::tables::{create_table, fill};
 use anyhow::Context;
-use api::admin::directory::{Applier, DirectoryFile};
-use api::admin::operator_metadata;
 use clap::Args;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Options of `bench permissions`.
 #[derive(Debug, Clone, Args)]
@@ -31,24 +28,6 @@ pub struct PermissionsArgs {
     /// Requests measured per figure.
     #[arg(long, default_value_t = 300)]
     pub requests: usize,
-}
-
-/// The caller: a company user whose grants the benchmark sets.
-async fn reader(server: &Server) -> anyhow::Result<String> {
-    let file: DirectoryFile = serde_json::from_value(
-        json!({"companies": [{"ref": "bench", "name": "bench",
-        "chatrooms": [{"ref": "room", "name": "room"}],
-        "users": [{"ref": "m", "username": "m", "role": 3}, {"ref": "reader", "username": "reader", "role": 1}]}]}),
-    )?;
-    let applied = Applier {
-        bus: &server.state.bus,
-        jwt: &server.state.jwt,
-        token_ttl: chrono::Duration::hours(2),
-        metadata: operator_metadata("bench"),
-    }
-    .apply(&file)
-    .await?;
-    Ok(applied.companies["bench"].users["reader"].token.clone())
 }
 
 /// p50 and p95 of `requests` calls (after 10 warm-up calls), each checked.
@@ -79,11 +58,9 @@ async fn read(request: reqwest::RequestBuilder, token: &str) -> anyhow::Result<V
 
 async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f64, f64); 2]> {
     let client = reqwest::Client::new();
-    let token = reader(server).await?;
-    let reader_id =
-        sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM users WHERE username = 'reader'")
-            .fetch_one(&server.state.pool)
-            .await?;
+    // The caller: a company user who manages nothing, read through its grants.
+    let token = &server.reader_token;
+    let reader_id = server.reader_id;
     let mut large = None;
     for i in 0..args.tables {
         let (table_id, keys) = create_table(server, &client, &format!("table {i:03}")).await?;
@@ -110,7 +87,7 @@ async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f6
 
     let list_url = format!("{}/tables?limit=50", server.base);
     let list = time(args.requests, || async {
-        let page = read(client.get(&list_url), &token).await?;
+        let page = read(client.get(&list_url), token).await?;
         let tables = page["tables"].as_array().context("tables")?;
         anyhow::ensure!(tables.len() == 50, "a page of 50 tables");
         anyhow::ensure!(
@@ -125,7 +102,7 @@ async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f6
     let search = json!({"filter": {"column": keys[1], "op": "lt", "value": 900},
                         "sort": [{"column": keys[1], "order": "asc"}], "limit": 50});
     let page = time(args.requests, || async {
-        let page = read(client.post(&search_url).json(&search), &token).await?;
+        let page = read(client.post(&search_url).json(&search), token).await?;
         let records = page["records"].as_array().context("records")?;
         anyhow::ensure!(records.len() == 50, "a page of 50 records");
         anyhow::ensure!(records[0]["data"].get("price").is_none(), "price is hidden");
@@ -137,19 +114,12 @@ async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f6
 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &PermissionsArgs) -> anyhow::Result<()> {
-    let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch, "/private/module/custom_tables/company").await;
-    let result = match &server {
-        Ok(server) => measure(server, args).await,
-        Err(_) => Err(anyhow::anyhow!("the server did not start")),
-    };
-    if let Ok(server) = server {
-        server.cancel.cancel();
-        let _ = std::fs::remove_dir_all(&server.data);
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    scratch.drop_database().await?;
-    let [(list_p50, list_p95), (page_p50, page_p95)] = result?;
+    let prefix = "/private/module/custom_tables/company";
+    let [(list_p50, list_p95), (page_p50, page_p95)] = on_scratch_server(target_url, prefix, {
+        let args = args.clone();
+        move |s| Box::pin(async move { measure(s, &args).await })
+    })
+    .await?;
     println!(
         "bench permissions: {} tables, {} records in one, a grant with a 3-predicate row policy and 2 hidden columns",
         args.tables, args.records

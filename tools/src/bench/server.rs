@@ -5,6 +5,7 @@ use super::raw::Scratch;
 use api::admin::directory::{Applier, DirectoryFile};
 use api::admin::operator_metadata;
 use api::state::AppState;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -23,6 +24,10 @@ pub struct Server {
     pub user_id: Uuid,
     /// The company's one room.
     pub room_id: Uuid,
+    /// A token of `reader`, a company user who manages nothing (role 1).
+    pub reader_token: String,
+    /// The reader's id.
+    pub reader_id: Uuid,
     /// Stops the server.
     pub cancel: CancellationToken,
     /// Its data directory.
@@ -47,7 +52,8 @@ pub async fn start(scratch: &Scratch, prefix: &str) -> anyhow::Result<Server> {
     let file: DirectoryFile =
         serde_json::from_value(json!({"companies": [{"ref": "bench", "name": "bench",
         "chatrooms": [{"ref": "room", "name": "room"}],
-        "users": [{"ref": "m", "username": "m", "role": 3}]}]}))?;
+        "users": [{"ref": "m", "username": "m", "role": 3},
+                  {"ref": "reader", "username": "reader", "role": 1}]}]}))?;
     let applied = Applier {
         bus: &state.bus,
         jwt: &state.jwt,
@@ -63,6 +69,8 @@ pub async fn start(scratch: &Scratch, prefix: &str) -> anyhow::Result<Server> {
         company_id: company.id,
         user_id: company.users["m"].id,
         room_id: company.chatrooms["room"],
+        reader_token: company.users["reader"].token.clone(),
+        reader_id: company.users["reader"].id,
         state,
         cancel,
         data,
@@ -89,4 +97,26 @@ impl Server {
         anyhow::ensure!(status.is_success(), "{path} answered {status}: {body}");
         Ok(body)
     }
+}
+
+/// Runs `measure` against a server on a scratch database next to the target, then
+/// stops the server and drops the database whatever the outcome.
+pub async fn on_scratch_server<T>(
+    target_url: &str,
+    prefix: &str,
+    measure: impl for<'a> FnOnce(&'a Server) -> BoxFuture<'a, anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let scratch = Scratch::create(target_url).await?;
+    let server = start(&scratch, prefix).await;
+    let result = match &server {
+        Ok(server) => measure(server).await,
+        Err(_) => Err(anyhow::anyhow!("the server did not start")),
+    };
+    if let Ok(server) = server {
+        server.cancel.cancel();
+        let _ = std::fs::remove_dir_all(&server.data);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    scratch.drop_database().await?;
+    result
 }

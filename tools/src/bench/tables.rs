@@ -6,8 +6,7 @@
 //! server on a scratch database; the records are appended to the log directly (5,000
 //! per statement) and projected by the server's pump, as a replay would.
 
-use super::raw::Scratch;
-use super::server::{Server, start};
+use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
 use anyhow::Context;
 use clap::Args;
@@ -264,19 +263,12 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<()> {
-    let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch, "/private/module/custom_tables/company").await;
-    let result = match &server {
-        Ok(server) => measure(server, args).await,
-        Err(_) => Err(anyhow::anyhow!("the server did not start")),
-    };
-    if let Ok(server) = server {
-        server.cancel.cancel();
-        let _ = std::fs::remove_dir_all(&server.data);
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    scratch.drop_database().await?;
-    let figures = result?;
+    let prefix = "/private/module/custom_tables/company";
+    let figures = on_scratch_server(target_url, prefix, {
+        let args = args.clone();
+        move |s| Box::pin(async move { measure(s, &args).await })
+    })
+    .await?;
     println!("bench tables: {} records of 10 mixed columns", args.records);
     println!(
         "fill (log append + projection): {:.0} records/s",

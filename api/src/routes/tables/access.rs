@@ -178,12 +178,12 @@ impl Access {
 
     /// Whether the caller reads rows at all.
     pub fn reads(&self) -> bool {
-        self.source.is_some() && self.read_mode != ReadMode::None
+        self.read_mode != ReadMode::None
     }
 
     /// Whether the caller edits rows at all.
     pub fn edits(&self) -> bool {
-        self.source.is_some() && self.edit_mode != EditMode::None
+        self.edit_mode != EditMode::None
     }
 }
 

@@ -2,7 +2,7 @@
 //! and the deprecated company-scope PUT) and delete.
 
 use super::column_schema::*;
-use super::errors::{CommandResultExt, refusal};
+use super::errors::refusal;
 use super::gates::Operation;
 use super::migrations::{self, Started};
 use super::scope::{Mount, OpenTable, open_table, scope_facts, table_row};
@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, LinkFacts, build_column};
 use domain::tables::scope::{Placement, ScopeKind, ScopeRef};
-use domain::tables::table::{CustomTable, TableCommand, TableEvent};
+use domain::tables::table::{TableCommand, TableEvent};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -136,15 +136,7 @@ async fn create_column(
         live_records: table.row.record_count,
         migration_id: Uuid::new_v4(),
     };
-    let committed = state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    let committed = table.execute(&state, &ctx, command).await?;
     let Some(TableEvent::ColumnAdded {
         column,
         fill,
@@ -350,15 +342,7 @@ async fn change_column(
         empty_cells,
         migration_id: Uuid::new_v4(),
     };
-    let committed = state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    let committed = table.execute(&state, &ctx, command).await?;
     let mut migration_info = None;
     for event in &committed.events {
         let (info, note) = match event {
@@ -453,15 +437,9 @@ async fn delete_column(
     if !table.columns.iter().any(|c| c.key == key) {
         return Err(ApiError::NotFound);
     }
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::DeleteColumn { key },
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table
+        .execute(&state, &ctx, TableCommand::DeleteColumn { key })
+        .await?;
     Ok(Json(SuccessResponse {
         message: "Column deleted".into(),
     }))

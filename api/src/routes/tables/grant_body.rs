@@ -1,14 +1,13 @@
 //! Grant bodies and responses of the permission routes, and the one way a grant is
 //! written or revoked (moderator-gated, subject checked in the caller's company).
 
-use super::access::{self, GrantRow};
-use super::errors::CommandResultExt;
+use super::access;
 use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::request::Context;
 use crate::state::AppState;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
-use domain::tables::table::{CustomTable, TableCommand};
+use domain::tables::table::TableCommand;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -154,18 +153,13 @@ pub async fn set(
         grant,
         targets,
     };
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            command,
-            &ctx.metadata(&table.principal),
-        )
-        .await
-        .answer()?;
-    stored(state, table, subject)
+    table.execute(state, ctx, command).await?;
+    let stored = access::grants(state, &[table.row.id])
         .await?
-        .ok_or(ApiError::NotFound)
+        .into_iter()
+        .find(|g| g.subject == subject)
+        .ok_or(ApiError::NotFound)?;
+    Ok(GrantResponse::of(subject, stored.grant))
 }
 
 /// Revokes a subject's grant.
@@ -175,29 +169,8 @@ pub async fn revoke(
     table: &OpenTable,
     subject: Subject,
 ) -> ApiResult<()> {
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::RevokeGrant { subject },
-            &ctx.metadata(&table.principal),
-        )
-        .await
-        .answer()?;
+    table
+        .execute(state, ctx, TableCommand::RevokeGrant { subject })
+        .await?;
     Ok(())
-}
-
-/// A subject's stored grant (the built-in default for an unset default grant).
-pub async fn stored(
-    state: &AppState,
-    table: &OpenTable,
-    subject: Subject,
-) -> ApiResult<Option<GrantResponse>> {
-    let grants = access::grants(state, &[table.row.id]).await?;
-    let found = grants
-        .into_iter()
-        .find(|g: &GrantRow| g.subject == subject)
-        .map(|g| g.grant)
-        .or_else(|| (subject == Subject::Default).then(Grant::standard_default));
-    Ok(found.map(|g| GrantResponse::of(subject, g)))
 }

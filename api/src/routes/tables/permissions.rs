@@ -5,7 +5,6 @@
 
 use super::access::{Access, Floor};
 use super::columns::SuccessResponse;
-use super::errors::CommandResultExt;
 use super::gates::Operation;
 use super::grant_body::{self, GrantBody, GrantResponse};
 use super::scope::{Mount, open_table};
@@ -18,7 +17,7 @@ use axum::Json;
 use axum::extract::State;
 use domain::tables::access::Source;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
-use domain::tables::table::{CustomTable, TableCommand};
+use domain::tables::table::TableCommand;
 use domain::validation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -156,19 +155,15 @@ async fn list_permissions(
     Auth(principal): Auth,
 ) -> ApiResult<Json<PermissionListResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let grants = super::access::grants(&state, &[table.row.id]).await?;
-    let mut default = GrantResponse::of(Subject::Default, Grant::standard_default());
-    let mut permissions = Vec::new();
-    for g in grants {
-        if g.subject == Subject::Default {
-            default = GrantResponse::of(g.subject, g.grant);
-        } else {
-            permissions.push(GrantResponse::of(g.subject, g.grant));
-        }
-    }
+    let permissions = table
+        .grants
+        .iter()
+        .filter(|g| g.subject != Subject::Default)
+        .map(|g| GrantResponse::of(g.subject, g.grant.clone()))
+        .collect();
     Ok(Json(PermissionListResponse {
         permissions,
-        default,
+        default: GrantResponse::of(Subject::Default, table.default_grant()),
         client_access: table.row.client_access,
     }))
 }
@@ -309,11 +304,7 @@ async fn patch_default_permissions(
     ApiJson(body): ApiJson<DefaultPermissionsPatch>,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let current = super::access::grants(&state, &[table.row.id])
-        .await?
-        .into_iter()
-        .find(|g| g.subject == Subject::Default)
-        .map_or_else(Grant::standard_default, |g| g.grant);
+    let current = table.default_grant();
     let grant = Grant {
         can_read: body.can_read.unwrap_or(current.can_read),
         can_insert: body.can_insert.unwrap_or(current.can_insert),
@@ -349,16 +340,14 @@ async fn patch_client_access(
     ApiJson(body): ApiJson<ClientAccess>,
 ) -> ApiResult<Json<ClientAccess>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
+    table
+        .execute(
+            &state,
+            &ctx,
             TableCommand::SetClientAccess {
                 enabled: body.enabled,
             },
-            &ctx.metadata(&principal),
         )
-        .await
-        .answer()?;
+        .await?;
     Ok(Json(body))
 }

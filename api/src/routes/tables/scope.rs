@@ -7,18 +7,22 @@
 //! applies the operation's gate: anything not visible answers the uniform 404, a
 //! visible table without the gate answers 403.
 
-use super::access::{self, Access};
+use super::access::{self, Access, GrantRow};
+use super::errors::CommandResultExt;
 use super::gates::{self, Operation, Standing};
 use crate::authz::INSUFFICIENT;
 use crate::error::{ApiError, ApiResult};
+use crate::request::Context;
 use crate::state::AppState;
 use axum::extract::{FromRequestParts, OriginalUri, Path};
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
 use domain::principal::{Principal, PrincipalType};
 use domain::tables::column::ColumnDef;
+use domain::tables::grants::{Grant, Subject};
 use domain::tables::scope::{ScopeKind, ScopeRef};
-use domain::tables::table::ViewDef;
+use domain::tables::table::{CustomTable, TableCommand, ViewDef};
+use projections::Committed;
 use projections::read_models::tables::read::{Selection, TableHandle};
 use sqlx::types::Json;
 use std::collections::HashMap;
@@ -253,6 +257,8 @@ pub struct OpenTable {
     pub room_department: Option<Uuid>,
     /// The caller's effective permission.
     pub access: Access,
+    /// The table's grants, oldest first.
+    pub grants: Vec<GrantRow>,
 }
 
 impl OpenTable {
@@ -268,6 +274,38 @@ impl OpenTable {
             table_id: self.row.id,
             columns: self.columns.clone(),
         }
+    }
+
+    /// Runs a command on the table as the caller.
+    pub async fn execute(
+        &self,
+        state: &AppState,
+        ctx: &Context,
+        command: TableCommand,
+    ) -> ApiResult<Committed<CustomTable>> {
+        state
+            .bus
+            .execute::<CustomTable>(
+                &self.row.id.to_string(),
+                command,
+                &ctx.metadata(&self.principal),
+            )
+            .await
+            .answer()
+    }
+
+    /// A subject's grant.
+    pub fn grant(&self, subject: Subject) -> Option<Grant> {
+        self.grants
+            .iter()
+            .find(|g| g.subject == subject)
+            .map(|g| g.grant.clone())
+    }
+
+    /// The default grant (the built-in one while none was set).
+    pub fn default_grant(&self) -> Grant {
+        self.grant(Subject::Default)
+            .unwrap_or_else(Grant::standard_default)
     }
 
     /// Whether the caller may see and use a stored view: not when it filters or sorts
@@ -376,7 +414,7 @@ pub async fn open_table_id(
         return Err(ApiError::NotFound);
     }
     standing.read = access.reads();
-    standing.insert = access.source.is_some() && access.insert;
+    standing.insert = access.insert;
     standing.edit = access.edits();
     if !gates::allows(operation, kind, &standing) {
         return Err(ApiError::Forbidden(INSUFFICIENT));
@@ -395,5 +433,6 @@ pub async fn open_table_id(
         scope,
         room_department: facts.room_department,
         access,
+        grants,
     })
 }

@@ -10,7 +10,7 @@ use super::records::window;
 use super::scope::{
     Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table, scope_facts,
 };
-use super::table::{Listed, TableListResponse, TablePage, openable, present};
+use super::table::{Listed, TableListResponse, TablePage, present};
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
@@ -59,14 +59,10 @@ async fn managed(state: &AppState, principal: &Principal, mount: &Mount) -> ApiR
     open_table(state, principal, mount, Operation::ManageTable).await
 }
 
-async fn read_grant(
-    state: &AppState,
-    table: &OpenTable,
-    subject: Subject,
-) -> ApiResult<Json<GrantResponse>> {
-    grant_body::stored(state, table, subject)
-        .await?
-        .map(Json)
+fn read_grant(table: &OpenTable, subject: Subject) -> ApiResult<Json<GrantResponse>> {
+    table
+        .grant(subject)
+        .map(|g| Json(GrantResponse::of(subject, g)))
         .ok_or(ApiError::NotFound)
 }
 
@@ -81,7 +77,7 @@ async fn get_department_permission(
     Auth(principal): Auth,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
-    read_grant(&state, &table, department_subject(&mount)?).await
+    read_grant(&table, department_subject(&mount)?)
 }
 
 /// Lets a department's members access this chatroom table.
@@ -133,7 +129,7 @@ async fn get_chatroom_permission(
     Auth(principal): Auth,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
-    read_grant(&state, &table, chatroom_subject(&mount)?).await
+    read_grant(&table, chatroom_subject(&mount)?)
 }
 
 /// Lets a chatroom's members access this department table (an internal grant, with
@@ -227,13 +223,10 @@ async fn shared_tables(
             row,
         });
     }
-    let listed = openable(&state, &principal, listed).await?;
-    let total = listed.len() as i64;
-    let page = listed
-        .into_iter()
-        .skip(skip as usize)
-        .take(limit as usize)
-        .collect();
-    let tables = present(&state, &principal, page).await?;
-    Ok(Json(TableListResponse { tables, total }))
+    let window = Some((skip as usize, limit as usize));
+    let (tables, total) = present(&state, &principal, listed, window).await?;
+    Ok(Json(TableListResponse {
+        tables,
+        total: total as i64,
+    }))
 }

@@ -156,13 +156,20 @@ pub struct Listed {
     pub scope_entry: bool,
 }
 
-/// Tables as this caller sees them: per-caller `record_count` (counted for the whole
-/// page by one query), hidden columns absent. Nothing here is cached across callers.
+/// A window of a list: rows to skip and to return.
+pub type Window = (usize, usize);
+
+/// Tables as this caller sees them: only those it can open (a grant or scope entry
+/// decides, and client access lets a social media client in), then the window's,
+/// each with the caller's `record_count` (counted for the whole window by one
+/// query) and without hidden columns. Returns them and how many it could open.
+/// Nothing here is cached across callers.
 pub async fn present(
     state: &AppState,
     principal: &Principal,
     tables: Vec<Listed>,
-) -> ApiResult<Vec<TableResponse>> {
+    window: Option<Window>,
+) -> ApiResult<(Vec<TableResponse>, usize)> {
     let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
     let (mut columns, caller, grants) = tokio::try_join!(
         columns_of(state, &ids),
@@ -180,13 +187,24 @@ pub async fn present(
         })
         .collect();
     let access = access::page_access(state, principal, &caller, &grants, &inputs).await?;
+    let openable: Vec<(Listed, Vec<ColumnDef>)> = tables
+        .into_iter()
+        .zip(inputs.into_iter().map(|(_, defs, ..)| defs))
+        .filter(|(t, _)| {
+            let refused = caller.client && !t.row.client_access;
+            !refused && access[&t.row.id].source.is_some()
+        })
+        .collect();
+    let total = openable.len();
+    let (skip, limit) = window.unwrap_or((0, total));
+    let page: Vec<(Listed, Vec<ColumnDef>)> = openable.into_iter().skip(skip).take(limit).collect();
     let mut counted = Vec::new();
-    for (row, defs, ..) in &inputs {
-        let a = &access[&row.id];
+    for (t, defs) in &page {
+        let a = &access[&t.row.id];
         if a.reads() && !a.sees_everything() {
             let handle = TableHandle {
-                company_id: row.company_id,
-                table_id: row.id,
+                company_id: t.row.company_id,
+                table_id: t.row.id,
                 columns: defs.clone(),
             };
             let selection = Selection {
@@ -204,9 +222,9 @@ pub async fn present(
         .map(|(h, _)| h.table_id)
         .zip(counts)
         .collect();
-    Ok(tables
+    let responses = page
         .into_iter()
-        .map(|t| {
+        .map(|(t, _)| {
             let a = &access[&t.row.id];
             let record_count = match counts.remove(&t.row.id) {
                 Some(n) => n,
@@ -226,33 +244,8 @@ pub async fn present(
                 .filter(|key| !a.hidden.contains(key));
             respond(row, visible, record_count, t.manager)
         })
-        .collect())
-}
-
-/// The tables of a list the caller can open (a grant or scope entry decides, and
-/// client access lets a social media client in).
-pub async fn openable(
-    state: &AppState,
-    principal: &Principal,
-    tables: Vec<Listed>,
-) -> ApiResult<Vec<Listed>> {
-    let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
-    let (caller, grants) = tokio::try_join!(
-        access::caller(state, principal),
-        access::grants(state, &ids)
-    )?;
-    let inputs: Vec<(TableRow, Vec<ColumnDef>, bool, bool)> = tables
-        .iter()
-        .map(|t| (t.row.clone(), Vec::new(), t.manager, t.scope_entry))
         .collect();
-    let access = access::page_access(state, principal, &caller, &grants, &inputs).await?;
-    Ok(tables
-        .into_iter()
-        .filter(|t| {
-            let refused = caller.client && !t.row.client_access;
-            !refused && access[&t.row.id].source.is_some()
-        })
-        .collect())
+    Ok((responses, total))
 }
 
 fn respond(
@@ -287,7 +280,7 @@ async fn detail(state: &AppState, table: OpenTable) -> ApiResult<TableResponse> 
         scope_entry: gates::entry(table.scope.kind, &table.standing),
         row: table.row,
     };
-    let mut out = present(state, &table.principal, vec![listed]).await?;
+    let (mut out, _) = present(state, &table.principal, vec![listed], None).await?;
     out.pop().ok_or(ApiError::NotFound)
 }
 
@@ -340,7 +333,8 @@ async fn list_tables(
             }
         })
         .collect();
-    let tables = present(&state, &principal, listed).await?;
+    // The page was cut by the query: every entrant of the scope opens its tables.
+    let (tables, _) = present(&state, &principal, listed, None).await?;
     Ok(Json(TableListResponse { tables, total }))
 }
 
@@ -410,15 +404,7 @@ async fn update_table(
         description: body.description,
         channel_scope_column: body.channel_scope_column,
     };
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table.execute(&state, &ctx, command).await?;
     let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
     Ok(Json(detail(&state, table).await?))
 }
@@ -435,15 +421,7 @@ async fn delete_table(
     Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::Delete,
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table.execute(&state, &ctx, TableCommand::Delete).await?;
     Ok(Json(SuccessResponse {
         message: "Table deleted".into(),
     }))

@@ -5,7 +5,6 @@
 
 use super::column_schema::double_option;
 use super::columns::SuccessResponse;
-use super::errors::CommandResultExt;
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::SortSpec;
@@ -18,7 +17,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use domain::tables::table::{CustomTable, SortKey, TableCommand, ViewDef, ViewSpec};
+use domain::tables::table::{SortKey, TableCommand, ViewDef, ViewSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json as SqlJson;
@@ -190,15 +189,9 @@ async fn create_view(
         sort: sort_keys(body.sort),
         columns: body.columns,
     };
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::CreateView { view_id, spec },
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table
+        .execute(&state, &ctx, TableCommand::CreateView { view_id, spec })
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(one(&state, &table, view_id).await?),
@@ -249,15 +242,9 @@ async fn update_view(
         },
         columns: body.columns.unwrap_or(current.columns),
     };
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::UpdateView { view_id, spec },
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table
+        .execute(&state, &ctx, TableCommand::UpdateView { view_id, spec })
+        .await?;
     Ok(Json(one(&state, &table, view_id).await?))
 }
 
@@ -274,15 +261,9 @@ async fn delete_view(
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     let view_id = mount.uuid("view_id")?;
-    state
-        .bus
-        .execute::<CustomTable>(
-            &table.row.id.to_string(),
-            TableCommand::DeleteView { view_id },
-            &ctx.metadata(&principal),
-        )
-        .await
-        .answer()?;
+    table
+        .execute(&state, &ctx, TableCommand::DeleteView { view_id })
+        .await?;
     Ok(Json(SuccessResponse {
         message: "View deleted".into(),
     }))
