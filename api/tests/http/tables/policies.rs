@@ -322,6 +322,19 @@ async fn authoring_errors_name_the_node() {
             json!({"not": {"not": {"not": {"not": {"not": {"column": "$n", "op": "is_null"}}}}}}),
             "deeper than 5",
         ),
+        (
+            json!({"or": vec![json!({"column": "$n", "op": "is_null"}); 25]}),
+            "more than 24 predicates",
+        ),
+        (
+            json!({"column": "$n", "op": "in", "value": (0..101).collect::<Vec<i64>>()}),
+            "at most 100 entries",
+        ),
+        (
+            json!({"or": vec![json!({"link": "$ref", "quantifier": "any",
+                                     "target": {"column": "$score", "op": "is_null"}}); 7]}),
+            "more than 6 link leaves",
+        ),
     ];
     for (policy, message) in cases {
         let body = json!({"can_read": "filtered", "row_filter": p.policy(policy.clone())});
