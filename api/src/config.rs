@@ -99,6 +99,11 @@ pub struct Config {
     /// Longest build before it fails as `platform_failed`.
     #[arg(long, env = "SANDBOX_BUILD_TIMEOUT", default_value = "30m")]
     pub build_timeout: humantime::Duration,
+
+    /// How long a command waits for the read models to show its write before it
+    /// answers 503 `committed_not_yet_visible` (the write stays committed).
+    #[arg(long, env = "SANDBOX_READ_WAIT_TIMEOUT", default_value = "10s")]
+    pub read_wait_timeout: humantime::Duration,
 }
 
 impl Config {

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use domain::validation::{Violation, ViolationKind};
 use domain::{ErrorClass, SpecError};
 use projections::CommandError;
+use projections::pump::NotYetVisible;
 use serde_json::{Map, Value, json};
 
 /// Every way a request can fail.
@@ -31,6 +32,10 @@ pub enum ApiError {
     Validation(Vec<Violation>),
     /// A spec error code with its status.
     Coded(Coded),
+    /// The command committed, but the read models did not show it in time: 503
+    /// `committed_not_yet_visible` with `committed: true` and `Retry-After`, never
+    /// an answer built from a read model that lacks the write.
+    NotYetVisible(NotYetVisible),
     /// A bug or a broken dependency; logged, never shown.
     Internal(anyhow::Error),
 }
@@ -116,17 +121,26 @@ pub fn from_spec<E: SpecError>(error: &E) -> ApiError {
     }
 }
 
+/// Converts a failed command, answering a refusal with `reject`.
+pub fn from_command<E: std::error::Error>(
+    error: CommandError<E>,
+    reject: impl FnOnce(E) -> ApiError,
+) -> ApiError {
+    match error {
+        CommandError::Rejected(e) => reject(e),
+        CommandError::Conflict => ApiError::coded(
+            StatusCode::CONFLICT,
+            "concurrent_modification",
+            "the resource was modified concurrently; nothing changed, resend the request",
+        ),
+        CommandError::Store(e) => ApiError::Internal(e),
+        CommandError::NotYetVisible(pending) => ApiError::NotYetVisible(pending),
+    }
+}
+
 impl<E: SpecError> From<CommandError<E>> for ApiError {
     fn from(error: CommandError<E>) -> Self {
-        match error {
-            CommandError::Rejected(e) => from_spec(&e),
-            CommandError::Conflict => ApiError::coded(
-                StatusCode::CONFLICT,
-                "concurrent_modification",
-                "the resource was modified concurrently; retry the request",
-            ),
-            CommandError::Store(e) => ApiError::Internal(e),
-        }
+        from_command(error, |e| from_spec(&e))
     }
 }
 
@@ -220,6 +234,25 @@ impl IntoResponse for ApiError {
                 detail.insert("message".into(), coded.message.into());
                 detail.extend(coded.extra);
                 (coded.status, json!({"detail": detail}), coded.headers)
+            }
+            ApiError::NotYetVisible(pending) => {
+                tracing::warn!(key = ?pending.key, waited = ?pending.waited, "answered a committed write as not yet visible");
+                let mut detail = json!({
+                    "code": "committed_not_yet_visible",
+                    "message": format!(
+                        "the change was committed and is durable, but the read models did not show it within {} s; do not resend it: read the resource again",
+                        pending.waited.as_secs()
+                    ),
+                    "committed": true,
+                });
+                if let Ok(id) = uuid::Uuid::parse_str(&pending.key.aggregate_id) {
+                    detail["resource_id"] = json!(id);
+                }
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!({"detail": detail}),
+                    vec![(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+                )
             }
             ApiError::Internal(error) => {
                 tracing::error!(error = format!("{error:#}"), "internal error");

@@ -111,7 +111,11 @@ impl AppState {
                 )
             }
         };
-        let pump = Pump::new(pool.clone(), read_models::all(), PumpConfig::default());
+        let pump_config = PumpConfig {
+            wait_timeout: config.read_wait_timeout.into(),
+            ..PumpConfig::default()
+        };
+        let pump = Pump::new(pool.clone(), read_models::all(), pump_config);
         let pump_task = pump.start(cancel.clone()).await?;
         let bus = CommandBus::new(LogRepository::new(pool.clone()), pump);
         let deployment = Deployment {

@@ -1,15 +1,18 @@
 //! The sealer gives committed events their global position and chain hash.
 //!
 //! A plain sequence assigned at insert time commits out of order: a reader that has
-//! seen position 6 can miss position 5 committing a moment later. Instead, each row
-//! records the transaction that appended it (`txid`), and the sealer only takes rows
-//! whose transaction is older than the oldest transaction still running
-//! (`pg_snapshot_xmin`): every such transaction has finished, and every transaction
-//! that starts later gets a larger id. Rows are sealed in (`txid`, `append_seq`)
-//! order with consecutive positions, so a reader of positions never skips anything.
-//! Only one sealer runs at a time (the pump holds an advisory lock), so positions are
-//! gap-free and the chain is linear. The horizon is read first and the rows selected
-//! below it, so the horizon a pass reports is exactly what it sealed.
+//! seen position 6 can miss position 5 committing a moment later. Instead, appends
+//! leave `position` empty and the sealer numbers rows only after they committed:
+//! each pass takes the unsealed rows its snapshot shows (committed ones only, by
+//! definition) and gives them the positions after the sealed head. A transaction
+//! that commits later is simply sealed by a later pass, after everything sealed
+//! before it, so a reader of positions never skips anything and nothing waits for
+//! transactions the service does not own
+//! (docs/decisions/0006-sealing-without-a-horizon.md). Within a pass rows are taken
+//! in `append_seq` order: an append that follows another's commit (the same
+//! aggregate's next event, or any event caused by a read of it) drew its
+//! `append_seq` later, so causal order is kept. Only one sealer runs at a time (the
+//! pump holds an advisory lock), so positions are gap-free and the chain is linear.
 //!
 //! Every [`CHAIN_CHECKPOINT_EVERY`] positions the pass also records the chain's
 //! (position, hash) in `chain_checkpoints`, for auditors to keep elsewhere: one row per
@@ -40,8 +43,6 @@ pub struct Head {
     pub position: i64,
     /// Its chain hash ([`GENESIS`] for an empty log).
     pub hash: Vec<u8>,
-    /// The oldest transaction id still running.
-    pub horizon: u64,
 }
 
 /// The result of one sealing pass.
@@ -51,33 +52,25 @@ pub struct Sealed {
     pub events: Vec<StoredEvent>,
     /// The highest sealed position afterwards.
     pub head: i64,
-    /// Every event appended by a transaction with an id below this is sealed (when
-    /// the pass was not cut short by its limit; see `complete`).
-    pub horizon: u64,
-    /// Whether the pass sealed everything below the horizon.
+    /// Whether the pass sealed every committed event its snapshot showed (it was not
+    /// cut short by its limit).
     pub complete: bool,
 }
 
-/// Selects the sealed head's position and hash and the horizon, in that order;
-/// callers may add columns after them.
-pub const HEAD_SQL: &str =
-    "SELECT last.position, last.chain_hash, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
+/// Selects the sealed head's position and hash, in that order; callers may add
+/// columns after them.
+pub const HEAD_SQL: &str = "SELECT last.position, last.chain_hash
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (SELECT position, chain_hash FROM events WHERE position IS NOT NULL
                       ORDER BY position DESC LIMIT 1) AS last ON true";
 
 impl Head {
-    /// The head from the first three columns of [`HEAD_SQL`].
-    pub fn from_columns(
-        position: Option<i64>,
-        hash: Option<Vec<u8>>,
-        horizon: &str,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
+    /// The head from the two columns of [`HEAD_SQL`].
+    pub fn from_columns(position: Option<i64>, hash: Option<Vec<u8>>) -> Self {
+        Self {
             position: position.unwrap_or(0),
             hash: hash.unwrap_or_else(|| GENESIS.to_vec()),
-            horizon: horizon.parse()?,
-        })
+        }
     }
 }
 
@@ -108,12 +101,11 @@ pub async fn seal_with(
         "SELECT aggregate_type, aggregate_id, sequence, event_type, event_version,
                 payload::text AS payload, metadata::text AS metadata
            FROM events
-          WHERE position IS NULL AND txid < $2::text::xid8
-          ORDER BY txid, append_seq
+          WHERE position IS NULL
+          ORDER BY append_seq
           LIMIT $1",
     )
     .bind(limit)
-    .bind(head.horizon.to_string())
     .fetch_all(&mut *conn)
     .await?;
     let complete = (rows.len() as i64) < limit;
@@ -184,9 +176,29 @@ pub async fn seal_with(
     Ok(Sealed {
         events,
         head: position,
-        horizon: head.horizon,
         complete,
     })
+}
+
+/// What is waiting for the sealer: committed events without a position, and the age
+/// of the oldest (0 when none waits).
+#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+pub struct Backlog {
+    /// Committed events not yet sealed.
+    pub events: i64,
+    /// Seconds since the oldest of them was appended: the sealing lag.
+    pub oldest_seconds: f64,
+}
+
+/// Reads the sealing backlog (through the partial index of unsealed rows).
+pub async fn backlog(pool: &sqlx::PgPool) -> sqlx::Result<Backlog> {
+    sqlx::query_as(
+        "SELECT count(*) AS events,
+                coalesce(extract(epoch FROM clock_timestamp() - min(appended_at)), 0)::float8 AS oldest_seconds
+           FROM events WHERE position IS NULL",
+    )
+    .fetch_one(pool)
+    .await
 }
 
 /// Records a chain checkpoint (a second record of the same position keeps the first).

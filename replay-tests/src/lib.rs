@@ -88,8 +88,7 @@ pub async fn replay(
     let pump = Pump::new(pool.clone(), read_models::all(), config);
     pump.register().await?;
     let expected = events.len() as i64;
-    // The sealing horizon is cluster-wide: other tests' open transactions may hold it
-    // back for a moment.
+    // Drain until every projection has reached the end of the log.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         pump.drain().await;

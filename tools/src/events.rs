@@ -70,9 +70,9 @@ pub async fn run(target: &Target, command: EventsCommand) -> anyhow::Result<()> 
             Ok(())
         }
         EventsCommand::Checkpoint => {
-            let (position, hash, horizon): (Option<i64>, Option<Vec<u8>>, String) =
+            let (position, hash): (Option<i64>, Option<Vec<u8>>) =
                 sqlx::query_as(HEAD_SQL).fetch_one(&mut *conn).await?;
-            let head = Head::from_columns(position, hash, &horizon)?;
+            let head = Head::from_columns(position, hash);
             anyhow::ensure!(head.position > 0, "the log has no sealed event yet");
             sealer::record_checkpoint(&mut conn, head.position, &head.hash).await?;
             println!("{}:{}", head.position, hex::encode(&head.hash));

@@ -19,6 +19,7 @@ use domain::directory::social_client::{SocialClient, SocialClientCommand};
 use domain::directory::user::{User, UserCommand};
 use domain::ids::derive;
 use domain::principal::{ApiKeyScope, EventMetadata, PrincipalType};
+use projections::pump::Ticket;
 use projections::{CommandBus, store::EventKey};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -217,8 +218,8 @@ pub fn entry_id(company: Uuid, kind: &str, reference: &str) -> Uuid {
     derive(kind, &[&company.to_string(), reference])
 }
 
-/// The key and transaction of the latest append, which the final wait needs.
-type Appended = (EventKey, u64);
+/// The key and pump ticket of the latest append, which the final wait needs.
+type Appended = (EventKey, Ticket);
 
 /// What applying needs.
 pub struct Applier<'a> {
@@ -242,8 +243,8 @@ impl Applier<'_> {
             last = key.or(last);
             applied.companies.insert(company.reference.clone(), out);
         }
-        if let Some((key, txid)) = last {
-            self.bus.pump().wait_for(&key, Some(txid)).await;
+        if let Some((key, ticket)) = last {
+            self.bus.pump().wait_for(&key, Some(ticket)).await?;
         }
         Ok(applied)
     }
@@ -264,8 +265,8 @@ impl Applier<'_> {
             .append::<A>(&id.to_string(), command, &self.metadata)
             .await
             .with_context(|| format!("{} {id}", A::TYPE))?;
-        if let (Some(key), Some(txid)) = (committed.last, committed.txid) {
-            *last = Some((key, txid));
+        if let (Some(key), Some(ticket)) = (committed.last, committed.ticket) {
+            *last = Some((key, ticket));
         }
         Ok(committed.events)
     }

@@ -33,9 +33,17 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
 }
 
 /// Prometheus metrics: requests and latencies per route, events appended and sealed,
-/// log head and projection lag.
+/// log head, projection lag, and the sealing lag (read from the database at each
+/// scrape, so a stalled sealer shows).
 #[utoipa::path(get, path = "/metrics", tag = "general",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
-async fn metrics() -> String {
+async fn metrics(State(state): State<AppState>) -> String {
+    match projections::sealer::backlog(&state.pool).await {
+        Ok(backlog) => {
+            metrics::gauge!("sandbox_log_sealing_lag_seconds").set(backlog.oldest_seconds);
+            metrics::gauge!("sandbox_log_unsealed_events").set(backlog.events as f64);
+        }
+        Err(error) => tracing::warn!(%error, "cannot read the sealing backlog"),
+    }
     metrics_handle().render()
 }

@@ -68,7 +68,7 @@ async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
     for run in expired {
         state
             .bus
-            .execute::<Run>(
+            .record::<Run>(
                 &run.id.to_string(),
                 RunCommand::ExpireContent,
                 &metadata(run.company_id, run.id, now),
@@ -112,7 +112,7 @@ async fn expire_sessions(state: &AppState) -> anyhow::Result<()> {
         let meta = metadata(company, session_id, now);
         state
             .bus
-            .execute::<ContextUpload>(
+            .record::<ContextUpload>(
                 &session_id.to_string(),
                 UploadCommand::Expire { now },
                 &meta,

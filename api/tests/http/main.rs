@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod environments;
 mod general;
+mod log_stall;
 mod public;
 mod restricted;
 mod runs;

@@ -45,6 +45,8 @@ pub struct Options {
     pub transit_key: bool,
     /// Runs executed at once (0: no executor in this server).
     pub run_slots: usize,
+    /// How long a command waits for the read models.
+    pub read_wait_timeout: std::time::Duration,
 }
 
 impl Default for Options {
@@ -54,6 +56,7 @@ impl Default for Options {
             enabled: true,
             transit_key: true,
             run_slots: 4,
+            read_wait_timeout: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -111,6 +114,7 @@ impl TestApp {
             run_slots: options.run_slots,
             buildah: "buildah".into(),
             build_timeout: std::time::Duration::from_secs(300).into(),
+            read_wait_timeout: options.read_wait_timeout.into(),
         };
         let cancel = CancellationToken::new();
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())

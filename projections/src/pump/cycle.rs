@@ -15,12 +15,11 @@ use sqlx::types::Json;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
 
-/// The first row of a cycle: the sealed head, the horizon and the checkpoints.
+/// The first row of a cycle: the sealed head and the checkpoints.
 #[derive(sqlx::FromRow)]
 struct Header {
     position: Option<i64>,
     chain_hash: Option<Vec<u8>>,
-    horizon: String,
     checkpoints: Json<Vec<Checkpoint>>,
 }
 
@@ -72,8 +71,10 @@ impl Pump {
     }
 
     async fn run(&self, connection: &mut PgConnection, mode: Mode) -> anyhow::Result<Cycle> {
+        // Numbered before any statement: the sealer's snapshot is taken after this.
+        let number = self.start_cycle();
         let mut tx = connection.begin().await?;
-        // The head, the horizon and every checkpoint in one round trip.
+        // The head and every checkpoint in one round trip.
         let header: Header = sqlx::query_as(&format!(
             "WITH head AS ({HEAD_SQL})
              SELECT head.*, (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c
@@ -83,7 +84,7 @@ impl Pump {
         .bind(&self.names)
         .fetch_one(&mut *tx)
         .await?;
-        let head = Head::from_columns(header.position, header.chain_hash, &header.horizon)?;
+        let head = Head::from_columns(header.position, header.chain_hash);
         let sealed = sealer::seal(&mut tx, head, self.config.seal_batch).await?;
         let mut states: Vec<State> = self
             .projections
@@ -101,7 +102,7 @@ impl Pump {
         match self.project(&mut tx, &mut states, &sealed, mode).await {
             Ok(until) => {
                 tx.commit().await?;
-                Ok(self.publish(&sealed, &states, until))
+                Ok(self.publish(number, &sealed, &states, until))
             }
             Err(error) => {
                 tx.rollback().await?;
@@ -110,8 +111,14 @@ impl Pump {
         }
     }
 
-    /// Publishes the progress of a committed cycle.
-    fn publish(&self, sealed: &Sealed, states: &[State<'_>], until: Option<i64>) -> Cycle {
+    /// Publishes the progress of committed cycle `number`.
+    fn publish(
+        &self,
+        number: u64,
+        sealed: &Sealed,
+        states: &[State<'_>],
+        until: Option<i64>,
+    ) -> Cycle {
         let projected = states
             .iter()
             .filter(|s| !s.failing)
@@ -119,9 +126,9 @@ impl Pump {
             .min()
             .unwrap_or(sealed.head);
         self.progress.send_modify(|progress| {
-            if sealed.complete && sealed.horizon > progress.horizon {
-                progress.horizon = sealed.horizon;
-                progress.horizon_head = sealed.head;
+            if sealed.complete && number > progress.sealed_cycle {
+                progress.sealed_cycle = number;
+                progress.sealed_head = sealed.head;
             }
             progress.projected = projected;
         });

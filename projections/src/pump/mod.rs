@@ -6,10 +6,13 @@
 //! session advisory lock on a dedicated connection (see `leader.rs`); the others
 //! wait for it.
 //!
-//! After each cycle the pump publishes its [`Progress`] in memory. A command that
-//! knows the transaction id of its append can tell from it alone, without a query,
-//! when its events are sealed and projected; when another process pumps, the wait
-//! falls back to reading positions and checkpoints from the database.
+//! Cycles are numbered in the order they start. A command takes a [`Ticket`] (the
+//! number of the newest cycle started) right after its append committed: every
+//! cycle with a larger number took its snapshot after that commit, so once such a
+//! cycle has sealed everything it saw, the command's events are sealed. After each
+//! cycle the pump publishes its [`Progress`] in memory, from which a command tells,
+//! without a query, when its events are sealed and projected; when another process
+//! pumps, the wait falls back to reading positions and checkpoints from the database.
 
 mod cycle;
 mod leader;
@@ -19,6 +22,7 @@ use crate::store::EventKey;
 use leader::Leader;
 use sqlx::PgPool;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -62,22 +66,38 @@ pub struct Cycle {
     pub more: bool,
 }
 
+/// The number of the newest pump cycle started when an append had committed: any
+/// cycle numbered higher saw the append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ticket(u64);
+
 /// What this process's pump has sealed and projected so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    /// Every append of a transaction with a smaller id is sealed.
-    pub horizon: u64,
-    /// The log head when that horizon was reached.
-    pub horizon_head: i64,
+    /// The newest cycle that sealed everything committed before it started.
+    pub sealed_cycle: u64,
+    /// The log head that cycle left.
+    pub sealed_head: i64,
     /// The lowest checkpoint among healthy projections.
     pub projected: i64,
 }
 
 impl Progress {
-    /// Whether the appends of this transaction are sealed and projected.
-    pub fn covers(&self, txid: u64) -> bool {
-        txid < self.horizon && self.projected >= self.horizon_head
+    /// Whether an append that committed before `ticket` was taken is sealed and
+    /// projected.
+    pub fn covers(&self, ticket: Ticket) -> bool {
+        self.sealed_cycle > ticket.0 && self.projected >= self.sealed_head
     }
+}
+
+/// The read models did not reach a committed command's events within the wait.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the read models did not reach {key:?} within {waited:?}")]
+pub struct NotYetVisible {
+    /// The command's last event.
+    pub key: EventKey,
+    /// How long the command waited.
+    pub waited: Duration,
 }
 
 /// The sealer and projector loop of one process.
@@ -86,6 +106,7 @@ pub struct Pump {
     projections: Vec<Arc<dyn Projection>>,
     names: Vec<String>,
     kick: Notify,
+    cycles_started: AtomicU64,
     progress: watch::Sender<Progress>,
     config: PumpConfig,
     leader: tokio::sync::Mutex<Leader>,
@@ -105,6 +126,7 @@ impl Pump {
             projections,
             names,
             kick: Notify::new(),
+            cycles_started: AtomicU64::new(0),
             progress,
             config,
             leader: tokio::sync::Mutex::new(Leader::default()),
@@ -130,6 +152,21 @@ impl Pump {
     /// Asks the loop to run a cycle now.
     pub fn kick(&self) {
         self.kick.notify_one();
+    }
+
+    /// The ticket of an append that has just committed (see [`Ticket`]).
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.cycles_started.load(Ordering::SeqCst))
+    }
+
+    /// Numbers a cycle that is about to read the log.
+    fn start_cycle(&self) -> u64 {
+        self.cycles_started.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// How long a command waits for the read models.
+    pub fn wait_timeout(&self) -> Duration {
+        self.config.wait_timeout
     }
 
     /// Registers the projections and runs the loop until `cancel` fires.
@@ -167,29 +204,31 @@ impl Pump {
     }
 
     /// Waits until the event is sealed and every healthy projection has applied it.
-    /// `txid`, when known, is the transaction that appended it, which lets the wait
-    /// use the in-memory progress. A timeout is logged, not returned: the command has
-    /// committed either way.
-    pub async fn wait_for(&self, key: &EventKey, txid: Option<u64>) {
-        let deadline = tokio::time::Instant::now() + self.config.wait_timeout;
+    /// `ticket`, when known, was taken right after the append committed, which lets
+    /// the wait use the in-memory progress. On timeout the command has committed all
+    /// the same: the error says so, and the caller must not report the write as lost.
+    pub async fn wait_for(
+        &self,
+        key: &EventKey,
+        ticket: Option<Ticket>,
+    ) -> Result<(), NotYetVisible> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.config.wait_timeout;
         let mut progress = self.progress.subscribe();
-        // Without a transaction id only the database can tell; with one, it is the
-        // fallback for when another process pumps.
-        let mut checked_database = txid.map(|_| tokio::time::Instant::now());
+        // Without a ticket only the database can tell; with one, it is the fallback
+        // for when another process pumps.
+        let mut checked_database = ticket.map(|_| tokio::time::Instant::now());
         loop {
-            if txid.is_some_and(|txid| progress.borrow_and_update().covers(txid)) {
-                return;
+            if ticket.is_some_and(|ticket| progress.borrow_and_update().covers(ticket)) {
+                return Ok(());
             }
             // Another process may be the one pumping: then only the database knows.
             if checked_database.is_none_or(|at| at.elapsed() >= Duration::from_millis(50)) {
                 checked_database = Some(tokio::time::Instant::now());
                 match self.projected(key).await {
-                    Ok(true) => return,
+                    Ok(true) => return Ok(()),
                     Ok(false) => {}
-                    Err(error) => {
-                        tracing::error!(%error, "cannot read projection progress");
-                        return;
-                    }
+                    Err(error) => tracing::warn!(%error, "cannot read projection progress"),
                 }
             }
             self.kick();
@@ -197,8 +236,9 @@ impl Pump {
                 _ = progress.changed() => {}
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = tokio::time::sleep_until(deadline) => {
+                    metrics::counter!("sandbox_read_your_writes_timeouts_total").increment(1);
                     tracing::error!(?key, "read models did not reach the command's events in time");
-                    return;
+                    return Err(NotYetVisible { key: key.clone(), waited: started.elapsed() });
                 }
             }
         }

@@ -6,12 +6,14 @@
 //! decide, wraps and serializes the events as cqrs-es's event-store mode does, appends
 //! them in one statement, retries once on a concurrent write, and finally waits until
 //! the projector has applied the new events, so a read right after the command sees
-//! them. The append returns its transaction id, which lets the wait use the pump's
-//! in-memory progress instead of querying.
+//! them. Right after the append the command takes the pump's ticket, which lets the
+//! wait use the pump's in-memory progress instead of querying. When the wait times
+//! out the command has still committed: it answers [`CommandError::NotYetVisible`],
+//! never a state that lacks its own write.
 
 use super::repository::LogRepository;
 use super::snapshot::{load_context, maybe_snapshot};
-use crate::pump::Pump;
+use crate::pump::{NotYetVisible, Pump, Ticket};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::persist::{PersistenceError, SerializedEvent};
 use cqrs_es::{Aggregate, AggregateError, EventEnvelope};
@@ -40,8 +42,9 @@ pub struct Committed<A: Aggregate> {
     /// The key of the aggregate's last event: the one appended last, or, when the
     /// command appended nothing, the newest event its decision was based on.
     pub last: Option<EventKey>,
-    /// The transaction that appended the events (none when nothing was appended).
-    pub txid: Option<u64>,
+    /// The pump's ticket taken right after the append committed (none when nothing
+    /// was appended).
+    pub ticket: Option<Ticket>,
 }
 
 /// Why a command did not commit.
@@ -56,6 +59,17 @@ pub enum CommandError<E: std::error::Error> {
     /// The store failed.
     #[error("event store failure: {0}")]
     Store(anyhow::Error),
+    /// The command committed, but the read models did not reach its events in time:
+    /// the write is durable, a read right now may not show it yet.
+    #[error("{0}")]
+    NotYetVisible(NotYetVisible),
+}
+
+impl<E: std::error::Error> CommandError<E> {
+    /// Whether the command's events are in the log (only not yet in the read models).
+    pub fn committed(&self) -> bool {
+        matches!(self, Self::NotYetVisible(_))
+    }
 }
 
 /// Executes commands against aggregates stored in the log.
@@ -91,9 +105,31 @@ impl CommandBus {
     {
         let committed = self.append::<A>(aggregate_id, command, metadata).await?;
         if let Some(key) = &committed.last {
-            self.pump.wait_for(key, committed.txid).await;
+            self.pump
+                .wait_for(key, committed.ticket)
+                .await
+                .map_err(CommandError::NotYetVisible)?;
         }
         Ok(committed)
+    }
+
+    /// Executes a command for background work: like [`Self::execute`], but a command
+    /// whose events the read models have not reached in time is still a success
+    /// (it committed; workers move on from the log, not from their own reads).
+    pub async fn record<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<(), CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+    {
+        match self.execute::<A>(aggregate_id, command, metadata).await {
+            Err(error) if !error.committed() => Err(error),
+            _ => Ok(()),
+        }
     }
 
     /// Executes a command without waiting for the read models (bulk operator work
@@ -162,7 +198,7 @@ impl CommandBus {
                 state,
                 events,
                 last,
-                txid: None,
+                ticket: None,
             });
         }
         let metadata = metadata.to_map();
@@ -180,18 +216,18 @@ impl CommandBus {
             })
             .collect::<Result<Vec<_>, PersistenceError>>()
             .map_err(|e| map_error(e.into()))?;
-        let txid = self
-            .repo
+        self.repo
             .append(&serialized)
             .await
             .map_err(|e| map_error(e.into()))?;
+        let ticket = self.pump.ticket();
         self.pump.kick();
         let after = before + events.len();
         maybe_snapshot(&self.repo, aggregate_id, before, after, &state).await;
         Ok(Committed {
             state,
             last: Some(key(after)),
-            txid: Some(txid),
+            ticket: Some(ticket),
             events,
         })
     }

@@ -19,7 +19,7 @@ INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_ve
 SELECT t, i, s, et, ev, p::json, m::json
   FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[])
     AS u(t, i, s, et, ev, p, m)
-RETURNING txid::text";
+";
 
 /// The repository behind every aggregate's event store.
 #[derive(Clone)]
@@ -40,9 +40,9 @@ impl LogRepository {
         &self.pool
     }
 
-    /// Appends events with one statement (one transaction) and returns the id of the
-    /// transaction that appended them, which the sealer orders by.
-    pub async fn append(&self, events: &[SerializedEvent]) -> Result<u64, PersistenceError> {
+    /// Appends events with one statement (one transaction); the sealer numbers them
+    /// once committed.
+    pub async fn append(&self, events: &[SerializedEvent]) -> Result<(), PersistenceError> {
         if events.is_empty() {
             return Err(PersistenceError::UnknownError("nothing to append".into()));
         }
@@ -50,7 +50,7 @@ impl LogRepository {
         for event in events {
             columns.push(event)?;
         }
-        let txids: Vec<String> = sqlx::query_scalar(INSERT_EVENTS)
+        sqlx::query(INSERT_EVENTS)
             .bind(columns.aggregate_types)
             .bind(columns.aggregate_ids)
             .bind(columns.sequences)
@@ -58,13 +58,11 @@ impl LogRepository {
             .bind(columns.event_versions)
             .bind(columns.payloads)
             .bind(columns.metadata)
-            .fetch_all(&self.pool)
+            .execute(&self.pool)
             .await
             .map_err(map_sqlx)?;
         metrics::counter!("sandbox_events_appended_total").increment(events.len() as u64);
-        txids.first().and_then(|t| t.parse().ok()).ok_or_else(|| {
-            PersistenceError::UnknownError("the append returned no transaction id".into())
-        })
+        Ok(())
     }
 }
 
@@ -153,7 +151,7 @@ impl PersistedEventRepository for LogRepository {
         if events.is_empty() {
             return Ok(());
         }
-        self.append(events).await.map(|_| ())
+        self.append(events).await
     }
 
     async fn stream_events<A: Aggregate>(

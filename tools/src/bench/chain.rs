@@ -27,9 +27,9 @@ pub struct ChainFigures {
 async fn seal_once(pool: &PgPool, chain: Chain) -> anyhow::Result<usize> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
-    let (position, hash, horizon): (Option<i64>, Option<Vec<u8>>, String) =
+    let (position, hash): (Option<i64>, Option<Vec<u8>>) =
         sqlx::query_as(HEAD_SQL).fetch_one(&mut *tx).await?;
-    let head = Head::from_columns(position, hash, &horizon)?;
+    let head = Head::from_columns(position, hash);
     let sealed = sealer::seal_with(&mut tx, head, 5_000, chain).await?;
     tx.commit().await?;
     Ok(sealed.events.len())

@@ -115,5 +115,6 @@ pub fn bench_config(
         run_slots: 4,
         buildah: "buildah".into(),
         build_timeout: std::time::Duration::from_secs(300).into(),
+        read_wait_timeout: std::time::Duration::from_secs(10).into(),
     }
 }

@@ -2,7 +2,7 @@
 //! queries, 409 with a usage count, 423 while a migration holds the table, the
 //! uniform 404.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, from_command};
 use axum::http::StatusCode;
 use domain::tables::{TableError, TableErrorKind};
 use projections::CommandError;
@@ -28,15 +28,7 @@ pub fn refusal(error: TableError) -> ApiError {
 
 /// The answer to a failed custom-table command.
 pub fn command(error: CommandError<TableError>) -> ApiError {
-    match error {
-        CommandError::Rejected(e) => refusal(e),
-        CommandError::Conflict => ApiError::coded(
-            StatusCode::CONFLICT,
-            "concurrent_modification",
-            "two writes contended for the same table; nothing changed, resend the request",
-        ),
-        CommandError::Store(e) => ApiError::Internal(e),
-    }
+    from_command(error, refusal)
 }
 
 /// `Result` of custom-table commands.

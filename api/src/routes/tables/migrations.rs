@@ -60,7 +60,7 @@ async fn complete(
     let command = TableCommand::CompleteMigration { migration_id };
     let result = state
         .bus
-        .execute::<CustomTable>(
+        .record::<CustomTable>(
             &table_id.to_string(),
             command,
             &metadata(company_id, &request_id),

@@ -321,7 +321,7 @@ impl Job<'_> {
         let meta = metadata(&self.builder.worker_id, self.company);
         state
             .bus
-            .execute::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), &meta)
+            .record::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), &meta)
             .await
             .ok()?;
         Some(BuildReport {

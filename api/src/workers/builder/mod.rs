@@ -238,7 +238,7 @@ impl Builder {
         let claimed = self
             .state
             .bus
-            .execute::<EnvironmentVersion>(
+            .record::<EnvironmentVersion>(
                 &attempt.version_id.to_string(),
                 command,
                 &metadata(&self.worker_id, attempt.company_id),
@@ -260,7 +260,7 @@ impl Builder {
         let result = self
             .state
             .bus
-            .execute::<EnvironmentVersion>(
+            .record::<EnvironmentVersion>(
                 &version_id.to_string(),
                 command,
                 &metadata(&self.worker_id, company),

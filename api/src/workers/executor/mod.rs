@@ -242,7 +242,7 @@ impl Executor {
         let result = self
             .state
             .bus
-            .execute::<Run>(
+            .record::<Run>(
                 &run_id.to_string(),
                 command,
                 &metadata(&self.worker_id, company),
