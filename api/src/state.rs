@@ -149,7 +149,6 @@ impl AppState {
             builder,
             shutdown: cancel,
         }));
-        tokio::spawn(crate::routes::tables::migrations::resume(state.clone()));
         Ok(Started {
             state,
             pump: pump_task,

@@ -5,6 +5,7 @@ pub mod builder;
 pub mod executor;
 pub mod heartbeat;
 pub mod janitor;
+pub mod migrations;
 
 use crate::state::AppState;
 use std::time::Duration;
@@ -15,6 +16,7 @@ pub fn start(state: &AppState) -> Vec<JoinHandle<()>> {
     let mut workers = vec![
         builder::Builder::new(state.clone()).spawn(),
         janitor::spawn(state.clone(), Duration::from_secs(60)),
+        tokio::spawn(migrations::resume(state.clone())),
     ];
     if state.builder.run_slots > 0 {
         workers.push(executor::Executor::new(state.clone()).spawn());

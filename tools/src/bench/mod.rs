@@ -8,6 +8,7 @@ mod catchup;
 mod chain;
 mod http;
 mod menu;
+mod migration;
 mod permissions;
 mod raw;
 mod rebuild;
@@ -37,6 +38,8 @@ pub enum BenchCommand {
     Menu(menu::MenuArgs),
     /// Runs: submission latency, our run against a bare buildah run, throughput.
     Runs(runs::RunsArgs),
+    /// Commands while a 1,000,000-record column changes type in the background.
+    Migration(migration::MigrationArgs),
     /// Custom-table permissions: the table list with per-caller record_count and a
     /// search page under a row policy with hidden columns.
     Permissions(permissions::PermissionsArgs),
@@ -94,6 +97,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Menu(args) => menu::run(&target.url()?, &args).await,
         BenchCommand::Runs(args) => runs::run(&target.url()?, &args).await,
         BenchCommand::Permissions(args) => permissions::run(&target.url()?, &args).await,
+        BenchCommand::Migration(args) => migration::run(&target.url()?, &args).await,
     }
 }
 

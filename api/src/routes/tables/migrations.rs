@@ -1,11 +1,10 @@
-//! Column data migrations: what a column change reports, the background completion
-//! and `GET /{scopeName}/migrations/{migration_id}/status`.
+//! Column data migrations: what a column change reports and
+//! `GET /{scopeName}/migrations/{migration_id}/status`.
 //!
 //! A migration over more than `BACKGROUND_THRESHOLD` live records is planned by its
-//! starting event and holds the table (other schema changes answer 423); a task then
-//! issues `CompleteMigration`, whose event the pump applies by rewriting the rows
-//! with one SQL statement, and the table is free again. The request does not wait for
-//! the rows. A process that stopped before completing resumes at start ([`resume`]).
+//! starting event and holds the table (other schema changes answer 423); the
+//! background worker (`workers::migrations`) rewrites the column and completes it,
+//! and the table is free again. The request does not wait for the rows.
 
 use super::column_schema::MigrationInfoResponse;
 use super::gates::Operation;
@@ -14,11 +13,11 @@ use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::request::Context;
 use crate::state::AppState;
+use crate::workers::migrations;
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use domain::principal::{Actor, EventMetadata};
-use domain::tables::table::{CustomTable, MigrationInfo, TableCommand};
+use domain::tables::table::MigrationInfo;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -40,63 +39,6 @@ pub struct Started<'a> {
     pub ctx: &'a Context,
 }
 
-fn metadata(company_id: Uuid, request_id: &str) -> EventMetadata {
-    EventMetadata {
-        actor: Actor::System("custom_tables.migrations"),
-        company_id: Some(company_id),
-        request_id: request_id.to_string(),
-        time: Utc::now(),
-    }
-}
-
-/// Issues `CompleteMigration` and waits for the pump to apply it.
-async fn complete(
-    state: AppState,
-    company_id: Uuid,
-    table_id: Uuid,
-    migration_id: Uuid,
-    request_id: String,
-) {
-    let command = TableCommand::CompleteMigration { migration_id };
-    let result = state
-        .bus
-        .record::<CustomTable>(
-            &table_id.to_string(),
-            command,
-            &metadata(company_id, &request_id),
-        )
-        .await;
-    if let Err(error) = result {
-        tracing::error!(%error, %migration_id, "completing a background migration failed");
-    }
-}
-
-/// Completes background migrations a previous process left running.
-pub async fn resume(state: AppState) {
-    let pending: Result<Vec<(Uuid, Uuid, Uuid)>, sqlx::Error> = sqlx::query_as(
-        "SELECT m.id, t.id, t.company_id FROM custom_table_migrations m
-           JOIN custom_tables t ON t.migration_id = m.id
-          WHERE m.completed_at IS NULL",
-    )
-    .fetch_all(&state.pool)
-    .await;
-    match pending {
-        Ok(rows) => {
-            for (migration_id, table_id, company_id) in rows {
-                complete(
-                    state.clone(),
-                    company_id,
-                    table_id,
-                    migration_id,
-                    "resume".into(),
-                )
-                .await;
-            }
-        }
-        Err(error) => tracing::error!(%error, "cannot look for unfinished migrations"),
-    }
-}
-
 /// The `migration_info` of a started migration; starts the completion of a
 /// background one.
 pub async fn report(
@@ -107,12 +49,14 @@ pub async fn report(
 ) -> ApiResult<MigrationInfoResponse> {
     let info = started.info;
     if info.background {
-        tokio::spawn(complete(
+        tokio::spawn(migrations::complete(
             state.clone(),
-            started.table.row.company_id,
-            started.table.row.id,
-            info.migration_id,
-            started.ctx.request_id.clone(),
+            migrations::Migration {
+                company_id: started.table.row.company_id,
+                table_id: started.table.row.id,
+                migration_id: info.migration_id,
+                request_id: started.ctx.request_id.clone(),
+            },
         ));
         return Ok(MigrationInfoResponse {
             background_migration: true,

@@ -11,6 +11,7 @@ mod physical;
 pub mod read;
 mod records;
 mod registry;
+pub mod rewrite;
 
 pub use physical::{PREFIX_CHARS, table_name};
 
@@ -22,6 +23,7 @@ use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::record::Record;
 use domain::tables::table::CustomTable;
 use records::Pending;
+use rewrite::Rewrite;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use std::collections::HashMap;
@@ -30,37 +32,51 @@ use uuid::Uuid;
 /// Projects [`CustomTable`] and [`Record`].
 pub struct CustomTablesProjection;
 
-/// The stored columns of a live table, `None` when the table does not exist.
-async fn stored_columns(
-    conn: &mut PgConnection,
-    table_id: Uuid,
-) -> anyhow::Result<Option<Vec<(String, ColumnType)>>> {
-    let rows: Vec<(Option<Json<ColumnDef>>,)> = sqlx::query_as(
-        "SELECT c.definition FROM custom_tables t
+/// What a record write needs to know of a live table.
+struct Layout {
+    /// Its stored columns (key and type), in position order.
+    columns: Vec<(String, ColumnType)>,
+    /// The rewrite of the background migration holding it, if any.
+    rewrite: Option<Rewrite>,
+}
+
+/// The layout of a live table, `None` when the table does not exist.
+async fn layout(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<Option<Layout>> {
+    let rows: Vec<(Option<Json<ColumnDef>>, Option<Json<Rewrite>>)> = sqlx::query_as(
+        "SELECT c.definition, m.rewrite FROM custom_tables t
            LEFT JOIN custom_table_columns c ON c.table_id = t.id
+           LEFT JOIN custom_table_migrations m ON m.id = t.migration_id
           WHERE t.id = $1 ORDER BY c.position",
     )
     .bind(table_id)
     .fetch_all(conn)
     .await?;
+    let rewrite = rows.first().and_then(|(_, r)| r.clone()).map(|r| r.0);
     if rows.is_empty() {
         return Ok(None);
     }
-    Ok(Some(
-        rows.into_iter()
-            .filter_map(|(c,)| c)
-            .filter(|c| c.column_type.is_stored())
-            .map(|c| (c.0.key, c.0.column_type))
-            .collect(),
-    ))
+    let columns = rows
+        .into_iter()
+        .filter_map(|(c, _)| c)
+        .filter(|c| c.column_type.is_stored())
+        .map(|c| (c.0.key, c.0.column_type))
+        .collect();
+    Ok(Some(Layout { columns, rewrite }))
 }
 
 async fn flush(conn: &mut PgConnection, table_id: Uuid, pending: Pending) -> anyhow::Result<()> {
     if pending.is_empty() {
         return Ok(());
     }
-    let columns = stored_columns(conn, table_id).await?;
-    records::flush(conn, table_id, pending, columns.as_deref()).await
+    let Some(layout) = layout(conn, table_id).await? else {
+        return Ok(());
+    };
+    let written = records::flush(conn, table_id, pending, &layout.columns).await?;
+    // A background migration's shadow column follows every row written meanwhile.
+    if let Some(rewrite) = &layout.rewrite {
+        rewrite::sync(conn, table_id, rewrite, &written).await?;
+    }
+    Ok(())
 }
 
 #[async_trait]

@@ -94,23 +94,25 @@ pub async fn drop_table(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Resu
     Ok(())
 }
 
-/// The index of a column: B-tree on scalars (on the first characters of strings,
-/// whose values can exceed an index entry), GIN on lists, none on JSON.
+/// What the index of a column of type `t` named `column` covers (the part after
+/// `ON <table>`): B-tree on scalars (on the first characters of strings, whose
+/// values can exceed an index entry), GIN on lists, none on JSON.
+pub fn index_target(column: &str, t: ColumnType) -> Option<String> {
+    use ColumnType as T;
+    match t {
+        T::String | T::Text => Some(format!("(left({column}, {PREFIX_CHARS}), id)")),
+        T::MultiSelect | T::Link => Some(format!("USING gin ({column})")),
+        T::Json | T::Attachment => None,
+        t if t.is_stored() => Some(format!("({column}, id)")),
+        _ => None,
+    }
+}
+
+/// The statement creating a column's index, if it has one.
 fn index_sql(table: &str, column: &ColumnDef) -> anyhow::Result<Option<String>> {
     let key = ident(&column.key)?;
-    let index = format!("{table}_{key}");
-    use ColumnType as T;
-    Ok(match column.column_type {
-        T::String | T::Text => Some(format!(
-            "CREATE INDEX {index} ON {table} (left({key}, {PREFIX_CHARS}), id)"
-        )),
-        T::MultiSelect | T::Link => {
-            Some(format!("CREATE INDEX {index} ON {table} USING gin ({key})"))
-        }
-        T::Json | T::Attachment => None,
-        t if t.is_stored() => Some(format!("CREATE INDEX {index} ON {table} ({key}, id)")),
-        _ => None,
-    })
+    Ok(index_target(key, column.column_type)
+        .map(|target| format!("CREATE INDEX {table}_{key} ON {table} {target}")))
 }
 
 /// Adds a stored column (and its index).

@@ -84,17 +84,15 @@ impl Pending {
     }
 }
 
-/// Writes a table's pending changes. `columns` are the table's stored columns now
-/// (`None` when the table is gone: then the changes are dropped).
+/// Writes a table's pending changes and returns the ids of the rows it created or
+/// updated. `columns` are the table's stored columns now.
 pub async fn flush(
     conn: &mut PgConnection,
     table_id: Uuid,
     pending: Pending,
-    columns: Option<&[(String, ColumnType)]>,
-) -> anyhow::Result<()> {
-    let Some(columns) = columns else {
-        return Ok(());
-    };
+    columns: &[(String, ColumnType)],
+) -> anyhow::Result<Vec<Uuid>> {
+    let mut written = Vec::new();
     let table = table_name(table_id);
     let (mut creates, mut updates, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
     let mut pending = pending;
@@ -106,6 +104,7 @@ pub async fn flush(
                 created_by,
                 cells,
             }) => {
+                written.push(id);
                 let mut row = cells_object(cells, columns);
                 row.insert("id".into(), json!(id));
                 row.insert("created_at".into(), json!(created_at));
@@ -114,6 +113,7 @@ pub async fn flush(
                 creates.push(Value::Object(row));
             }
             Some(Change::Update { updated_at, cells }) => {
+                written.push(id);
                 let mut row = cells_object(cells, columns);
                 row.insert("id".into(), json!(id));
                 row.insert("updated_at".into(), json!(updated_at));
@@ -182,7 +182,7 @@ pub async fn flush(
             .execute(&mut *conn)
             .await?;
     }
-    Ok(())
+    Ok(written)
 }
 
 /// The cells of columns that exist now (cells of deleted columns are dropped).

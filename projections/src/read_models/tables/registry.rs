@@ -5,6 +5,7 @@
 
 use super::grant_indexes;
 use super::physical::{self, batch, ident, table_name};
+use super::rewrite::{self, Rewrite};
 use chrono::{DateTime, Utc};
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::table::{MigrationInfo, TableEvent};
@@ -131,15 +132,19 @@ pub async fn apply(
             table_id,
             migration_id,
         } => {
-            let plan: Option<Json<TableEvent>> = sqlx::query_scalar(
-                "SELECT plan FROM custom_table_migrations WHERE id = $1 AND completed_at IS NULL",
-            )
-            .bind(migration_id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .flatten();
-            if let Some(Json(plan)) = plan {
-                let rows = run_data_change(conn, &plan, at).await?;
+            let planned: Option<(Option<Json<TableEvent>>, Option<Json<Rewrite>>)> =
+                sqlx::query_as(
+                    "SELECT plan, rewrite FROM custom_table_migrations WHERE id = $1 AND completed_at IS NULL",
+                )
+                .bind(migration_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+            if let Some((Some(Json(plan)), rewrite)) = planned {
+                let rows = match rewrite {
+                    Some(Json(rewrite)) => swap(conn, &plan, &rewrite, at).await?,
+                    // Started before rewrites existed: rewrite in place.
+                    None => run_data_change(conn, &plan, at).await?,
+                };
                 finish_migration(conn, migration_id, rows, at).await?;
             }
             sqlx::query(
@@ -288,10 +293,54 @@ async fn start_migration(
             .bind(migration.migration_id)
             .execute(&mut *conn)
             .await?;
+        let current = column_definition(conn, table_id, key).await?;
+        if let Some(rewrite) = Rewrite::of(event, current.as_ref())? {
+            rewrite::prepare(conn, table_id, migration.migration_id, &rewrite).await?;
+        }
         return Ok(());
     }
     let rows = run_data_change(conn, event, at).await?;
     finish_migration(conn, migration.migration_id, rows, at).await
+}
+
+/// A column's registered definition.
+async fn column_definition(
+    conn: &mut PgConnection,
+    table_id: Uuid,
+    key: &str,
+) -> anyhow::Result<Option<ColumnDef>> {
+    let definition: Option<Json<ColumnDef>> = sqlx::query_scalar(
+        "SELECT definition FROM custom_table_columns WHERE table_id = $1 AND key = $2",
+    )
+    .bind(table_id)
+    .bind(key)
+    .fetch_optional(conn)
+    .await?;
+    Ok(definition.map(|d| d.0))
+}
+
+/// Completes a background migration by swapping in its rewritten column; returns the
+/// rows it covers.
+async fn swap(
+    conn: &mut PgConnection,
+    plan: &TableEvent,
+    rewrite: &Rewrite,
+    at: DateTime<Utc>,
+) -> anyhow::Result<u64> {
+    let table_id = plan.table_id();
+    rewrite::swap(conn, table_id, rewrite).await?;
+    if let TableEvent::ColumnTypeChanged { column, .. } = plan {
+        update_column(conn, table_id, column, at).await?;
+    }
+    record_count(conn, table_id).await
+}
+
+async fn record_count(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<u64> {
+    let rows: i64 = sqlx::query_scalar("SELECT record_count FROM custom_tables WHERE id = $1")
+        .bind(table_id)
+        .fetch_one(conn)
+        .await?;
+    Ok(rows as u64)
 }
 
 async fn finish_migration(
@@ -345,12 +394,7 @@ async fn run_data_change(
         } => {
             physical::change_type(conn, *table_id, from, column).await?;
             update_column(conn, *table_id, column, at).await?;
-            let rows: i64 =
-                sqlx::query_scalar("SELECT record_count FROM custom_tables WHERE id = $1")
-                    .bind(table_id)
-                    .fetch_one(&mut *conn)
-                    .await?;
-            Ok(rows as u64)
+            record_count(conn, *table_id).await
         }
         TableEvent::ColumnOptionsRenamed {
             table_id,
@@ -358,16 +402,12 @@ async fn run_data_change(
             renames,
             ..
         } => {
-            let definition: Json<ColumnDef> = sqlx::query_scalar(
-                "SELECT definition FROM custom_table_columns WHERE table_id = $1 AND key = $2",
-            )
-            .bind(table_id)
-            .bind(key)
-            .fetch_one(&mut *conn)
-            .await?;
+            let definition = column_definition(conn, *table_id, key)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("option rename of an unknown column {key}"))?;
             let (old, new): (Vec<String>, Vec<String>) = renames.clone().into_iter().unzip();
             let (table, k) = (table_name(*table_id), ident(key)?);
-            let sql = if definition.0.column_type == ColumnType::MultiSelect {
+            let sql = if definition.column_type == ColumnType::MultiSelect {
                 format!(
                     "UPDATE {table} SET {k} = (SELECT array_agg(x ORDER BY o) FROM
                         (SELECT coalesce(m.new, u.v) AS x, min(u.o) AS o
