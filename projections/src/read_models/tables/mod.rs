@@ -40,9 +40,16 @@ struct Layout {
     rewrite: Option<Rewrite>,
 }
 
+/// One column of a layout, with the table's rewrite repeated.
+#[derive(sqlx::FromRow)]
+struct LayoutRow {
+    definition: Option<Json<ColumnDef>>,
+    rewrite: Option<Json<Rewrite>>,
+}
+
 /// The layout of a live table, `None` when the table does not exist.
 async fn layout(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<Option<Layout>> {
-    let rows: Vec<(Option<Json<ColumnDef>>, Option<Json<Rewrite>>)> = sqlx::query_as(
+    let rows: Vec<LayoutRow> = sqlx::query_as(
         "SELECT c.definition, m.rewrite FROM custom_tables t
            LEFT JOIN custom_table_columns c ON c.table_id = t.id
            LEFT JOIN custom_table_migrations m ON m.id = t.migration_id
@@ -51,13 +58,13 @@ async fn layout(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<Optio
     .bind(table_id)
     .fetch_all(conn)
     .await?;
-    let rewrite = rows.first().and_then(|(_, r)| r.clone()).map(|r| r.0);
+    let rewrite = rows.first().and_then(|r| r.rewrite.clone()).map(|r| r.0);
     if rows.is_empty() {
         return Ok(None);
     }
     let columns = rows
         .into_iter()
-        .filter_map(|(c, _)| c)
+        .filter_map(|r| r.definition)
         .filter(|c| c.column_type.is_stored())
         .map(|c| (c.0.key, c.0.column_type))
         .collect();

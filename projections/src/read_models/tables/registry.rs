@@ -13,6 +13,13 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
+/// A background migration's starting event and its rewrite, if it has one.
+#[derive(sqlx::FromRow)]
+struct Planned {
+    plan: Option<Json<TableEvent>>,
+    rewrite: Option<Json<Rewrite>>,
+}
+
 /// Applies one table event.
 pub async fn apply(
     conn: &mut PgConnection,
@@ -132,14 +139,17 @@ pub async fn apply(
             table_id,
             migration_id,
         } => {
-            let planned: Option<(Option<Json<TableEvent>>, Option<Json<Rewrite>>)> =
-                sqlx::query_as(
-                    "SELECT plan, rewrite FROM custom_table_migrations WHERE id = $1 AND completed_at IS NULL",
-                )
-                .bind(migration_id)
-                .fetch_optional(&mut *conn)
-                .await?;
-            if let Some((Some(Json(plan)), rewrite)) = planned {
+            let planned: Option<Planned> = sqlx::query_as(
+                "SELECT plan, rewrite FROM custom_table_migrations WHERE id = $1 AND completed_at IS NULL",
+            )
+            .bind(migration_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if let Some(Planned {
+                plan: Some(Json(plan)),
+                rewrite,
+            }) = planned
+            {
                 let rows = match rewrite {
                     Some(Json(rewrite)) => swap(conn, &plan, &rewrite, at).await?,
                     // Started before rewrites existed: rewrite in place.
