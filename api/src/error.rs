@@ -8,6 +8,7 @@
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use domain::error::Code;
 use domain::validation::{Violation, ViolationKind};
 use domain::{ErrorClass, SpecError};
 use projections::CommandError;
@@ -27,7 +28,7 @@ pub enum ApiError {
     MethodNotAllowed,
     /// A 403 whose body is `{error: <code>}` (custom tables' channel floor:
     /// `scp_scope_undeclared`).
-    Refused(&'static str),
+    Refused(Code),
     /// Request validation failed.
     Validation(Vec<Violation>),
     /// A spec error code with its status.
@@ -45,8 +46,8 @@ pub enum ApiError {
 pub struct Coded {
     /// HTTP status.
     pub status: StatusCode,
-    /// Spec error code.
-    pub code: &'static str,
+    /// Error code.
+    pub code: Code,
     /// Human message.
     pub message: String,
     /// Further `detail` fields (for example `limit`, `errors`).
@@ -56,15 +57,24 @@ pub struct Coded {
 }
 
 impl ApiError {
-    /// A coded error.
-    pub fn coded(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    /// A coded error, answered with its code's status.
+    pub fn code(code: Code, message: impl Into<String>) -> Self {
         Self::Coded(Coded {
-            status,
+            status: status_of(code.class()),
             code,
             message: message.into(),
             extra: Map::new(),
             headers: Vec::new(),
         })
+    }
+
+    /// Answers a coded error with another status than its code's (the spec names
+    /// a few codes under two statuses).
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        if let Self::Coded(coded) = &mut self {
+            coded.status = status;
+        }
+        self
     }
 
     /// Adds a field to `detail` of a coded error.
@@ -101,11 +111,15 @@ impl ApiError {
 /// The status of a domain error class.
 pub fn status_of(class: ErrorClass) -> StatusCode {
     match class {
+        ErrorClass::BadRequest => StatusCode::BAD_REQUEST,
         ErrorClass::Validation => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorClass::Forbidden => StatusCode::FORBIDDEN,
         ErrorClass::NotFound => StatusCode::NOT_FOUND,
         ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorClass::Locked => StatusCode::LOCKED,
         ErrorClass::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
@@ -117,7 +131,7 @@ pub fn from_spec<E: SpecError>(error: &E) -> ApiError {
     }
     match error.class() {
         ErrorClass::NotFound => ApiError::NotFound,
-        class => ApiError::coded(status_of(class), error.code(), error.to_string()),
+        class => ApiError::code(error.code(), error.to_string()).with_status(status_of(class)),
     }
 }
 
@@ -128,9 +142,8 @@ pub fn from_command<E: std::error::Error>(
 ) -> ApiError {
     match error {
         CommandError::Rejected(e) => reject(e),
-        CommandError::Conflict => ApiError::coded(
-            StatusCode::CONFLICT,
-            "concurrent_modification",
+        CommandError::Conflict => ApiError::code(
+            Code::ConcurrentModification,
             "the resource was modified concurrently; nothing changed, resend the request",
         ),
         CommandError::Store(e) => ApiError::Internal(e),
@@ -214,7 +227,11 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(message) => {
                 (StatusCode::FORBIDDEN, json!({"detail": message}), vec![])
             }
-            ApiError::Refused(code) => (StatusCode::FORBIDDEN, json!({"error": code}), vec![]),
+            ApiError::Refused(code) => (
+                StatusCode::FORBIDDEN,
+                json!({"error": code.as_str()}),
+                vec![],
+            ),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 json!({"detail": "Method Not Allowed"}),
@@ -230,7 +247,7 @@ impl IntoResponse for ApiError {
             }
             ApiError::Coded(coded) => {
                 let mut detail = Map::new();
-                detail.insert("code".into(), coded.code.into());
+                detail.insert("code".into(), coded.code.as_str().into());
                 detail.insert("message".into(), coded.message.into());
                 detail.extend(coded.extra);
                 (coded.status, json!({"detail": detail}), coded.headers)
@@ -238,7 +255,7 @@ impl IntoResponse for ApiError {
             ApiError::NotYetVisible(pending) => {
                 tracing::warn!(key = ?pending.key, waited = ?pending.waited, "answered a committed write as not yet visible");
                 let mut detail = json!({
-                    "code": "committed_not_yet_visible",
+                    "code": Code::CommittedNotYetVisible.as_str(),
                     "message": format!(
                         "the change was committed and is durable, but the read models did not show it within {} s; do not resend it: read the resource again",
                         pending.waited.as_secs()
@@ -258,7 +275,7 @@ impl IntoResponse for ApiError {
                 tracing::error!(error = format!("{error:#}"), "internal error");
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    json!({"detail": {"code": "internal_error", "message": "internal error; see the service log for this request id"}}),
+                    json!({"detail": {"code": Code::InternalError.as_str(), "message": "internal error; see the service log for this request id"}}),
                     vec![],
                 )
             }

@@ -10,8 +10,8 @@
 
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::validation::ViolationKind;
 use serde::Serialize;
@@ -29,9 +29,8 @@ impl IdempotencyKey {
     /// Validates a raw header value.
     pub fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
         let Some(raw) = raw else {
-            return Err(ApiError::coded(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_required",
+            return Err(ApiError::code(
+                Code::IdempotencyKeyRequired,
                 "this route needs an Idempotency-Key header",
             ));
         };
@@ -114,7 +113,7 @@ mod tests {
         assert!(IdempotencyKey::parse(Some(&"x".repeat(129))).is_err());
         assert!(IdempotencyKey::parse(Some("a\0b")).is_err());
         match IdempotencyKey::parse(None) {
-            Err(ApiError::Coded(c)) => assert_eq!(c.code, "idempotency_key_required"),
+            Err(ApiError::Coded(c)) => assert_eq!(c.code, Code::IdempotencyKeyRequired),
             other => panic!("{other:?}"),
         }
     }

@@ -1,11 +1,15 @@
 //! The contract between domain errors and the HTTP layer.
 //!
-//! A domain error names its spec error code and its class; the API maps a class to a
-//! status in exactly one place, so a domain module never mentions HTTP.
+//! A domain error names its [`Code`]; the code carries its class, and the API maps a
+//! class to a status in exactly one place, so a domain module never mentions HTTP.
+
+pub use crate::codes::Code;
 
 /// The kind of refusal, which the API layer turns into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
+    /// A malformed request or an invalid custom-table configuration (400).
+    BadRequest,
     /// Request validation (422).
     Validation,
     /// A real permission refusal (403).
@@ -14,18 +18,26 @@ pub enum ErrorClass {
     NotFound,
     /// A state conflict (409).
     Conflict,
+    /// A body over its limit (413).
+    TooLarge,
+    /// A migration holds the resource (423).
+    Locked,
     /// Too many requests (429).
     RateLimited,
+    /// A bug (500).
+    Internal,
     /// A dependency or switch is unavailable (503).
     Unavailable,
 }
 
 /// A domain error that carries the spec's machine code.
 pub trait SpecError: std::error::Error {
-    /// The class the error belongs to.
-    fn class(&self) -> ErrorClass;
-    /// The spec's error code, for example `policy_version_conflict`.
-    fn code(&self) -> &'static str;
+    /// The error's code, for example [`Code::PolicyVersionConflict`].
+    fn code(&self) -> Code;
+    /// The class the error belongs to (the code's, unless the error says otherwise).
+    fn class(&self) -> ErrorClass {
+        self.code().class()
+    }
     /// Field problems, for errors the spec answers with the validation array.
     fn violations(&self) -> Option<&crate::validation::Violations> {
         None

@@ -6,6 +6,7 @@
 
 pub mod aggregate_ext;
 pub mod catalog;
+pub mod codes;
 pub mod directory;
 pub mod environments;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod tables;
 pub mod tasks;
 pub mod upcast;
 pub mod validation;
+pub mod wire;
 
 pub use aggregate_ext::AggregateExt;
 pub use error::{ErrorClass, SpecError};

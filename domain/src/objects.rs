@@ -5,7 +5,7 @@
 //! are, their digest and size, and their deletion state.
 
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -126,16 +126,10 @@ pub enum ObjectError {
 }
 
 impl SpecError for ObjectError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::AlreadyRecorded => ErrorClass::Conflict,
-            Self::Unknown => ErrorClass::NotFound,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::AlreadyRecorded => "object_already_recorded",
-            Self::Unknown => "not_found",
+            Self::AlreadyRecorded => Code::ObjectAlreadyRecorded,
+            Self::Unknown => Code::NotFound,
         }
     }
 }

@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
+use domain::error::Code;
 use domain::validation::{Violation, ViolationKind};
 use serde::de::DeserializeOwned;
 
@@ -42,17 +43,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
 
 fn body_error(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::coded(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request_too_large",
-            "the request body is too large",
-        )
+        ApiError::code(Code::RequestTooLarge, "the request body is too large")
     } else {
-        ApiError::coded(
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-            rejection.body_text(),
-        )
+        ApiError::code(Code::InvalidBody, rejection.body_text())
     }
 }
 

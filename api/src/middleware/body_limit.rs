@@ -6,9 +6,10 @@
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use domain::error::Code;
 
 /// Body limit of ordinary JSON routes.
 pub const DEFAULT_LIMIT: usize = 1024 * 1024;
@@ -20,9 +21,8 @@ pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
         return Ok(());
     };
     let malformed = || {
-        ApiError::coded(
-            StatusCode::BAD_REQUEST,
-            "invalid_content_length",
+        ApiError::code(
+            Code::InvalidContentLength,
             "the Content-Length header is malformed",
         )
     };
@@ -35,9 +35,8 @@ pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
     }
     let length: u64 = text.parse().map_err(|_| malformed())?;
     if length > limit as u64 {
-        return Err(ApiError::coded(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request_too_large",
+        return Err(ApiError::code(
+            Code::RequestTooLarge,
             format!("the request body may be at most {limit} bytes"),
         ));
     }

@@ -4,9 +4,10 @@
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use domain::error::Code;
 
 /// Whether the switch lets the request through.
 pub fn passes(enabled: bool, method: &Method, path: &str) -> bool {
@@ -21,9 +22,8 @@ pub async fn kill_switch(State(enabled): State<bool>, request: Request, next: Ne
     if passes(enabled, request.method(), request.uri().path()) {
         next.run(request).await
     } else {
-        ApiError::coded(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sandbox_disabled",
+        ApiError::code(
+            Code::SandboxDisabled,
             "the sandbox is disabled by the operator",
         )
         .into_response()

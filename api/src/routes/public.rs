@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::catalog::{self, PROFILES, ResourceProfile};
+use domain::error::Code;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -120,11 +121,11 @@ async fn profiles() -> Json<SandboxPublicProfileListResponse> {
     responses((status = 200, body = PublicKeyResponse), (status = 503, description = "no key pair is configured")))]
 async fn public_key(State(state): State<AppState>) -> ApiResult<Json<PublicKeyResponse>> {
     let key = state.transit.as_ref().ok_or_else(|| {
-        ApiError::coded(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sandbox_transit_keypair_missing",
+        ApiError::code(
+            Code::SandboxTransitKeypairMissing,
             "no transit key pair is configured",
         )
+        .with_status(StatusCode::SERVICE_UNAVAILABLE)
     })?;
     Ok(Json(PublicKeyResponse {
         public_key_pem: key.public_pem.clone(),

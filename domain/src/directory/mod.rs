@@ -13,7 +13,7 @@ pub mod department;
 pub mod social_client;
 pub mod user;
 
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use uuid::Uuid;
@@ -34,14 +34,11 @@ pub enum DirectoryError {
 }
 
 impl SpecError for DirectoryError {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Conflict
-    }
-    fn code(&self) -> &'static str {
+    fn code(&self) -> Code {
         match self {
-            Self::NotRegistered(_) => "directory_entry_not_registered",
-            Self::CompanyMismatch(_) => "directory_company_mismatch",
-            Self::KeyRevoked => "api_key_revoked",
+            Self::NotRegistered(_) => Code::DirectoryEntryNotRegistered,
+            Self::CompanyMismatch(_) => Code::DirectoryCompanyMismatch,
+            Self::KeyRevoked => Code::ApiKeyRevoked,
         }
     }
 }

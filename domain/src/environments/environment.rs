@@ -2,7 +2,7 @@
 //! versions are built from uploaded contexts.
 
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -145,18 +145,12 @@ pub enum EnvironmentError {
 }
 
 impl SpecError for EnvironmentError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::AlreadyExists => "already_exists",
-            Self::Archived => "environment_archived",
-            Self::AlreadyArchived => "already_archived",
+            Self::NotFound => Code::NotFound,
+            Self::AlreadyExists => Code::AlreadyExists,
+            Self::Archived => Code::EnvironmentArchived,
+            Self::AlreadyArchived => Code::AlreadyArchived,
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use super::archive::ArchiveFormat;
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -184,19 +184,13 @@ pub enum UploadError {
 }
 
 impl SpecError for UploadError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::CapabilityFenced => "capability_fenced",
-            Self::WrongState(_) => "upload_state_conflict",
-            Self::NothingUploaded => "upload_incomplete",
-            Self::Expired => "upload_expired",
+            Self::NotFound => Code::NotFound,
+            Self::CapabilityFenced => Code::CapabilityFenced,
+            Self::WrongState(_) => Code::UploadStateConflict,
+            Self::NothingUploaded => Code::UploadIncomplete,
+            Self::Expired => Code::UploadExpired,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! (`api::links`).
 
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -112,11 +112,8 @@ impl DomainEvent for LinkEvent {
 pub struct LinkError;
 
 impl SpecError for LinkError {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Conflict
-    }
-    fn code(&self) -> &'static str {
-        "illegal_state_transition"
+    fn code(&self) -> Code {
+        Code::IllegalStateTransition
     }
 }
 

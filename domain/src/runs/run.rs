@@ -7,7 +7,7 @@
 //! worker to kill it (`cancel_requested`).
 
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use crate::principal::{AuthMethod, PrincipalType};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -70,6 +70,17 @@ impl From<TerminalClass> for RunStatus {
             TerminalClass::Cancelled => Self::Cancelled,
         }
     }
+}
+
+/// Whether a run's input, output, log and artifacts are still held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentState {
+    /// Held.
+    #[default]
+    Active,
+    /// Removed after the company's retention.
+    Expired,
 }
 
 /// Where a run came from (spec `submission_source`).
@@ -263,18 +274,12 @@ pub enum RunError {
 }
 
 impl SpecError for RunError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::IdempotencyConflict => "idempotency_conflict",
-            Self::NotCancellable => "not_cancellable",
-            Self::WrongState(_) => "illegal_state_transition",
+            Self::NotFound => Code::NotFound,
+            Self::IdempotencyConflict => Code::IdempotencyConflict,
+            Self::NotCancellable => Code::NotCancellable,
+            Self::WrongState(_) => Code::IllegalStateTransition,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::policy::{OperatorLimits, PolicyChanges, PolicyValues};
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use crate::validation::Violations;
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -100,16 +100,10 @@ pub enum SettingsError {
 }
 
 impl SpecError for SettingsError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::PolicyVersionConflict { .. } => ErrorClass::Conflict,
-            Self::Invalid(_) => ErrorClass::Validation,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::PolicyVersionConflict { .. } => "policy_version_conflict",
-            Self::Invalid(_) => "validation_error",
+            Self::PolicyVersionConflict { .. } => Code::PolicyVersionConflict,
+            Self::Invalid(_) => Code::ValidationError,
         }
     }
     fn violations(&self) -> Option<&Violations> {

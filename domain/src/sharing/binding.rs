@@ -11,12 +11,23 @@
 use super::generation_id;
 use super::policy::SlotPolicy;
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
+
+/// A binding's state (spec section 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingState {
+    /// The room's pin applies.
+    #[default]
+    Enabled,
+    /// Revoked (directly, or with its grant or task).
+    Revoked,
+}
 
 /// The aggregate id of the bindings of `task_id` in `chatroom_id`.
 pub fn binding_aggregate_id(chatroom_id: Uuid, task_id: Uuid) -> Uuid {
@@ -146,13 +157,10 @@ pub enum BindingError {
 }
 
 impl SpecError for BindingError {
-    fn class(&self) -> ErrorClass {
-        ErrorClass::Conflict
-    }
-    fn code(&self) -> &'static str {
+    fn code(&self) -> Code {
         match self {
-            Self::AlreadyLive => "binding_already_live",
-            Self::NotLive => "illegal_state_transition",
+            Self::AlreadyLive => Code::BindingAlreadyLive,
+            Self::NotLive => Code::IllegalStateTransition,
         }
     }
 }

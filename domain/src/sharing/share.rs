@@ -6,7 +6,7 @@
 use super::generation_id;
 use super::policy::SlotPolicies;
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,17 @@ impl ShareTargetKind {
             Self::Company => "company",
         }
     }
+}
+
+/// A grant's state (spec section 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareState {
+    /// It reaches its target.
+    #[default]
+    Active,
+    /// Revoked (or its task archived).
+    Revoked,
 }
 
 /// The aggregate id of the grants of `task_id` to one target.
@@ -129,17 +140,11 @@ pub enum ShareError {
 }
 
 impl SpecError for ShareError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::AlreadyLive => "share_already_live",
-            Self::NotFound => "not_found",
-            Self::NotLive => "illegal_state_transition",
+            Self::AlreadyLive => Code::ShareAlreadyLive,
+            Self::NotFound => Code::NotFound,
+            Self::NotLive => Code::IllegalStateTransition,
         }
     }
 }

@@ -1,20 +1,7 @@
 //! Refusals of custom-table commands and queries, each with a stable code.
 
+use crate::error::{Code, SpecError};
 use uuid::Uuid;
-
-/// How the API answers an error (spec section 7: 400 for invalid configuration and
-/// values, 409 for conflicts with usage counts, 423 while a migration holds a table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableErrorKind {
-    /// 400.
-    Invalid,
-    /// 404 (uniform).
-    NotFound,
-    /// 409.
-    Conflict,
-    /// 423.
-    Locked,
-}
 
 /// A refusal.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -73,39 +60,30 @@ pub enum TableError {
     NotFound(&'static str),
 }
 
+impl SpecError for TableError {
+    /// Spec section 7: 400 for invalid configuration and values, 409 for conflicts
+    /// with usage counts, 423 while a migration holds a table, the uniform 404.
+    fn code(&self) -> Code {
+        match self {
+            Self::ColumnConfig(_) => Code::ColumnConfigInvalid,
+            Self::DuplicateName(_) => Code::ColumnNameTaken,
+            Self::ReservedName(_) => Code::ColumnNameReserved,
+            Self::TypeUnsupported(_) => Code::ColumnTypeUnsupported,
+            Self::DefaultNeeded(_) => Code::ColumnDefaultRequired,
+            Self::RequiredButEmpty(_) => Code::ColumnRequiredHasEmptyCells,
+            Self::TableConfig(_) => Code::TableConfigInvalid,
+            Self::InvalidValue { .. } => Code::InvalidRecordValue,
+            Self::InvalidQuery(_) => Code::InvalidQuery,
+            Self::OptionInUse { .. } => Code::OptionInUse,
+            Self::ColumnInView(_) => Code::ColumnUsedByView,
+            Self::ChannelScopeColumn => Code::ColumnIsChannelScope,
+            Self::MigrationInProgress(_) => Code::TableLocked,
+            Self::NotFound(_) => Code::NotFound,
+        }
+    }
+}
+
 impl TableError {
-    /// The API class of the error.
-    pub fn kind(&self) -> TableErrorKind {
-        match self {
-            Self::OptionInUse { .. } | Self::ColumnInView(_) | Self::ChannelScopeColumn => {
-                TableErrorKind::Conflict
-            }
-            Self::MigrationInProgress(_) => TableErrorKind::Locked,
-            Self::NotFound(_) => TableErrorKind::NotFound,
-            _ => TableErrorKind::Invalid,
-        }
-    }
-
-    /// The stable machine code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::ColumnConfig(_) => "column_config_invalid",
-            Self::DuplicateName(_) => "column_name_taken",
-            Self::ReservedName(_) => "column_name_reserved",
-            Self::TypeUnsupported(_) => "column_type_unsupported",
-            Self::DefaultNeeded(_) => "column_default_required",
-            Self::RequiredButEmpty(_) => "column_required_has_empty_cells",
-            Self::TableConfig(_) => "table_config_invalid",
-            Self::InvalidValue { .. } => "invalid_record_value",
-            Self::InvalidQuery(_) => "invalid_query",
-            Self::OptionInUse { .. } => "option_in_use",
-            Self::ColumnInView(_) => "column_used_by_view",
-            Self::ChannelScopeColumn => "column_is_channel_scope",
-            Self::MigrationInProgress(_) => "table_locked",
-            Self::NotFound(_) => "not_found",
-        }
-    }
-
     /// A column configuration error.
     pub fn config(message: impl Into<String>) -> Self {
         Self::ColumnConfig(message.into())

@@ -19,7 +19,7 @@ pub mod scope;
 pub mod table;
 pub mod values;
 
-pub use error::{TableError, TableErrorKind};
+pub use error::TableError;
 
 /// Tables with more live records than this migrate in the background.
 pub const BACKGROUND_THRESHOLD: i64 = 10_000;

@@ -3,7 +3,7 @@
 
 use crate::AggregateExt;
 use crate::environments::environment::{Lifecycle, OwnerScope};
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -111,18 +111,12 @@ pub enum TaskError {
 }
 
 impl SpecError for TaskError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::AlreadyExists => "already_exists",
-            Self::Archived => "task_archived",
-            Self::AlreadyArchived => "already_archived",
+            Self::NotFound => Code::NotFound,
+            Self::AlreadyExists => Code::AlreadyExists,
+            Self::Archived => Code::TaskArchived,
+            Self::AlreadyArchived => Code::AlreadyArchived,
         }
     }
 }

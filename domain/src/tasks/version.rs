@@ -3,7 +3,7 @@
 
 use super::contents::VersionContents;
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,18 @@ pub enum TaskVersionState {
     Published,
     /// Retired.
     Archived,
+}
+
+/// Whether a version's contents are still held (spec `content_state`); a scrubbed
+/// version is never runnable again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContentState {
+    /// The contents are held.
+    #[default]
+    Active,
+    /// The contents were removed.
+    Scrubbed,
 }
 
 /// The facts a version is drafted with.
@@ -102,17 +114,11 @@ pub enum TaskVersionError {
 }
 
 impl SpecError for TaskVersionError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::AlreadyExists => "already_exists",
-            Self::IllegalTransition(..) => "illegal_state_transition",
+            Self::NotFound => Code::NotFound,
+            Self::AlreadyExists => Code::AlreadyExists,
+            Self::IllegalTransition(..) => Code::IllegalStateTransition,
         }
     }
 }

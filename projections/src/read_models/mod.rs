@@ -35,15 +35,4 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
     ]
 }
 
-/// The wire name of an enum that serializes as a string (`snake_case`).
-pub(crate) fn wire<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(name)) => name,
-        other => other.map(|v| v.to_string()).unwrap_or_default(),
-    }
-}
-
-/// Parses a wire name back into its enum.
-pub(crate) fn from_wire<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
-    serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
-}
+pub(crate) use domain::wire::{from_wire, wire};

@@ -5,7 +5,8 @@
 //! from concurrent clients, each followed by a read of the record (read-your-writes),
 //! first alone, then while the first table's integer column changes to string in the
 //! background. The figures are each phase's command latencies and the migration's
-//! duration: a migration that held the pump would show in the second phase's tail.
+//! duration: a migration that held the pump would show in the second phase's tail
+//! and as errors (a command whose write the read models did not show in time).
 
 use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
@@ -34,16 +35,19 @@ pub struct MigrationArgs {
 /// Latencies of one phase.
 struct Phase {
     commands: usize,
+    failed: usize,
     p50_ms: f64,
     p99_ms: f64,
     max_ms: f64,
 }
 
 impl Phase {
-    fn of(mut latencies: Vec<Duration>) -> Self {
+    fn of(samples: &[&Sample]) -> Self {
+        let mut latencies: Vec<Duration> = samples.iter().map(|s| s.took).collect();
         latencies.sort();
         Self {
-            commands: latencies.len(),
+            commands: samples.len(),
+            failed: samples.iter().filter(|s| !s.ok).count(),
             p50_ms: percentile(&latencies, 0.50),
             p99_ms: percentile(&latencies, 0.99),
             max_ms: percentile(&latencies, 1.0),
@@ -59,35 +63,59 @@ struct Figures {
     background: bool,
 }
 
-/// One client: creates a record and reads it back until `stop`; returns when each
-/// command was sent and how long it took.
+/// One command: when it was sent, how long the create and the read took, and
+/// whether both succeeded.
+struct Sample {
+    sent: Instant,
+    took: Duration,
+    ok: bool,
+}
+
+/// Creates a record and reads it back; `false` when either answered an error.
+async fn create_and_read(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    table: &str,
+    n: usize,
+) -> anyhow::Result<bool> {
+    let created = http
+        .post(format!("{base}/tables/{table}/records"))
+        .bearer_auth(token)
+        .json(&json!({"data": {"name": format!("command {n}")}}))
+        .send()
+        .await?;
+    if !created.status().is_success() {
+        return Ok(false);
+    }
+    let created: Value = created.json().await?;
+    let id = created["id"].as_str().context("record id")?;
+    let read = http
+        .get(format!("{base}/tables/{table}/records/{id}"))
+        .bearer_auth(token)
+        .send()
+        .await?;
+    Ok(read.status().is_success())
+}
+
+/// One client: creates a record and reads it back until `stop`.
 async fn client(
     base: String,
     token: String,
     table: String,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<Vec<(Instant, Duration)>> {
+) -> anyhow::Result<Vec<Sample>> {
     let http = reqwest::Client::new();
     let mut out = Vec::new();
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
         let sent = Instant::now();
-        let created: Value = http
-            .post(format!("{base}/tables/{table}/records"))
-            .bearer_auth(&token)
-            .json(&json!({"data": {"name": format!("command {n}")}}))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let id = created["id"].as_str().context("record id")?;
-        http.get(format!("{base}/tables/{table}/records/{id}"))
-            .bearer_auth(&token)
-            .send()
-            .await?
-            .error_for_status()?;
-        out.push((sent, sent.elapsed()));
+        let ok = create_and_read(&http, &base, &token, &table, n).await?;
+        out.push(Sample {
+            sent,
+            took: sent.elapsed(),
+            ok,
+        });
         n += 1;
     }
     Ok(out)
@@ -142,19 +170,18 @@ async fn measure(server: &Server, args: &MigrationArgs) -> anyhow::Result<Figure
     }
     let finished = Instant::now();
     stop.store(true, Ordering::Relaxed);
-    let (mut before, mut during) = (Vec::new(), Vec::new());
+    let mut samples = Vec::new();
     for client in clients {
-        for (sent, took) in client.await?? {
-            if sent < started {
-                before.push(took);
-            } else if sent <= finished {
-                during.push(took);
-            }
-        }
+        samples.extend(client.await??);
     }
+    let before: Vec<&Sample> = samples.iter().filter(|s| s.sent < started).collect();
+    let during: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.sent >= started && s.sent <= finished)
+        .collect();
     Ok(Figures {
-        before: Phase::of(before),
-        during: Phase::of(during),
+        before: Phase::of(&before),
+        during: Phase::of(&during),
         migration_seconds: (finished - started).as_secs_f64(),
         background,
     })
@@ -185,8 +212,8 @@ pub async fn run(target_url: &str, args: &MigrationArgs) -> anyhow::Result<()> {
     );
     for (label, phase) in [("before", &figures.before), ("during", &figures.during)] {
         println!(
-            "commands {label} the migration: {} create+read pairs, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            phase.commands, phase.p50_ms, phase.p99_ms, phase.max_ms
+            "commands {label} the migration: {} create+read pairs ({} answered an error), p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            phase.commands, phase.failed, phase.p50_ms, phase.p99_ms, phase.max_ms
         );
     }
     Ok(())

@@ -5,17 +5,16 @@ use crate::directory;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::sandbox::environments::access::manages_scope;
 use crate::state::AppState;
-use axum::http::StatusCode;
 use domain::environments::environment::OwnerScope;
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::validation::{ViolationKind, Violations};
 use uuid::Uuid;
 
 /// The refusal for a scope the caller cannot own.
 pub fn owner_scope_forbidden() -> ApiError {
-    ApiError::coded(
-        StatusCode::FORBIDDEN,
-        "owner_scope_forbidden",
+    ApiError::code(
+        Code::OwnerScopeForbidden,
         "you cannot own resources in this scope",
     )
 }
@@ -69,9 +68,5 @@ pub fn check_text(name: Option<&str>, description: Option<&str>) -> ApiResult<()
 
 /// The refusal of a PATCH without any field.
 pub fn no_fields() -> ApiError {
-    ApiError::coded(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "no_fields",
-        "send at least one field to change",
-    )
+    ApiError::code(Code::NoFields, "send at least one field to change")
 }

@@ -14,6 +14,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
+use domain::SpecError;
 use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, LinkFacts, build_column};
 use domain::tables::scope::{Placement, ScopeKind, ScopeRef};
@@ -228,7 +229,7 @@ async fn preview_column(
             return Ok(Json(ColumnPreviewResponse {
                 valid: false,
                 errors: vec![ColumnPreviewError {
-                    code: error.code().into(),
+                    code: error.code().as_str().into(),
                     message: error.to_string(),
                 }],
                 hint,

@@ -2,20 +2,13 @@
 //! queries, 409 with a usage count, 423 while a migration holds the table, the
 //! uniform 404.
 
-use crate::error::{ApiError, from_command};
-use axum::http::StatusCode;
-use domain::tables::{TableError, TableErrorKind};
+use crate::error::{ApiError, from_command, from_spec};
+use domain::tables::TableError;
 use projections::CommandError;
 
 /// The answer to a custom-table refusal.
 pub fn refusal(error: TableError) -> ApiError {
-    let status = match error.kind() {
-        TableErrorKind::Invalid => StatusCode::BAD_REQUEST,
-        TableErrorKind::Conflict => StatusCode::CONFLICT,
-        TableErrorKind::Locked => StatusCode::LOCKED,
-        TableErrorKind::NotFound => return ApiError::NotFound,
-    };
-    let api = ApiError::coded(status, error.code(), error.to_string());
+    let api = from_spec(&error);
     match error {
         TableError::OptionInUse { options, count } => {
             api.with("usage_count", count).with("options", options)

@@ -6,6 +6,7 @@ use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::request::Context;
 use crate::state::AppState;
+use domain::error::Code;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use domain::tables::table::TableCommand;
 use serde::{Deserialize, Serialize};
@@ -130,9 +131,8 @@ pub async fn check_subject(state: &AppState, table: &OpenTable, subject: Subject
     if exists {
         Ok(())
     } else {
-        Err(ApiError::coded(
-            axum::http::StatusCode::NOT_FOUND,
-            "subject_not_found",
+        Err(ApiError::code(
+            Code::SubjectNotFound,
             format!("no {} {} in this company", subject.kind(), subject.id()),
         ))
     }

@@ -16,6 +16,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use domain::error::Code;
 use domain::tables::TableError;
 use domain::tables::query::{Condition, Field, Op};
 use domain::tables::record::{Cells, Record, RecordCommand};
@@ -196,7 +197,7 @@ async fn read_by_id(
 /// new record must hold one of the caller's scope values in the scope column, and an
 /// update may not move it elsewhere (403 `scp_scope_undeclared`).
 fn within_floor(table: &OpenTable, write: Option<(&Cells, bool)>) -> ApiResult<()> {
-    let refused = ApiError::Refused("scp_scope_undeclared");
+    let refused = ApiError::Refused(Code::ScpScopeUndeclared);
     match (&table.access.floor, write) {
         (Floor::NoRoom, _) => Err(refused),
         (Floor::Rooms { column, values, .. }, Some((cells, creating))) => {

@@ -4,7 +4,7 @@ use super::events::{RETRY_WINDOW_DAYS, VersionCommand, VersionEvent};
 use super::model::{Attempt, BuildStatus, TerminalClass, VersionCreated, VersionState};
 use super::transitions::{attempt_status_after, version_state_after};
 use crate::AggregateExt;
-use crate::error::{ErrorClass, SpecError};
+use crate::error::{Code, SpecError};
 use chrono::{DateTime, Utc};
 use cqrs_es::Aggregate;
 use cqrs_es::event_sink::EventSink;
@@ -41,22 +41,16 @@ pub enum VersionError {
 }
 
 impl SpecError for VersionError {
-    fn class(&self) -> ErrorClass {
+    fn code(&self) -> Code {
         match self {
-            Self::NotFound => ErrorClass::NotFound,
-            _ => ErrorClass::Conflict,
-        }
-    }
-    fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "not_found",
-            Self::BuildNotEligible(_) => "build_not_eligible",
-            Self::NonterminalExists => "nonterminal_exists",
-            Self::NotCancellable => "not_cancellable",
-            Self::RetryWindowExpired => "retry_window_expired",
-            Self::RetryNotEligible => "retry_not_eligible",
-            Self::AlreadyArchived => "already_archived",
-            Self::StaleStep => "build_step_stale",
+            Self::NotFound => Code::NotFound,
+            Self::BuildNotEligible(_) => Code::BuildNotEligible,
+            Self::NonterminalExists => Code::NonterminalExists,
+            Self::NotCancellable => Code::NotCancellable,
+            Self::RetryWindowExpired => Code::RetryWindowExpired,
+            Self::RetryNotEligible => Code::RetryNotEligible,
+            Self::AlreadyArchived => Code::AlreadyArchived,
+            Self::StaleStep => Code::BuildStepStale,
         }
     }
 }

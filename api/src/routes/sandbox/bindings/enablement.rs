@@ -10,8 +10,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::request::Context;
 use crate::routes::sandbox::tasks::access::{TaskAccess, task};
 use crate::state::AppState;
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::sharing::binding::{
     Binding, BindingCommand, Pin, SlotAssignment, binding_aggregate_id,
@@ -58,9 +58,8 @@ pub async fn managed_room(
 
 /// The refusal when no live grant reaches the room.
 pub fn not_shared() -> ApiError {
-    ApiError::coded(
-        StatusCode::CONFLICT,
-        "task_not_shared_to_room",
+    ApiError::code(
+        Code::TaskNotSharedToRoom,
         "the task is not shared to this room, its department or the company",
     )
 }
@@ -120,9 +119,8 @@ struct PinnableVersion {
 /// Refuses a version that is not published with active contents (spec rule 2).
 pub fn require_runnable(state: &str, content_state: &str) -> ApiResult<()> {
     if content_state == "scrubbed" {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "content_scrubbed_irreversible",
+        return Err(ApiError::code(
+            Code::ContentScrubbedIrreversible,
             "the version's contents were scrubbed; it can never run again",
         ));
     }
@@ -135,9 +133,8 @@ pub fn require_runnable(state: &str, content_state: &str) -> ApiResult<()> {
 /// The refusal of a version that is not published and active (or of a task with no
 /// such version).
 pub fn not_runnable() -> ApiError {
-    ApiError::coded(
-        StatusCode::CONFLICT,
-        "version_not_runnable",
+    ApiError::code(
+        Code::VersionNotRunnable,
         "the version is not published with active contents",
     )
 }
@@ -203,11 +200,7 @@ pub fn require_enableable(access: &TaskAccess) -> ApiResult<()> {
         return Err(ApiError::NotFound);
     }
     if access.row.lifecycle != "active" {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "task_archived",
-            "the task is archived",
-        ));
+        return Err(ApiError::code(Code::TaskArchived, "the task is archived"));
     }
     Ok(())
 }

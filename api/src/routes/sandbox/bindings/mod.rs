@@ -16,6 +16,7 @@ use crate::routes::sandbox::tasks::access::task;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::sharing::binding::{Binding, BindingCommand, binding_aggregate_id};
 use domain::validation::Violations;
@@ -71,11 +72,7 @@ async fn changeable(
 
 /// The refusal of a change to a revoked binding.
 fn revoked() -> ApiError {
-    ApiError::coded(
-        axum::http::StatusCode::CONFLICT,
-        "illegal_state_transition",
-        "the binding is revoked",
-    )
+    ApiError::code(Code::IllegalStateTransition, "the binding is revoked")
 }
 
 /// Checks a revoke reason (up to 512 characters).

@@ -13,9 +13,9 @@ use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use domain::catalog::{self, REGIONS};
 use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::validation::ViolationKind;
 use serde::Deserialize;
@@ -78,9 +78,8 @@ fn build_region(state: &AppState, requested: Option<&str>) -> ApiResult<String> 
             .iter()
             .any(|r| r == region);
     if !offered {
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "build_region_unavailable",
+        return Err(ApiError::code(
+            Code::BuildRegionUnavailable,
             format!("{region} is not a region of this deployment"),
         ));
     }
@@ -106,9 +105,8 @@ async fn queue(
     .fetch_one(&state.pool)
     .await?;
     if queued >= limit {
-        return Err(ApiError::coded(
-            StatusCode::TOO_MANY_REQUESTS,
-            "build_queue_full",
+        return Err(ApiError::code(
+            Code::BuildQueueFull,
             format!("the company has {queued} queued builds (limit {limit})"),
         )
         .with("limit", limit));

@@ -14,11 +14,11 @@ use crate::routes::sandbox::owners::{check_text, no_fields, resolve_owner};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::{
     Environment, EnvironmentCommand, EnvironmentCreated, OwnerKind, OwnerScope,
 };
+use domain::error::Code;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -103,9 +103,8 @@ async fn create_environment(
         .fetch_one(&state.pool)
         .await?;
         if active >= limit {
-            return Err(ApiError::coded(
-                StatusCode::CONFLICT,
-                "active_environment_limit",
+            return Err(ApiError::code(
+                Code::ActiveEnvironmentLimit,
                 format!("the company already has {active} active environments (limit {limit})"),
             )
             .with("limit", limit));

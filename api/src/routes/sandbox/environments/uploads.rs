@@ -15,13 +15,14 @@ use crate::state::AppState;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use chrono::{DateTime, Utc};
 use domain::environments::archive::{self, ArchiveLimits};
 use domain::environments::upload::{
     CAPABILITY_TTL_SECONDS, ContextUpload, MAX_DECLARED_BYTES, SESSION_TTL_SECONDS, StagedBytes,
     UploadCommand, UploadInitiated, UploadState,
 };
+use domain::error::Code;
 use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
 use domain::validation::ViolationKind;
 use sha2::{Digest, Sha256};
@@ -93,9 +94,8 @@ fn require_active(environment: &EnvironmentAccess) -> ApiResult<()> {
     if environment.row.lifecycle == "active" {
         Ok(())
     } else {
-        Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "environment_archived",
+        Err(ApiError::code(
+            Code::EnvironmentArchived,
             "the environment is archived",
         ))
     }
@@ -155,9 +155,8 @@ async fn init_upload(
         .fetch_one(&state.pool)
         .await?;
         if live >= STAGING_SLOTS || declared + body.declared_bytes > STAGING_BYTES {
-            return Err(ApiError::coded(
-                StatusCode::TOO_MANY_REQUESTS,
-                "staging_slot_exhausted",
+            return Err(ApiError::code(
+                Code::StagingSlotExhausted,
                 format!(
                     "{live} live uploads holding {declared} declared bytes; at most {STAGING_SLOTS} and 20 GiB"
                 ),
@@ -203,9 +202,8 @@ pub async fn check_upload_rate(
     .fetch_one(&state.pool)
     .await?;
     if recent >= INITS_PER_MINUTE {
-        return Err(ApiError::coded(
-            StatusCode::TOO_MANY_REQUESTS,
-            "upload_rate_limited",
+        return Err(ApiError::code(
+            Code::UploadRateLimited,
             format!("at most {INITS_PER_MINUTE} upload inits per company per minute"),
         ));
     }
@@ -230,9 +228,8 @@ fn content_length(headers: &HeaderMap) -> ApiResult<Option<u64>> {
         return Ok(None);
     };
     let malformed = || {
-        ApiError::coded(
-            StatusCode::BAD_REQUEST,
-            "invalid_content_length",
+        ApiError::code(
+            Code::InvalidContentLength,
             "the Content-Length header is malformed",
         )
     };
@@ -244,9 +241,8 @@ fn content_length(headers: &HeaderMap) -> ApiResult<Option<u64>> {
 }
 
 fn context_too_large(declared: i64) -> ApiError {
-    ApiError::coded(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "context_too_large",
+    ApiError::code(
+        Code::ContextTooLarge,
         format!("the archive is larger than the declared {declared} bytes"),
     )
 }
@@ -316,17 +312,12 @@ async fn put_upload(
         Ok(written) => written,
         Err(PutError::TooLarge { .. }) => return Err(context_too_large(declared)),
         Err(PutError::Body(reason)) => {
-            return Err(ApiError::coded(
-                StatusCode::BAD_REQUEST,
-                "invalid_body",
-                reason,
-            ));
+            return Err(ApiError::code(Code::InvalidBody, reason));
         }
         Err(PutError::Store(e)) => {
             tracing::error!(error = format!("{e:#}"), "staging failed");
-            return Err(ApiError::coded(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "storage_unavailable",
+            return Err(ApiError::code(
+                Code::StorageUnavailable,
                 "object storage is unavailable",
             ));
         }
@@ -399,11 +390,7 @@ async fn complete_upload(
         .await
         .map_err(|e| {
             tracing::error!(error = format!("{e:#}"), "cannot read staged bytes");
-            ApiError::coded(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "storage_unavailable",
-                "object storage is unavailable",
-            )
+            ApiError::code(Code::StorageUnavailable, "object storage is unavailable")
         })?;
     let format = initiated.archive_format;
     let verdict = tokio::task::spawn_blocking(move || {
@@ -427,12 +414,8 @@ async fn complete_upload(
             .bus
             .execute::<ContextUpload>(&session_id.to_string(), command, &meta)
             .await?;
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "context_invalid",
-            rejection.to_string(),
-        )
-        .with("error_detail", rejection.error_detail()));
+        return Err(ApiError::code(Code::ContextInvalid, rejection.to_string())
+            .with("error_detail", rejection.error_detail()));
     }
     let object_id = Uuid::new_v4();
     let key = format!("context/{}/{object_id}", principal.company_id);

@@ -12,11 +12,11 @@ use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::catalog::ResourceProfile;
 use domain::environments::environment::{Environment, EnvironmentCommand, EnvironmentEvent};
 use domain::environments::version::{EnvironmentVersion, VersionCommand, VersionCreated};
+use domain::error::Code;
 use domain::validation::{ViolationKind, Violations};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -258,9 +258,8 @@ async fn create_version(
                 .fetch_one(&state.pool)
                 .await?;
         if retained >= limit {
-            return Err(ApiError::coded(
-                StatusCode::CONFLICT,
-                "version_allocation_exhausted",
+            return Err(ApiError::code(
+                Code::VersionAllocationExhausted,
                 format!("no capacity-retained version can be allocated ({retained} of {limit})"),
             )
             .with("limit", limit));
@@ -368,9 +367,8 @@ async fn retry_provisioning(
         row.state.as_str(),
         "regional_provisioning" | "provisioning_blocked" | "ready"
     ) {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "provisioning_retry_not_eligible",
+        return Err(ApiError::code(
+            Code::ProvisioningRetryNotEligible,
             format!("a version in state {} cannot retry provisioning", row.state),
         ));
     }

@@ -12,9 +12,10 @@ use crate::limits::company_limits;
 use crate::request::Context;
 use crate::routes::sandbox::bindings::enablement::{live_grant, not_shared, require_runnable};
 use crate::state::AppState;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use bytes::Bytes;
 use domain::catalog::Provider;
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
 use domain::tasks::contents::VersionContents;
@@ -45,12 +46,7 @@ pub struct StagedInput {
 
 /// The refusal of an input that cannot be canonicalized or kept.
 pub fn not_stageable(error: InputError) -> ApiError {
-    ApiError::coded(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "input_not_stageable",
-        error.to_string(),
-    )
-    .with("rule", error.rule())
+    ApiError::code(Code::InputNotStageable, error.to_string()).with("rule", error.rule())
 }
 
 /// Canonicalizes an input and stores its inputs file, content-addressed (the same
@@ -70,9 +66,8 @@ pub async fn stage(
         .await
         .map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "input staging failed");
-            ApiError::coded(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "input_staging_unavailable",
+            ApiError::code(
+                Code::InputStagingUnavailable,
                 "the input could not be stored; try again later",
             )
         })?;
@@ -136,9 +131,8 @@ pub fn check_schema(contents: &VersionContents, value: &Value) -> ApiResult<()> 
     if problems.is_empty() {
         return Ok(());
     }
-    Err(ApiError::coded(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "input_schema_violation",
+    Err(ApiError::code(
+        Code::InputSchemaViolation,
         "the input does not satisfy the version's input schema",
     )
     .with("errors", json!(problems)))
@@ -178,17 +172,13 @@ pub struct Admission<'a> {
 }
 
 fn queue_full(limit: i64) -> ApiError {
-    ApiError::coded(
-        StatusCode::TOO_MANY_REQUESTS,
-        "queue_full",
-        "the run queue is full; try again later",
-    )
-    .with("limit", limit)
-    .with("retry_after_seconds", QUEUE_RETRY_AFTER_SECONDS)
-    .with_header(
-        header::RETRY_AFTER,
-        HeaderValue::from(QUEUE_RETRY_AFTER_SECONDS),
-    )
+    ApiError::code(Code::QueueFull, "the run queue is full; try again later")
+        .with("limit", limit)
+        .with("retry_after_seconds", QUEUE_RETRY_AFTER_SECONDS)
+        .with_header(
+            header::RETRY_AFTER,
+            HeaderValue::from(QUEUE_RETRY_AFTER_SECONDS),
+        )
 }
 
 /// Checks the live share and the queue limits and queues the run (or replays it).
@@ -306,9 +296,8 @@ async fn check_queues(
     .fetch_one(&state.pool)
     .await?;
     if counted && counted_queued >= limits.queued_run_limit {
-        return Err(ApiError::coded(
-            StatusCode::TOO_MANY_REQUESTS,
-            "sandbox_queued_run_limit",
+        return Err(ApiError::code(
+            Code::SandboxQueuedRunLimit,
             "the company has as many queued runs as its policy allows",
         )
         .with("limit", limits.queued_run_limit));

@@ -19,10 +19,10 @@ use crate::routes::sandbox::tasks::versions::check_ceiling;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
 use domain::environments::environment::OwnerScope;
+use domain::error::Code;
 use domain::principal::{EventMetadata, Principal};
 use domain::runs::run::SubmissionSource;
 use domain::tasks::contents::VersionContents;
@@ -60,9 +60,8 @@ async fn quick_run_environment(state: &AppState, principal: &Principal, id: Uuid
     match version_state.as_deref() {
         None => Err(ApiError::NotFound),
         Some("ready") => Ok(()),
-        Some(_) => Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "environment_version_not_ready",
+        Some(_) => Err(ApiError::code(
+            Code::EnvironmentVersionNotReady,
             "the environment version is not ready",
         )),
     }

@@ -18,8 +18,8 @@ use crate::routes::sandbox::bindings::enablement::visible_room;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use bytes::Bytes;
+use domain::error::Code;
 use domain::runs::run::{StoredObject, SubmissionSource};
 use domain::tasks::input::{self, InputLimits};
 use serde_json::Value;
@@ -89,9 +89,8 @@ async fn submit_run(
 }
 
 fn retry_input_unavailable() -> ApiError {
-    ApiError::coded(
-        StatusCode::CONFLICT,
-        "retry_input_unavailable",
+    ApiError::code(
+        Code::RetryInputUnavailable,
         "the source run's input cannot be replayed; send an explicit input",
     )
 }
@@ -157,9 +156,8 @@ async fn retry_run(
     ]
     .contains(&source.status.as_str())
     {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "retry_not_eligible",
+        return Err(ApiError::code(
+            Code::RetryNotEligible,
             "only a run in a terminal state can be retried",
         ));
     }

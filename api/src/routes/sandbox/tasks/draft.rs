@@ -8,7 +8,7 @@ use super::scripts;
 use super::views::{Patch, SandboxTaskVersionRequest};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use axum::http::StatusCode;
+use domain::error::Code;
 use domain::tasks::contents::{
     DEFAULT_TIMEOUT_SECONDS, OutputPolicy, VersionContents, contract_problems, field_problems,
 };
@@ -119,9 +119,8 @@ pub async fn update(
     contract.extend(contract_problems(&c));
     contract.truncate(domain::tasks::schema::MAX_PROBLEMS);
     if !contract.is_empty() {
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "job_contract_invalid",
+        return Err(ApiError::code(
+            Code::JobContractInvalid,
             format!("the job contract has {} problem(s)", contract.len()),
         )
         .with("errors", json!(contract)));
@@ -178,11 +177,7 @@ fn json_field(value: Option<Value>, field: &str, contract: &mut Vec<String>) -> 
 
 fn output_policy(value: Value) -> ApiResult<OutputPolicy> {
     serde_json::from_value(value).map_err(|error| {
-        ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "output_policy_invalid",
-            format!("output_policy: {error}"),
-        )
+        ApiError::code(Code::OutputPolicyInvalid, format!("output_policy: {error}"))
     })
 }
 
@@ -238,16 +233,14 @@ async fn check_policy_references(
             if writeback_table_exists(state, task.row.company_id, *table_id).await? {
                 Ok(())
             } else {
-                Err(ApiError::coded(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "output_policy_table_not_found",
+                Err(ApiError::code(
+                    Code::OutputPolicyTableNotFound,
                     "no custom table with that id in this company",
                 ))
             }
         }
-        OutputPolicy::CustomTableCommand { .. } => Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "output_policy_command_not_found",
+        OutputPolicy::CustomTableCommand { .. } => Err(ApiError::code(
+            Code::OutputPolicyCommandNotFound,
             "no live Command with that id in this company",
         )),
     }

@@ -13,7 +13,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use domain::error::Code;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::schema;
 use utoipa_axum::router::OpenApiRouter;
@@ -55,12 +55,7 @@ async fn input_preview(
     let version = access::version(&state, &task, version_id).await?;
     let limits = InputLimits::default();
     let not_stageable = |error: input::InputError| {
-        ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "input_not_stageable",
-            error.to_string(),
-        )
-        .with("rule", error.rule())
+        ApiError::code(Code::InputNotStageable, error.to_string()).with("rule", error.rule())
     };
     // The envelope `{"input": ...}` gets the bounds of the input plus a little room.
     let envelope = InputLimits {

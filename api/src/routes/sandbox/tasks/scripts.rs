@@ -21,9 +21,9 @@ use crate::routes::sandbox::environments::check_upload_rate;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
-use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
+use domain::error::Code;
 use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
 use domain::tasks::contents::MAX_SCRIPT_BYTES;
 use domain::tasks::input;
@@ -52,8 +52,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .layer(DefaultBodyLimit::max(MAX_SCRIPT_BYTES + FRAMING_BYTES))
 }
 
-fn script_error(code: &'static str, message: &str) -> ApiError {
-    ApiError::coded(StatusCode::UNPROCESSABLE_ENTITY, code, message.to_string())
+fn script_error(code: Code, message: &str) -> ApiError {
+    ApiError::code(code, message)
 }
 
 /// Reads the multipart `file` field as a script: at most 1 MiB, UTF-8, no NUL.
@@ -80,17 +80,17 @@ async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
         while let Some(chunk) = field.chunk().await.map_err(|e| invalid(e.body_text()))? {
             if bytes.len() + chunk.len() > MAX_SCRIPT_BYTES {
                 return Err(script_error(
-                    "script_too_large",
+                    Code::ScriptTooLarge,
                     "the script is larger than 1 MiB",
                 ));
             }
             bytes.extend_from_slice(&chunk);
         }
         let text = String::from_utf8(bytes)
-            .map_err(|_| script_error("script_not_utf8", "the script is not UTF-8"))?;
+            .map_err(|_| script_error(Code::ScriptNotUtf8, "the script is not UTF-8"))?;
         if text.contains('\0') {
             return Err(script_error(
-                "script_contains_nul",
+                Code::ScriptContainsNul,
                 "the script contains a NUL character",
             ));
         }
@@ -194,7 +194,7 @@ pub async fn resolve(
         .await
         .map_err(ApiError::Internal)?;
     String::from_utf8(bytes.to_vec())
-        .map_err(|_| script_error("script_not_utf8", "the script is not UTF-8"))
+        .map_err(|_| script_error(Code::ScriptNotUtf8, "the script is not UTF-8"))
 }
 
 /// Which script a file replaces.

@@ -15,8 +15,8 @@ use crate::routes::sandbox::bindings::views::*;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use domain::error::Code;
 use domain::principal::Principal;
 use domain::sharing::policy::parse_policies;
 use domain::sharing::share::{Share, ShareCommand, ShareTargetKind, share_id};
@@ -124,10 +124,7 @@ async fn create_share(
     let task = owned_task(&state, &principal, task_id).await?;
     let secret_slot_policies =
         parse_policies(body.secret_slot_policies.as_ref()).map_err(|problems| {
-            ApiError::coded(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "secret_slot_policies_invalid",
-                "secret_slot_policies must map at most 100 valid slot names to borrower, owner or owner_overridable",
+            ApiError::code(Code::SecretSlotPoliciesInvalid, "secret_slot_policies must map at most 100 valid slot names to borrower, owner or owner_overridable",
             )
             .with("errors", json!(problems))
         })?;

@@ -14,7 +14,7 @@ use crate::routes::sandbox::environments::lifecycle_name;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use domain::error::Code;
 use domain::tasks::contents::OutputPolicy;
 use domain::tasks::task::{Task, TaskCommand};
 use domain::tasks::version::{TaskVersionCommand, TaskVersionDrafted};
@@ -158,9 +158,8 @@ async fn update_version(
 /// Checked before anything else a request would refuse, so that a published
 /// version always answers the state conflict (the aggregate enforces it too).
 fn not_a_draft(state: &str, verb: &str) -> ApiError {
-    ApiError::coded(
-        StatusCode::CONFLICT,
-        "illegal_state_transition",
+    ApiError::code(
+        Code::IllegalStateTransition,
         format!("a {state} task version cannot be {verb}"),
     )
 }
@@ -190,18 +189,16 @@ async fn publish_version(
             .fetch_optional(&state.pool)
             .await?;
     if environment_state.as_deref() != Some("ready") {
-        return Err(ApiError::coded(
-            StatusCode::CONFLICT,
-            "environment_version_not_ready",
+        return Err(ApiError::code(
+            Code::EnvironmentVersionNotReady,
             "the environment version is not ready",
         ));
     }
     check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
     if let Some(policy) = &contents.output_policy {
         if task.row.owner_scope != "department" {
-            return Err(ApiError::coded(
-                StatusCode::CONFLICT,
-                "output_policy_owner_scope_unsupported",
+            return Err(ApiError::code(
+                Code::OutputPolicyOwnerScopeUnsupported,
                 "only department-owned tasks may publish an output policy",
             ));
         }
@@ -212,9 +209,8 @@ async fn publish_version(
             OutputPolicy::CustomTableCommand { .. } => false,
         };
         if !satisfiable {
-            return Err(ApiError::coded(
-                StatusCode::CONFLICT,
-                "output_policy_unsatisfiable",
+            return Err(ApiError::code(
+                Code::OutputPolicyUnsatisfiable,
                 "the output policy's target no longer exists",
             ));
         }
@@ -265,9 +261,8 @@ pub async fn check_ceiling(state: &AppState, company: Uuid, timeout_seconds: i64
         .await?
         .timeout_ceiling_seconds;
     if timeout_seconds > ceiling {
-        return Err(ApiError::coded(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "timeout_exceeds_ceiling",
+        return Err(ApiError::code(
+            Code::TimeoutExceedsCeiling,
             format!("timeout_seconds {timeout_seconds} is above the company ceiling of {ceiling}"),
         )
         .with("ceiling", ceiling));
