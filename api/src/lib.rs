@@ -1,12 +1,11 @@
 //! The sandbox-api server: HTTP routes that mirror the two specifications, their
 //! authentication and error mapping, and the operator functions `sandboxctl` shares.
 
+pub mod access;
 pub mod admin;
 pub mod admission;
 pub mod auth;
-pub mod authz;
 pub mod config;
-pub mod directory;
 pub mod error;
 pub mod extract;
 pub mod idempotency;

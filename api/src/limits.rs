@@ -7,12 +7,7 @@ use uuid::Uuid;
 
 /// The company's limits (defaults until the operator changes them).
 pub async fn company_limits(state: &AppState, company: Uuid) -> ApiResult<OperatorLimits> {
-    let limits: Option<sqlx::types::Json<OperatorLimits>> =
-        sqlx::query_scalar("SELECT limits FROM company_settings WHERE company_id = $1")
-            .bind(company)
-            .fetch_optional(&state.pool)
-            .await?;
-    Ok(limits.map(|l| l.0).unwrap_or_default())
+    Ok(projections::read_models::company_settings::query::limits(&state.pool, company).await?)
 }
 
 /// The effective capacity-retained version limit (spec section 8): the lower of the

@@ -28,29 +28,7 @@ pub struct PageQuery {
     pub page_token: Option<String>,
 }
 
-/// `lifecycle` of list queries (`SandboxLifecycleFilter`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum LifecycleFilter {
-    /// Live items only (the default of most lists).
-    #[default]
-    Active,
-    /// Retired (archived or revoked) items only.
-    Retired,
-    /// Everything.
-    All,
-}
-
-impl LifecycleFilter {
-    /// Whether an item with this liveness passes the filter.
-    pub fn admits(self, live: bool) -> bool {
-        match self {
-            Self::Active => live,
-            Self::Retired => !live,
-            Self::All => true,
-        }
-    }
-}
+pub use projections::read_models::page::{LifecycleFilter, Window};
 
 /// Pagination and lifecycle query parameters of list routes.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
@@ -61,6 +39,7 @@ pub struct LifecycleQuery {
     /// Opaque cursor from a previous page's `next_page_token`.
     pub page_token: Option<String>,
     /// `active` (default), `retired` or `all`.
+    #[param(value_type = Option<String>)]
     pub lifecycle: Option<LifecycleFilter>,
 }
 
@@ -82,6 +61,17 @@ pub struct Page<C> {
     pub size: i64,
     /// Where to start; `None` for the first page.
     pub after: Option<C>,
+}
+
+impl<C> Page<C> {
+    /// The query window: the page plus one row, which tells whether another page
+    /// follows (see [`finish`]).
+    pub fn window(self) -> Window<C> {
+        Window {
+            after: self.after,
+            limit: self.size + 1,
+        }
+    }
 }
 
 impl PageQuery {

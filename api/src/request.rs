@@ -1,5 +1,9 @@
-//! Per-request facts handlers pass to commands: the request id and the time.
+//! Per-request facts handlers pass to commands (the request id and the time), and
+//! the [`Caller`] extractor that bundles them with the state and the principal.
 
+use crate::auth::Auth;
+use crate::error::ApiError;
+use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
@@ -41,6 +45,33 @@ impl<S: Send + Sync> FromRequestParts<S> for Context {
         Ok(Self {
             request_id,
             time: Utc::now(),
+        })
+    }
+}
+
+/// What every authenticated route works with: the shared state, the request's facts
+/// and the caller. One extractor, so a handler's signature names only what is its
+/// own (path, query, body).
+#[derive(Clone)]
+pub struct Caller {
+    /// The shared state.
+    pub state: AppState,
+    /// The request id and arrival time.
+    pub ctx: Context,
+    /// The authenticated principal.
+    pub principal: Principal,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Ok(ctx) = Context::from_request_parts(parts, state).await;
+        let Auth(principal) = Auth::from_request_parts(parts, state).await?;
+        Ok(Self {
+            state: state.clone(),
+            ctx,
+            principal,
         })
     }
 }

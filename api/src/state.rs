@@ -2,12 +2,15 @@
 
 use crate::auth::jwt::JwtKeys;
 use crate::config::{Config, TransitKeyMode};
+use crate::error::ApiResult;
 use crate::keys::{self, TransitKey};
 use crate::objects::Objects;
 use domain::catalog::Provider;
+use domain::principal::EventMetadata;
+use domain::{AggregateExt, SpecError};
 use projections::pump::PumpConfig;
 use projections::store::LogRepository;
-use projections::{CommandBus, Pump, read_models};
+use projections::{CommandBus, Committed, Pump, read_models};
 use sqlx::PgPool;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -78,6 +81,28 @@ impl Deref for AppState {
     type Target = Inner;
     fn deref(&self) -> &Inner {
         &self.0
+    }
+}
+
+impl AppState {
+    /// Executes a request's command and waits for the read models (see
+    /// `CommandBus::execute`); refusals, conflicts and a late read model answer
+    /// through the one error mapping.
+    pub async fn command<A>(
+        &self,
+        id: impl ToString,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> ApiResult<Committed<A>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+        A::Error: SpecError,
+    {
+        Ok(self
+            .bus
+            .execute::<A>(&id.to_string(), command, metadata)
+            .await?)
     }
 }
 

@@ -77,6 +77,7 @@ text_columns!(
     crate::environments::version::TerminalClass,
     crate::environments::version::VersionState,
     crate::objects::DeletionState,
+    crate::objects::ObjectKind,
     crate::principal::ApiKeyScope,
     crate::principal::AuthMethod,
     crate::principal::PrincipalType,

@@ -6,7 +6,7 @@
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use domain::error::Code;
@@ -14,11 +14,12 @@ use domain::error::Code;
 /// Body limit of ordinary JSON routes.
 pub const DEFAULT_LIMIT: usize = 1024 * 1024;
 
-/// Checks the declared length against `limit`.
-pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
-    let mut values = request.headers().get_all(header::CONTENT_LENGTH).iter();
+/// The declared `Content-Length` (`None` without one); 400 `invalid_content_length`
+/// when it is malformed or repeated with different values.
+pub fn declared_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
     let Some(first) = values.next() else {
-        return Ok(());
+        return Ok(None);
     };
     let malformed = || {
         ApiError::code(
@@ -33,8 +34,13 @@ pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
     {
         return Err(malformed());
     }
-    let length: u64 = text.parse().map_err(|_| malformed())?;
-    if length > limit as u64 {
+    text.parse().map(Some).map_err(|_| malformed())
+}
+
+/// Checks the declared length against `limit`.
+pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
+    let length = declared_length(request.headers())?;
+    if length.is_some_and(|length| length > limit as u64) {
         return Err(ApiError::code(
             Code::RequestTooLarge,
             format!("the request body may be at most {limit} bytes"),

@@ -10,33 +10,15 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use domain::runs::link::LinkedObject;
 use domain::tasks::input::digest;
+use projections::read_models::runs::query as runs;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use uuid::Uuid;
 
 /// The public link route.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(public_object))
-}
-
-#[derive(sqlx::FromRow)]
-struct Linked {
-    run_id: Uuid,
-    object: String,
-    artifact_id: Option<Uuid>,
-    log_key: Option<String>,
-    output_key: Option<String>,
-    bundle_key: Option<String>,
-}
-
-#[derive(sqlx::FromRow)]
-struct ArtifactSlice {
-    relative_path: String,
-    byte_offset: i64,
-    byte_size: i64,
-    digest: String,
-    declared_content_type: String,
 }
 
 fn attachment_response(body: Body, content_type: &str, disposition: String) -> Response {
@@ -63,15 +45,9 @@ async fn public_object(
     Path(token): Path<String>,
 ) -> ApiResult<Response> {
     let id = state.links.verify(&token).ok_or(ApiError::NotFound)?;
-    let linked: Option<Linked> = sqlx::query_as(
-        "SELECT l.run_id, l.object, l.artifact_id, r.log_key, r.output_key, r.bundle_key
-           FROM public_links l JOIN runs r ON r.id = l.run_id
-          WHERE l.id = $1 AND NOT l.revoked AND r.content_state = 'active'",
-    )
-    .bind(id)
-    .fetch_optional(&state.pool)
-    .await?;
-    let linked = linked.ok_or(ApiError::NotFound)?;
+    let (link, linked) = runs::live_link(&state.pool, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let objects = state.objects.clone();
     let whole = |key: Option<String>, content_type: &'static str, name: String| async move {
         let key = key.ok_or(ApiError::NotFound)?;
@@ -85,25 +61,21 @@ async fn public_object(
             attachment(&name),
         ))
     };
-    let run = linked.run_id;
-    match linked.object.as_str() {
-        "log" => {
+    let run = linked.id;
+    match link.object {
+        LinkedObject::Log => {
             let name = format!("run-{run}.log");
             whole(linked.log_key, "text/plain; charset=utf-8", name).await
         }
-        "output" => {
+        LinkedObject::Output => {
             let name = format!("run-{run}-output");
             whole(linked.output_key, "application/octet-stream", name).await
         }
-        _ => {
-            let slice: Option<ArtifactSlice> = sqlx::query_as(
-                "SELECT relative_path, byte_offset, byte_size, digest, declared_content_type
-                   FROM run_artifacts WHERE id = $1 AND run_id = $2",
-            )
-            .bind(linked.artifact_id)
-            .bind(run)
-            .fetch_optional(&state.pool)
-            .await?;
+        LinkedObject::Artifact => {
+            let slice = match link.artifact_id {
+                Some(artifact) => runs::artifact(&state.pool, run, artifact).await?,
+                None => None,
+            };
             let (slice, bundle) = slice.zip(linked.bundle_key).ok_or(ApiError::NotFound)?;
             let start = slice.byte_offset as u64;
             let bytes = if slice.byte_size == 0 {

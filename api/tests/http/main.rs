@@ -5,6 +5,7 @@ mod support;
 mod audit;
 mod auth;
 mod environments;
+mod error_codes;
 mod general;
 mod log_stall;
 mod public;

@@ -38,6 +38,18 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [RunStatus; 8] = [
+        Self::Queued,
+        Self::Starting,
+        Self::Running,
+        Self::CancelRequested,
+        Self::Completed,
+        Self::CustomerFailed,
+        Self::PlatformFailed,
+        Self::Cancelled,
+    ];
+
     /// Whether the run has ended.
     pub fn terminal(self) -> bool {
         matches!(

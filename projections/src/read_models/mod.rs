@@ -6,6 +6,7 @@ pub mod directory;
 pub mod environments;
 pub mod notifications;
 pub mod owned_objects;
+pub mod page;
 mod rowset;
 pub mod runs;
 pub mod sharing;
@@ -35,4 +36,4 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
     ]
 }
 
-pub(crate) use domain::wire::{from_wire, wire};
+pub(crate) use domain::wire::wire;

@@ -3,18 +3,17 @@
 //! (`GET /chatrooms/{cid}/bindings`). Management lists return at most 2000 rows with
 //! a `truncated` flag; capability id lists at most 5000.
 
-use crate::auth::Auth;
+use crate::access::{Room, Task};
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination::LifecycleFilter;
-use crate::routes::sandbox::bindings::enablement::{BINDING_COLUMNS, BindingRow, managed_room};
+use crate::request::Caller;
 use crate::routes::sandbox::bindings::views::{SandboxBindingListResponse, SandboxBindingResponse};
-use crate::routes::sandbox::environments::access::manages_scope;
-use crate::routes::sandbox::tasks::access::task;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
-use domain::principal::{Principal, PrincipalType};
+use axum::extract::Path;
+use projections::read_models::directory::query as directory;
+use projections::read_models::sharing::query::{self as sharing, BindingsOf};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -88,43 +87,18 @@ fn capped(mut ids: Vec<Uuid>) -> (Vec<Uuid>, bool) {
 #[utoipa::path(get, path = "/me", tag = "general",
     responses((status = 200, body = SandboxMeResponse)))]
 async fn me(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
 ) -> ApiResult<Json<SandboxMeResponse>> {
-    let user = principal.principal_type == PrincipalType::User;
     let manager = principal.is_company_manager();
-    let rooms: Vec<Uuid> = if manager {
+    let rooms = if manager {
         Vec::new()
     } else {
-        sqlx::query_scalar(
-            "SELECT r.id FROM chatrooms r
-              WHERE r.company_id = $1 AND NOT r.archived AND $4 = 'user' AND (
-                    EXISTS (SELECT 1 FROM chatroom_members m WHERE m.chatroom_id = r.id
-                              AND m.member_kind = $4 AND m.member_id = $2 AND m.is_manager)
-                 OR EXISTS (SELECT 1 FROM department_members d WHERE d.department_id = r.department_id
-                              AND d.user_id = $2 AND d.is_manager))
-              ORDER BY r.id LIMIT $3",
-        )
-        .bind(principal.company_id)
-        .bind(principal.principal_id)
-        .bind(ID_CAP + 1)
-        .bind(principal.principal_type.as_str())
-        .fetch_all(&state.pool)
-        .await?
+        directory::managed_room_ids(&state.pool, &principal, ID_CAP + 1).await?
     };
-    let departments: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT d.id FROM departments d
-          WHERE d.company_id = $1 AND $4 AND ($5 OR EXISTS (SELECT 1 FROM department_members m
-                 WHERE m.department_id = d.id AND m.user_id = $2 AND m.is_manager))
-          ORDER BY d.id LIMIT $3",
-    )
-    .bind(principal.company_id)
-    .bind(principal.principal_id)
-    .bind(ID_CAP + 1)
-    .bind(user)
-    .bind(manager)
-    .fetch_all(&state.pool)
-    .await?;
+    let departments =
+        directory::manageable_department_ids(&state.pool, &principal, ID_CAP + 1).await?;
     let (chatroom_ids, rooms_truncated) = capped(rooms);
     let (department_ids, departments_truncated) = capped(departments);
     let mut creatable = Vec::new();
@@ -164,30 +138,17 @@ async fn me(
 #[serde(deny_unknown_fields)]
 pub struct BindingListQuery {
     /// `active` (default), `retired` or `all`.
+    #[param(value_type = Option<String>)]
     pub lifecycle: Option<LifecycleFilter>,
 }
 
-async fn bindings_where(
+/// A capped management list of bindings.
+async fn binding_list(
     state: &AppState,
-    condition: &str,
-    id: Uuid,
+    of: BindingsOf<'_>,
     lifecycle: LifecycleFilter,
-    rooms: Option<&[Uuid]>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let rows: Vec<BindingRow> = sqlx::query_as(&format!(
-        "SELECT {BINDING_COLUMNS} FROM bindings b
-          WHERE {condition} = $1 AND ($2 OR (b.state = 'enabled') = $3)
-            AND ($4::uuid[] IS NULL OR b.chatroom_id = ANY($4))
-          ORDER BY b.created_at DESC, b.id DESC
-          LIMIT $5"
-    ))
-    .bind(id)
-    .bind(lifecycle == LifecycleFilter::All)
-    .bind(lifecycle == LifecycleFilter::Active)
-    .bind(rooms)
-    .bind(LIST_CAP + 1)
-    .fetch_all(&state.pool)
-    .await?;
+    let rows = sharing::bindings(&state.pool, of, lifecycle, LIST_CAP + 1).await?;
     let truncated = rows.len() as i64 > LIST_CAP;
     let items: Vec<SandboxBindingResponse> = rows
         .into_iter()
@@ -197,56 +158,31 @@ async fn bindings_where(
     Ok(Json(SandboxBindingListResponse { items, truncated }))
 }
 
-/// The live rooms holding bindings of `task` that the caller manages (as the room's
-/// or its department's manager; company managers own every task and never get here).
-async fn managed_rooms(
-    state: &AppState,
-    principal: &Principal,
-    task: Uuid,
-) -> ApiResult<Vec<Uuid>> {
-    Ok(sqlx::query_scalar(
-        "SELECT r.id FROM chatrooms r
-          WHERE r.company_id = $2 AND NOT r.archived AND $4 = 'user'
-            AND r.id IN (SELECT chatroom_id FROM bindings WHERE task_id = $1)
-            AND (EXISTS (SELECT 1 FROM chatroom_members m WHERE m.chatroom_id = r.id
-                           AND m.member_kind = $4 AND m.member_id = $3 AND m.is_manager)
-              OR EXISTS (SELECT 1 FROM department_members d WHERE d.department_id = r.department_id
-                           AND d.user_id = $3 AND d.is_manager))",
-    )
-    .bind(task)
-    .bind(principal.company_id)
-    .bind(principal.principal_id)
-    .bind(principal.principal_type.as_str())
-    .fetch_all(&state.pool)
-    .await?)
-}
-
 /// A task's adoption history: its owners see every room, anyone else only the rooms
 /// it manages.
 #[utoipa::path(get, path = "/tasks/{task_id}/bindings", tag = "bindings",
     params(("task_id" = Uuid, Path), BindingListQuery),
     responses((status = 200, body = SandboxBindingListResponse), (status = 404, description = "not found")))]
 async fn task_bindings(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let access = task(&state, &principal, task_id).await?;
-    let owner = manages_scope(
-        &state,
-        &principal,
-        &access.row.owner_scope,
-        Some(access.row.owner_id),
-    )
-    .await?;
-    let rooms = if owner {
+    let task = Task::read(&state, &principal, task_id).await?;
+    let rooms = if task.owner() {
         None
     } else {
-        Some(managed_rooms(&state, &principal, task_id).await?)
+        Some(directory::managed_rooms_binding(&state.pool, &principal, task_id).await?)
     };
     let lifecycle = query.lifecycle.unwrap_or_default();
-    bindings_where(&state, "b.task_id", task_id, lifecycle, rooms.as_deref()).await
+    binding_list(
+        &state,
+        BindingsOf::Task(task_id, rooms.as_deref()),
+        lifecycle,
+    )
+    .await
 }
 
 /// A room's binding history (room managers).
@@ -255,12 +191,13 @@ async fn task_bindings(
     responses((status = 200, body = SandboxBindingListResponse),
               (status = 403, description = "not a manager of the room"), (status = 404, description = "room not visible")))]
 async fn room_bindings(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let room = managed_room(&state, &principal, chatroom_id).await?;
+    let room = Room::managed(&state, &principal, chatroom_id).await?;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    bindings_where(&state, "b.chatroom_id", room.id, lifecycle, None).await
+    binding_list(&state, BindingsOf::Room(room.id), lifecycle).await
 }

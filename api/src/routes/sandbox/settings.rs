@@ -1,20 +1,21 @@
 //! Company settings (spec section 4, "Settings"): `GET/PUT /settings`, company
 //! managers only.
 
-use crate::auth::Auth;
-use crate::authz::require_company_manager;
+use crate::access::require_company_manager;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::request::Caller;
 use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use domain::catalog;
 use domain::principal::Principal;
 use domain::settings::{
     CompanySettings, OperatorLimits, PolicyChanges, PolicyValues, SettingsCommand,
 };
 use domain::validation::{ViolationKind, Violations};
+use projections::read_models::company_settings::SettingsRow;
+use projections::read_models::company_settings::query as settings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
@@ -113,23 +114,16 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_settings, put_settings))
 }
 
-#[derive(sqlx::FromRow)]
-struct Row {
-    run_content_retention_days: i32,
-    unreferenced_image_retention_days: i32,
-    allowed_regions: Vec<String>,
-    policy_version: i64,
-    limits: sqlx::types::Json<OperatorLimits>,
-}
-
 /// The company's settings; the first read records the default policy.
 #[utoipa::path(get, path = "/settings", tag = "settings",
     responses((status = 200, body = SandboxCompanySettingsResponse),
               (status = 403, description = "Insufficient permissions.")))]
 async fn get_settings(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
 ) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
     require_company_manager(&principal)?;
     let row = recorded(&state, &ctx, &principal).await?;
@@ -153,9 +147,11 @@ async fn get_settings(
               (status = 409, description = "policy_version_conflict"),
               (status = 422, description = "validation error")))]
 async fn put_settings(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     ApiJson(update): ApiJson<SandboxCompanySettingsUpdate>,
 ) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
     require_company_manager(&principal)?;
@@ -175,12 +171,7 @@ async fn put_settings(
         changes,
     };
     let committed = state
-        .bus
-        .execute::<CompanySettings>(
-            &principal.company_id.to_string(),
-            command,
-            &ctx.metadata(&principal),
-        )
+        .command::<CompanySettings>(principal.company_id, command, &ctx.metadata(&principal))
         .await?;
     let settings = committed.state;
     let values = settings
@@ -240,18 +231,16 @@ fn allowed_regions(state: &AppState, requested: &[String]) -> ApiResult<Vec<Stri
     Ok(kept)
 }
 
-async fn read(state: &AppState, principal: &Principal) -> ApiResult<Option<Row>> {
-    Ok(sqlx::query_as(
-        "SELECT run_content_retention_days, unreferenced_image_retention_days, allowed_regions, policy_version, limits
-           FROM company_settings WHERE company_id = $1 AND recorded",
-    )
-    .bind(principal.company_id)
-    .fetch_optional(&state.pool)
-    .await?)
+async fn read(state: &AppState, principal: &Principal) -> ApiResult<Option<SettingsRow>> {
+    Ok(settings::recorded(&state.pool, principal.company_id).await?)
 }
 
 /// The settings row, recording the default policy first when there is none.
-async fn recorded(state: &AppState, ctx: &Context, principal: &Principal) -> ApiResult<Row> {
+async fn recorded(
+    state: &AppState,
+    ctx: &Context,
+    principal: &Principal,
+) -> ApiResult<SettingsRow> {
     if let Some(row) = read(state, principal).await? {
         return Ok(row);
     }
@@ -260,12 +249,7 @@ async fn recorded(state: &AppState, ctx: &Context, principal: &Principal) -> Api
         defaults: PolicyValues::defaults(&state.deployment.selectable_regions),
     };
     state
-        .bus
-        .execute::<CompanySettings>(
-            &principal.company_id.to_string(),
-            command,
-            &ctx.metadata(principal),
-        )
+        .command::<CompanySettings>(principal.company_id, command, &ctx.metadata(principal))
         .await?;
     read(state, principal)
         .await?

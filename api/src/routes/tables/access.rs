@@ -15,6 +15,7 @@ use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use domain::tables::policy::{self, Mode, Targets, Tokens};
 use domain::tables::query::Condition;
+use domain::tables::scope::ScopeKind;
 use serde_json::Value;
 use sqlx::types::Json;
 use std::collections::HashMap;
@@ -373,7 +374,7 @@ fn floor(table: &TableRow, columns: &[ColumnDef], grants: &[&GrantRow], s: &Stan
     let Some(column) = table.channel_scope_column.clone() else {
         return Floor::Open;
     };
-    if s.manager || table.scope_kind != "department" {
+    if s.manager || table.scope_kind != ScopeKind::Department {
         return Floor::Open;
     }
     let eligible: Vec<&Grant> = grants

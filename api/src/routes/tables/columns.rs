@@ -6,18 +6,17 @@ use super::errors::refusal;
 use super::gates::Operation;
 use super::migrations::{self, Started};
 use super::scope::{Mount, OpenTable, open_table, scope_facts, table_row};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::request::Caller;
 use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use chrono::{DateTime, Utc};
 use domain::SpecError;
 use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, LinkFacts, build_column};
-use domain::tables::scope::{Placement, ScopeKind, ScopeRef};
+use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -81,7 +80,7 @@ async fn link_facts(
     let Some(row) = table_row(state, company_id, target).await? else {
         return Ok(None);
     };
-    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    let kind = row.scope_kind;
     Ok(Some(LinkFacts {
         company_id: row.company_id,
         scope: ScopeRef {
@@ -97,9 +96,10 @@ async fn link_facts(
     responses((status = 200, body = Vec<ColumnResponse>), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn list_columns(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<Vec<ColumnResponse>>> {
     let table = open_table(&state, &principal, &mount, Operation::ListColumns).await?;
     let times = times(&state, table.row.id).await?;
@@ -121,10 +121,12 @@ async fn list_columns(
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
               (status = 409, description = "Concurrent write; resend"), (status = 423, description = "A migration holds the table")))]
 async fn create_column(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnCreateResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::CreateColumn).await?;
@@ -187,10 +189,12 @@ async fn create_column(
     responses((status = 200, body = ColumnPreviewResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn preview_column(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnPreviewResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
@@ -282,7 +286,7 @@ async fn target_summary(state: &AppState, table: &OpenTable, target: Uuid) -> Ap
     let row = table_row(state, table.row.company_id, target)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    let kind = row.scope_kind;
     let facts = scope_facts(
         state,
         &table.principal,
@@ -393,10 +397,12 @@ async fn change_column(
               (status = 409, description = "A removed option is in use (usage count included)"),
               (status = 423, description = "A migration holds the table")))]
 async fn update_column(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ColumnUpdate>,
 ) -> ApiResult<Json<ColumnUpdateResponse>> {
     change_column(state, ctx, mount, principal, body).await
@@ -411,10 +417,12 @@ async fn update_column(
               (status = 409, description = "A removed option is in use (usage count included)"),
               (status = 423, description = "A migration holds the table")))]
 async fn put_column(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ColumnUpdate>,
 ) -> ApiResult<Json<ColumnUpdateResponse>> {
     change_column(state, ctx, mount, principal, body).await
@@ -428,10 +436,12 @@ async fn put_column(
               (status = 409, description = "column_used_by_view: a saved view filters, sorts or projects by it"),
               (status = 423, description = "A migration holds the table")))]
 async fn delete_column(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
     let key = mount.param("column_id")?.to_string();

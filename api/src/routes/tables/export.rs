@@ -9,12 +9,11 @@
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::{self, Query, SortSpec};
-use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
@@ -217,9 +216,10 @@ impl std::io::Write for ChannelWriter {
     responses((status = 200, description = "The file (text/csv or XLSX)", content_type = "text/csv"),
               (status = 400, description = "Invalid filter or sort"), (status = 404, description = "Not found")))]
 async fn export_records(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<RecordExport>,
 ) -> ApiResult<Response> {
     let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;

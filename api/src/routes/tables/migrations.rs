@@ -9,13 +9,12 @@
 use super::column_schema::MigrationInfoResponse;
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table_id};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
+use crate::request::Caller;
 use crate::request::Context;
 use crate::state::AppState;
 use crate::workers::migrations;
 use axum::Json;
-use axum::extract::State;
 use chrono::{DateTime, Utc};
 use domain::tables::table::MigrationInfo;
 use serde::Serialize;
@@ -130,9 +129,10 @@ struct Row {
     params(("migration_id" = Uuid, Path, description = "From `migration_info.migration_id`")),
     responses((status = 200, body = MigrationStatusResponse), (status = 404, description = "Not found")))]
 async fn migration_status(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<MigrationStatusResponse>> {
     let migration_id = mount.uuid("migration_id")?;
     let row: Row = sqlx::query_as(

@@ -8,13 +8,11 @@ use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::grant_body::{self, GrantBody, GrantResponse};
 use super::scope::{Mount, open_table};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use domain::tables::access::Source;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use domain::tables::table::TableCommand;
@@ -150,9 +148,10 @@ fn subject_of(kind: &str, id: Uuid) -> ApiResult<Subject> {
     responses((status = 200, body = PermissionListResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn list_permissions(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<PermissionListResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     let permissions = table
@@ -174,10 +173,12 @@ async fn list_permissions(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy, column or scope values"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn set_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<PermissionCreate>,
 ) -> ApiResult<Json<GrantResponse>> {
     let subject = subject_of(&body.subject_type, body.subject_id)?;
@@ -200,9 +201,10 @@ async fn set_permission(
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = EffectivePermission), (status = 404, description = "Not found")))]
 async fn my_permissions(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<EffectivePermission>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
     EffectivePermission::of(&table.access)
@@ -218,10 +220,12 @@ async fn my_permissions(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn revoke_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     let subject = subject_of(mount.param("subject_type")?, mount.uuid("subject_id")?)
@@ -238,10 +242,12 @@ async fn revoke_permission(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn set_client_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<GrantBody>,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
@@ -257,10 +263,12 @@ async fn set_client_permission(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn revoke_client_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     let subject = Subject::SocialClient(mount.uuid("client_id")?);
@@ -297,10 +305,12 @@ pub struct DefaultPermissionsPatch {
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn patch_default_permissions(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<DefaultPermissionsPatch>,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
@@ -333,10 +343,12 @@ pub struct ClientAccess {
     responses((status = 200, body = ClientAccess), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn patch_client_access(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ClientAccess>,
 ) -> ApiResult<Json<ClientAccess>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;

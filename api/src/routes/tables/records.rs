@@ -8,13 +8,11 @@ use super::errors::{CommandResultExt, refusal};
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::{SortSpec, sort_keys};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use domain::error::Code;
 use domain::tables::TableError;
@@ -118,9 +116,10 @@ pub async fn page(
     params(("table_id" = Uuid, Path, description = "The table"), ListQuery),
     responses((status = 200, body = RecordListResponse), (status = 404, description = "Not found")))]
 async fn list_records(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<RecordListResponse>> {
     let (skip, limit) = window(query.skip, query.limit, "query")?;
@@ -226,10 +225,12 @@ fn unlocked(table: &OpenTable) -> ApiResult<()> {
     responses((status = 201, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
               (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
 async fn create_record(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<(StatusCode, Json<RecordResponse>)> {
     let table = open_table(&state, &principal, &mount, Operation::InsertRows).await?;
@@ -261,9 +262,10 @@ async fn create_record(
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
     responses((status = 200, body = RecordResponse), (status = 404, description = "Not found")))]
 async fn get_record(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<RecordResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
     Ok(Json(
@@ -279,7 +281,7 @@ async fn editable(
 ) -> ApiResult<RecordResponse> {
     let record = read_one(state, table, record_id).await?;
     if !record.can_edit {
-        return Err(ApiError::Forbidden(crate::authz::INSUFFICIENT));
+        return Err(ApiError::Forbidden(crate::access::INSUFFICIENT));
     }
     Ok(record)
 }
@@ -290,10 +292,12 @@ async fn editable(
     responses((status = 200, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn put_record(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<Json<RecordResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
@@ -321,10 +325,12 @@ async fn put_record(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn delete_record(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
     within_floor(&table, None)?;

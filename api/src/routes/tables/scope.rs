@@ -10,21 +10,21 @@
 use super::access::{self, Access, GrantRow};
 use super::errors::CommandResultExt;
 use super::gates::{self, Operation, Standing};
-use crate::authz::INSUFFICIENT;
+use crate::access::INSUFFICIENT;
 use crate::error::{ApiError, ApiResult};
 use crate::request::Context;
 use crate::state::AppState;
 use axum::extract::{FromRequestParts, OriginalUri, Path};
 use axum::http::request::Parts;
-use chrono::{DateTime, Utc};
 use domain::principal::{Principal, PrincipalType};
 use domain::tables::column::ColumnDef;
 use domain::tables::grants::{Grant, Subject};
 use domain::tables::scope::{ScopeKind, ScopeRef};
 use domain::tables::table::{CustomTable, TableCommand, ViewDef};
 use projections::Committed;
+use projections::read_models::tables::query as tables;
+pub use projections::read_models::tables::query::TableRow;
 use projections::read_models::tables::read::{Selection, TableHandle};
-use sqlx::types::Json;
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -203,41 +203,6 @@ pub async fn enter_scope(
     Ok((scope, facts))
 }
 
-/// A table row of the registry.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct TableRow {
-    /// Id.
-    pub id: Uuid,
-    /// Company.
-    pub company_id: Uuid,
-    /// Scope kind name.
-    pub scope_kind: String,
-    /// Scope id.
-    pub scope_id: Uuid,
-    /// Display name.
-    pub name: String,
-    /// Free text.
-    pub description: Option<String>,
-    /// Creator reference.
-    pub created_by: String,
-    /// Creation time.
-    pub created_at: DateTime<Utc>,
-    /// Last change.
-    pub updated_at: DateTime<Utc>,
-    /// Live records.
-    pub record_count: i64,
-    /// The background migration holding it.
-    pub migration_id: Option<Uuid>,
-    /// Social media clients may reach it through their grants.
-    pub client_access: bool,
-    /// The channel scope column of a governed department table.
-    pub channel_scope_column: Option<String>,
-}
-
-/// The registry columns of a [`TableRow`].
-pub const TABLE_COLUMNS: &str = "id, company_id, scope_kind, scope_id, name, description, created_by, created_at, \
-     updated_at, record_count, migration_id, client_access, channel_scope_column";
-
 /// An opened table: its row, columns, the caller's standing, scope facts and
 /// effective permission.
 pub struct OpenTable {
@@ -335,24 +300,12 @@ pub async fn table_row(
     company_id: Uuid,
     table_id: Uuid,
 ) -> ApiResult<Option<TableRow>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {TABLE_COLUMNS} FROM custom_tables WHERE id = $1 AND company_id = $2"
-    ))
-    .bind(table_id)
-    .bind(company_id)
-    .fetch_optional(&state.pool)
-    .await?)
+    Ok(tables::table(&state.pool, company_id, table_id).await?)
 }
 
 /// The columns of a table, in order.
 pub async fn table_columns(state: &AppState, table_id: Uuid) -> ApiResult<Vec<ColumnDef>> {
-    let rows: Vec<(Json<ColumnDef>,)> = sqlx::query_as(
-        "SELECT definition FROM custom_table_columns WHERE table_id = $1 ORDER BY position",
-    )
-    .bind(table_id)
-    .fetch_all(&state.pool)
-    .await?;
-    Ok(rows.into_iter().map(|(c,)| c.0).collect())
+    Ok(tables::columns(&state.pool, table_id).await?)
 }
 
 /// Opens the table the mount's `table_id` names, gated for `operation`.
@@ -377,7 +330,7 @@ pub async fn open_table_id(
     let row = table_row(state, principal.company_id, table_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let kind = ScopeKind::parse(&row.scope_kind).ok_or(ApiError::NotFound)?;
+    let kind = row.scope_kind;
     let same_scope = kind == mount.kind && mount.id.is_none_or(|id| id == row.scope_id);
     if !same_scope {
         return Err(ApiError::NotFound);

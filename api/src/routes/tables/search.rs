@@ -5,12 +5,11 @@ use super::gates::Operation;
 use super::records::{RecordListResponse, page, window};
 use super::scope::{Mount, open_table};
 use super::selection::{self, Query, SortSpec};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use domain::tables::TableError;
 use domain::tables::access::both;
 use domain::tables::query::{self, AggregateOp, Condition};
@@ -65,9 +64,10 @@ pub struct RecordSearch {
     responses((status = 200, body = RecordListResponse), (status = 400, description = "Invalid filter or sort"),
               (status = 404, description = "Not found")))]
 async fn search_records(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<RecordSearch>,
 ) -> ApiResult<Json<RecordListResponse>> {
     let (skip, limit) = window(body.skip, body.limit, "body")?;
@@ -169,9 +169,10 @@ fn invalid(message: String) -> ApiError {
     responses((status = 200, body = RecordAggregateResponse), (status = 400, description = "Invalid aggregation"),
               (status = 404, description = "Not found")))]
 async fn aggregate_records(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<RecordAggregate>,
 ) -> ApiResult<Json<RecordAggregateResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;

@@ -7,20 +7,17 @@ use super::columns::SuccessResponse;
 use super::gates::{self, Operation, Standing};
 use super::grant_body::{self, GrantBody, GrantResponse};
 use super::records::window;
-use super::scope::{
-    Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table, scope_facts,
-};
+use super::scope::{Mount, OpenTable, enter_scope, open_table, scope_facts};
 use super::table::{Listed, TableListResponse, TablePage, present};
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use domain::principal::Principal;
 use domain::tables::grants::Subject;
 use domain::tables::scope::{ScopeKind, ScopeRef};
+use projections::read_models::tables::query as tables;
 use std::collections::HashMap;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -72,9 +69,10 @@ fn read_grant(table: &OpenTable, subject: Subject) -> ApiResult<Json<GrantRespon
     responses((status = 200, body = GrantResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn get_department_permission(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
     read_grant(&table, department_subject(&mount)?)
@@ -87,10 +85,12 @@ async fn get_department_permission(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn put_department_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<GrantBody>,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
@@ -106,10 +106,12 @@ async fn put_department_permission(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn delete_department_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = managed(&state, &principal, &mount).await?;
     grant_body::revoke(&state, &ctx, &table, department_subject(&mount)?).await?;
@@ -124,9 +126,10 @@ async fn delete_department_permission(
     responses((status = 200, body = GrantResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn get_chatroom_permission(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
     read_grant(&table, chatroom_subject(&mount)?)
@@ -140,10 +143,12 @@ async fn get_chatroom_permission(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy, column or scope values"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn put_chatroom_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<GrantBody>,
 ) -> ApiResult<Json<GrantResponse>> {
     let table = managed(&state, &principal, &mount).await?;
@@ -159,10 +164,12 @@ async fn put_chatroom_permission(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn delete_chatroom_permission(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = managed(&state, &principal, &mount).await?;
     grant_body::revoke(&state, &ctx, &table, chatroom_subject(&mount)?).await?;
@@ -176,25 +183,17 @@ async fn delete_chatroom_permission(
 #[utoipa::path(get, path = "/tables/shared", tag = "custom_tables", params(TablePage),
     responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
 async fn shared_tables(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiQuery(page): ApiQuery<TablePage>,
 ) -> ApiResult<Json<TableListResponse>> {
     let (skip, limit) = window(page.skip, page.limit, "query")?;
     let (room, _) = enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
     // Every table shared with the room, so the page and its total count only the
     // tables this caller can open (a room rarely holds more than a few hundred).
-    let rows: Vec<TableRow> = sqlx::query_as(&format!(
-        "SELECT {TABLE_COLUMNS} FROM custom_tables t WHERE t.company_id = $1 AND t.scope_kind = 'department'
-            AND EXISTS (SELECT 1 FROM custom_table_grants g
-                         WHERE g.table_id = t.id AND g.subject_kind = 'chatroom' AND g.subject_id = $2)
-          ORDER BY t.created_at, t.id"
-    ))
-    .bind(principal.company_id)
-    .bind(room.id)
-    .fetch_all(&state.pool)
-    .await?;
+    let rows = tables::shared_with_room(&state.pool, principal.company_id, room.id).await?;
     let mut standings: HashMap<Uuid, Standing> = HashMap::new();
     let mut listed = Vec::with_capacity(rows.len());
     for row in rows {

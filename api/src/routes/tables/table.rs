@@ -7,19 +7,18 @@ use super::columns::SuccessResponse;
 use super::errors::CommandResultExt;
 use super::gates::Operation;
 use super::gates::{self, Standing};
-use super::scope::{Mount, OpenTable, TABLE_COLUMNS, TableRow, enter_scope, open_table};
-use crate::auth::Auth;
+use super::scope::{Mount, OpenTable, TableRow, enter_scope, open_table};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::principal::Principal;
 use domain::tables::column::ColumnDef;
 use domain::tables::table::{CustomTable, TableCommand};
+use projections::read_models::tables::query as tables;
 use projections::read_models::tables::read::{Selection, TableHandle};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json as SqlJson;
@@ -259,7 +258,7 @@ fn respond(
         name: row.name,
         description: row.description,
         scope: ScopeResponse {
-            kind: row.scope_kind,
+            kind: row.scope_kind.as_str().into(),
             id: row.scope_id,
         },
         created_by: row.created_by,
@@ -288,9 +287,10 @@ async fn detail(state: &AppState, table: OpenTable) -> ApiResult<TableResponse> 
 #[utoipa::path(get, path = "/tables", tag = "custom_tables", params(TablePage),
     responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
 async fn list_tables(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiQuery(page): ApiQuery<TablePage>,
 ) -> ApiResult<Json<TableListResponse>> {
     let (skip, limit) = super::records::window(page.skip, page.limit, "query")?;
@@ -299,26 +299,9 @@ async fn list_tables(
     // Every entrant of the scope holds at least the default grant; a social media
     // client does not see tables whose client access is off.
     let client = principal.principal_type == domain::principal::PrincipalType::SocialMediaClient;
-    let in_scope = "FROM custom_tables WHERE company_id = $1 AND scope_kind = $2 AND scope_id = $3
-          AND (client_access OR NOT $4)";
-    let rows: Vec<TableRow> = sqlx::query_as(&format!(
-        "SELECT {TABLE_COLUMNS} {in_scope} ORDER BY created_at, id LIMIT $5 OFFSET $6"
-    ))
-    .bind(principal.company_id)
-    .bind(scope.kind.as_str())
-    .bind(scope.id)
-    .bind(client)
-    .bind(limit)
-    .bind(skip)
-    .fetch_all(&state.pool)
-    .await?;
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) {in_scope}"))
-        .bind(principal.company_id)
-        .bind(scope.kind.as_str())
-        .bind(scope.id)
-        .bind(client)
-        .fetch_one(&state.pool)
-        .await?;
+    let company = principal.company_id;
+    let rows = tables::scope_tables(&state.pool, company, scope, client, skip, limit).await?;
+    let total = tables::scope_table_count(&state.pool, company, scope, client).await?;
     let listed = rows
         .into_iter()
         .map(|row| {
@@ -343,15 +326,17 @@ async fn list_tables(
     responses((status = 201, body = TableResponse), (status = 400, description = "Invalid name"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn create_table(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<TableCreate>,
 ) -> ApiResult<(StatusCode, Json<TableResponse>)> {
     let (scope, _) = enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
     if principal.principal_type != domain::principal::PrincipalType::User {
-        return Err(ApiError::Forbidden(crate::authz::INSUFFICIENT));
+        return Err(ApiError::Forbidden(crate::access::INSUFFICIENT));
     }
     let table_id = Uuid::new_v4();
     let command = TableCommand::Create {
@@ -378,9 +363,10 @@ async fn create_table(
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = TableResponse), (status = 404, description = "Not found")))]
 async fn get_table(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<TableResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
     Ok(Json(detail(&state, table).await?))
@@ -392,10 +378,12 @@ async fn get_table(
     responses((status = 200, body = TableResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn update_table(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<TableUpdate>,
 ) -> ApiResult<Json<TableResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
@@ -415,10 +403,12 @@ async fn update_table(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
 async fn delete_table(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     table.execute(&state, &ctx, TableCommand::Delete).await?;

@@ -8,13 +8,11 @@ use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::SortSpec;
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::tables::table::{SortKey, TableCommand, ViewDef, ViewSpec};
@@ -161,9 +159,10 @@ async fn one(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<Vi
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = Vec<ViewResponse>), (status = 404, description = "Not found")))]
 async fn list_views(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<Vec<ViewResponse>>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
     Ok(Json(views(&state, &table, None).await?))
@@ -175,10 +174,12 @@ async fn list_views(
     responses((status = 201, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn create_view(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ViewCreate>,
 ) -> ApiResult<(StatusCode, Json<ViewResponse>)> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
@@ -203,9 +204,10 @@ async fn create_view(
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
     responses((status = 200, body = ViewResponse), (status = 404, description = "Not found")))]
 async fn get_view(
-    State(state): State<AppState>,
+    Caller {
+        state, principal, ..
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<ViewResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
     Ok(Json(one(&state, &table, mount.uuid("view_id")?).await?))
@@ -217,10 +219,12 @@ async fn get_view(
     responses((status = 200, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn update_view(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
     ApiJson(body): ApiJson<ViewUpdate>,
 ) -> ApiResult<Json<ViewResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
@@ -254,10 +258,12 @@ async fn update_view(
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn delete_view(
-    State(state): State<AppState>,
-    ctx: Context,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     mount: Mount,
-    Auth(principal): Auth,
 ) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
     let view_id = mount.uuid("view_id")?;

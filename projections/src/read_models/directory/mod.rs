@@ -1,6 +1,7 @@
 //! The `directory` projection: companies, departments, users, social media clients,
 //! chatrooms, memberships and API keys, as auth and scope checks read them.
 
+pub mod query;
 mod rows;
 
 use crate::log::StoredEvent;

@@ -1,9 +1,12 @@
 //! The `environments` projection: environments, their versions and build attempts,
 //! as the list and detail routes and the build worker read them.
 
+pub mod query;
 mod rows;
 
-use super::{RowSet, from_wire, wire};
+pub use rows::{AttemptRow, EnvironmentRow, VersionRow};
+
+use super::RowSet;
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;
@@ -11,10 +14,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::{Environment, EnvironmentEvent, Lifecycle};
 use domain::environments::version::{
-    EnvironmentVersion, SecurityState, VersionEvent, VersionState, attempt_status_after,
-    version_state_after,
+    BuildStatus, EnvironmentVersion, SecurityState, TerminalClass, VersionEvent, VersionState,
+    attempt_status_after, version_state_after,
 };
-use rows::*;
+use rows::{ATTEMPTS, ENVIRONMENTS, Id, VERSIONS};
 use sqlx::PgConnection;
 use std::collections::HashSet;
 use std::str::FromStr;
@@ -82,13 +85,13 @@ impl Workset {
                 self.environments.upsert_with(Id { id }, || EnvironmentRow {
                     id,
                     company_id: c.company_id,
-                    owner_kind: wire(&c.owner_kind),
-                    owner_scope: wire(&c.owner_scope),
+                    owner_kind: c.owner_kind,
+                    owner_scope: c.owner_scope,
                     owner_id: c.owner_id,
                     name: c.name,
                     description: c.description,
-                    lifecycle: wire(&Lifecycle::Active),
-                    security_state: wire(&SecurityState::Clear),
+                    lifecycle: Lifecycle::Active,
+                    security_state: SecurityState::Clear,
                     version_count: 0,
                     created_at: at,
                     updated_at: at,
@@ -101,7 +104,7 @@ impl Workset {
                 })
             }
             EnvironmentEvent::EnvironmentArchived => {
-                self.environment(id, at, |row| row.lifecycle = wire(&Lifecycle::Archived))
+                self.environment(id, at, |row| row.lifecycle = Lifecycle::Archived)
             }
             EnvironmentEvent::VersionNumberAllocated { version_number, .. } => {
                 self.environment(id, at, |row| row.version_count = version_number)
@@ -123,14 +126,13 @@ impl Workset {
 
     fn fold_version(&mut self, id: Uuid, event: VersionEvent, at: DateTime<Utc>) {
         if let Some(row) = self.versions.get_mut(&Id { id }) {
-            let current = from_wire::<VersionState>(&row.state).unwrap_or_default();
-            row.state = wire(&version_state_after(&event, current));
+            row.state = version_state_after(&event, row.state);
             row.updated_at = at;
         }
         if let Some((attempt_id, status)) = attempt_status_after(&event)
             && let Some(row) = self.attempts.get_mut(&Id { id: attempt_id })
         {
-            row.status = wire(&status);
+            row.status = status;
             row.updated_at = at;
         }
         match event {
@@ -140,9 +142,9 @@ impl Workset {
                     environment_id: c.environment_id,
                     company_id: c.company_id,
                     version_number: c.version_number,
-                    state: wire(&VersionState::Draft),
-                    security_state: wire(&SecurityState::Clear),
-                    resource_profile: wire(&c.resource_profile),
+                    state: VersionState::Draft,
+                    security_state: SecurityState::Clear,
+                    resource_profile: c.resource_profile,
                     owned_object_id: c.owned_object_id,
                     source_digest: c.source_digest,
                     source_ref: c.source_ref,
@@ -174,13 +176,13 @@ impl Workset {
                         environment_id: version.0,
                         company_id: version.1,
                         attempt_number,
-                        status: "validation_queued".into(),
+                        status: BuildStatus::ValidationQueued,
                         terminal_class: None,
                         stage_code: None,
                         error_code: None,
                         error_detail: None,
                         build_region: region,
-                        build_profile: wire(&profile),
+                        build_profile: profile,
                         report_object_id: None,
                         report_total_bytes: None,
                         retryable_until: None,
@@ -205,7 +207,7 @@ impl Workset {
                     row.ready_at = Some(at);
                 }
                 self.attempt(attempt_id, |row| {
-                    row.terminal_class = Some("completed".into());
+                    row.terminal_class = Some(TerminalClass::Completed);
                     row.report_object_id = report.as_ref().map(|r| r.object_id);
                     row.report_total_bytes = report.map(|r| r.total_bytes);
                 });
@@ -217,7 +219,7 @@ impl Workset {
                 retryable_until,
                 ..
             } => self.attempt(attempt_id, |row| {
-                row.terminal_class = Some(wire(&failure.terminal_class));
+                row.terminal_class = Some(failure.terminal_class);
                 row.error_code = Some(failure.error_code);
                 row.error_detail = failure.error_detail;
                 row.stage_code = failure.stage_code;
@@ -228,7 +230,7 @@ impl Workset {
             VersionEvent::BuildCancelled {
                 attempt_id, report, ..
             } => self.attempt(attempt_id, |row| {
-                row.terminal_class = Some("cancelled".into());
+                row.terminal_class = Some(TerminalClass::Cancelled);
                 row.error_code = Some("tenant_cancel".into());
                 row.report_object_id = report.as_ref().map(|r| r.object_id);
                 row.report_total_bytes = report.map(|r| r.total_bytes);

@@ -8,6 +8,7 @@
 
 mod grant_indexes;
 mod physical;
+pub mod query;
 pub mod read;
 mod records;
 mod registry;

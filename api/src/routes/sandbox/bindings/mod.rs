@@ -5,22 +5,22 @@
 pub mod enablement;
 pub mod views;
 
-use crate::auth::Auth;
-use crate::authz::INSUFFICIENT;
-use crate::directory::{RoomStanding, room_standing};
+use crate::access::{Binding, Room};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, OptionalJson};
+use crate::request::Caller;
 use crate::request::Context;
-use crate::routes::sandbox::environments::access::manages_scope;
-use crate::routes::sandbox::tasks::access::task;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use domain::error::Code;
 use domain::principal::Principal;
-use domain::sharing::binding::{Binding, BindingCommand, binding_aggregate_id};
+use domain::sharing::binding::{
+    Binding as BindingAggregate, BindingCommand, BindingState, binding_aggregate_id,
+};
 use domain::validation::Violations;
-use enablement::{BindingRow, binding_row, enable, live_grant, managed_room, not_shared, pin};
+use enablement::{enable, pin};
+use projections::read_models::sharing::query::{self as sharing, BindingRow};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -35,44 +35,16 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_binding))
 }
 
-/// Whether the caller may read a binding: it manages the room or owns the task.
-async fn readable(state: &AppState, principal: &Principal, row: &BindingRow) -> ApiResult<bool> {
-    let room = room_standing(&state.pool, principal, row.chatroom_id()).await?;
-    if room.is_some_and(|r| r.manager) {
-        return Ok(true);
+/// The binding, or the refusal of a change to a revoked one.
+fn enabled(row: BindingRow) -> ApiResult<BindingRow> {
+    if row.state == BindingState::Enabled {
+        Ok(row)
+    } else {
+        Err(ApiError::code(
+            Code::IllegalStateTransition,
+            "the binding is revoked",
+        ))
     }
-    let Ok(task) = task(state, principal, row.task_id()).await else {
-        return Ok(false);
-    };
-    manages_scope(
-        state,
-        principal,
-        &task.row.owner_scope,
-        Some(task.row.owner_id),
-    )
-    .await
-}
-
-/// A binding the caller may change and its room: 404 unless the caller may read
-/// the binding, 403 unless it manages the room.
-async fn changeable(
-    state: &AppState,
-    principal: &Principal,
-    id: Uuid,
-) -> ApiResult<(BindingRow, RoomStanding)> {
-    let row = binding_row(state, principal, id).await?;
-    if !readable(state, principal, &row).await? {
-        return Err(ApiError::NotFound);
-    }
-    match room_standing(&state.pool, principal, row.chatroom_id()).await? {
-        Some(room) if room.manager => Ok((row, room)),
-        _ => Err(ApiError::Forbidden(INSUFFICIENT)),
-    }
-}
-
-/// The refusal of a change to a revoked binding.
-fn revoked() -> ApiError {
-    ApiError::code(Code::IllegalStateTransition, "the binding is revoked")
 }
 
 /// Checks a revoke reason (up to 512 characters).
@@ -94,12 +66,14 @@ pub fn check_reason(reason: &Option<String>) -> ApiResult<String> {
               (status = 404, description = "room, task or version not visible"),
               (status = 409, description = "task_not_shared_to_room, binding_already_live, version_not_runnable, task_archived")))]
 async fn create_binding(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     ApiJson(body): ApiJson<SandboxBindingCreateRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let room = managed_room(&state, &principal, body.chatroom_id).await?;
+    let room = Room::managed(&state, &principal, body.chatroom_id).await?;
     let id = enable(
         &state,
         &ctx,
@@ -110,22 +84,32 @@ async fn create_binding(
         true,
     )
     .await?;
-    Ok(Json(binding_row(&state, &principal, id).await?.into()))
+    Ok(Json(current(&state, &principal, id).await?))
+}
+
+/// A binding as it stands after the caller's own command.
+async fn current(
+    state: &AppState,
+    principal: &Principal,
+    id: Uuid,
+) -> ApiResult<SandboxBindingResponse> {
+    sharing::binding(&state.pool, principal.company_id, id)
+        .await?
+        .map(Into::into)
+        .ok_or(ApiError::NotFound)
 }
 
 /// One binding (room managers and the task's owners).
 #[utoipa::path(get, path = "/bindings/{binding_id}", tag = "bindings", params(("binding_id" = Uuid, Path)),
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found")))]
 async fn get_binding(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(binding_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let row = binding_row(&state, &principal, binding_id).await?;
-    if !readable(&state, &principal, &row).await? {
-        return Err(ApiError::NotFound);
-    }
-    Ok(Json(row.into()))
+    let binding = Binding::readable(&state, &principal, binding_id).await?;
+    Ok(Json(binding.row.into()))
 }
 
 /// Re-pins an enabled binding to another published version and recomputes
@@ -135,25 +119,20 @@ async fn get_binding(
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition, task_not_shared_to_room, version_not_runnable")))]
 async fn accept_version(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(binding_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxBindingAcceptVersionRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let (row, room) = changeable(&state, &principal, binding_id).await?;
-    if !row.enabled() {
-        return Err(revoked());
-    }
-    let grant = live_grant(&state, &principal, &room, row.task_id())
-        .await?
-        .ok_or_else(not_shared)?;
-    let pin = pin(&state, row.task_id(), Some(body.task_version_id), &grant).await?;
+    let (binding, room) = Binding::changeable(&state, &principal, binding_id).await?;
+    let row = enabled(binding.row)?;
+    let grant = room.required_grant(&state, row.task_id).await?;
+    let pin = pin(&state, row.task_id, Some(body.task_version_id), &grant).await?;
     let command = BindingCommand::AcceptVersion { binding_id, pin };
-    execute(&state, &ctx, &principal, &row, command).await?;
-    Ok(Json(
-        binding_row(&state, &principal, binding_id).await?.into(),
-    ))
+    execute(&state, &ctx, &principal, &row, command).await
 }
 
 /// Revokes an enabled binding; the share stays.
@@ -162,35 +141,32 @@ async fn accept_version(
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition")))]
 async fn revoke_binding(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(binding_id): Path<Uuid>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let (row, _) = changeable(&state, &principal, binding_id).await?;
+    let (binding, _) = Binding::changeable(&state, &principal, binding_id).await?;
     let reason = check_reason(&body.reason)?;
-    if !row.enabled() {
-        return Err(revoked());
-    }
+    let row = enabled(binding.row)?;
     let command = BindingCommand::Revoke { binding_id, reason };
-    execute(&state, &ctx, &principal, &row, command).await?;
-    Ok(Json(
-        binding_row(&state, &principal, binding_id).await?.into(),
-    ))
+    execute(&state, &ctx, &principal, &row, command).await
 }
 
+/// Runs a command on the binding's aggregate and answers the binding afterwards.
 async fn execute(
     state: &AppState,
     ctx: &Context,
     principal: &Principal,
     row: &BindingRow,
     command: BindingCommand,
-) -> ApiResult<()> {
-    let aggregate = binding_aggregate_id(row.chatroom_id(), row.task_id());
+) -> ApiResult<Json<SandboxBindingResponse>> {
+    let aggregate = binding_aggregate_id(row.chatroom_id, row.task_id);
     state
-        .bus
-        .execute::<Binding>(&aggregate.to_string(), command, &ctx.metadata(principal))
+        .command::<BindingAggregate>(aggregate, command, &ctx.metadata(principal))
         .await?;
-    Ok(())
+    Ok(Json(current(state, principal, row.id).await?))
 }

@@ -6,6 +6,8 @@ use chrono::{DateTime, Utc};
 use domain::sharing::binding::SlotAssignment;
 use domain::sharing::policy::SlotPolicies;
 use domain::sharing::share::ShareTargetKind;
+use domain::wire::wire;
+use projections::read_models::sharing::query::{BindingRow, GrantRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -37,7 +39,7 @@ pub struct SandboxRevokeRequest {
 }
 
 /// `SandboxShareGrantResponse`.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxShareGrantResponse {
     /// The grant (one per generation of a task and target).
     pub id: Uuid,
@@ -51,7 +53,7 @@ pub struct SandboxShareGrantResponse {
     pub generation: i64,
     /// Who fills each listed slot (absent slots: `borrower`).
     #[schema(value_type = Object)]
-    pub secret_slot_policies: sqlx::types::Json<SlotPolicies>,
+    pub secret_slot_policies: SlotPolicies,
     /// `active` or `revoked`.
     pub state: String,
     /// Why it was revoked.
@@ -62,6 +64,24 @@ pub struct SandboxShareGrantResponse {
     pub created_at: DateTime<Utc>,
     /// Revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<GrantRow> for SandboxShareGrantResponse {
+    fn from(row: GrantRow) -> Self {
+        Self {
+            id: row.id,
+            task_id: row.task_id,
+            target_kind: row.target_kind.as_str().into(),
+            target_id: row.target_id,
+            generation: row.generation,
+            secret_slot_policies: row.secret_slot_policies.0,
+            state: wire(&row.state),
+            revoke_reason: row.revoke_reason,
+            granted_by: row.granted_by,
+            created_at: row.created_at,
+            revoked_at: row.revoked_at,
+        }
+    }
 }
 
 /// `SandboxShareGrantListResponse`.
@@ -175,6 +195,31 @@ pub struct SandboxBindingResponse {
     pub updated_at: DateTime<Utc>,
     /// Revoked.
     pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<BindingRow> for SandboxBindingResponse {
+    fn from(row: BindingRow) -> Self {
+        Self {
+            id: row.id,
+            chatroom_id: row.chatroom_id,
+            task_id: row.task_id,
+            task_name: row.task_name,
+            task_version_id: row.task_version_id,
+            version_number: row.version_number,
+            task_version_digest: row.task_version_digest,
+            share_grant_id: row.share_grant_id,
+            state: wire(&row.state),
+            authority_applicable: row.authority_applicable,
+            update_available: row.update_available,
+            secret_slots: secret_slots(&row.secret_slots),
+            generation: row.generation,
+            revoke_reason: row.revoke_reason,
+            enabled_by: row.enabled_by,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            revoked_at: row.revoked_at,
+        }
+    }
 }
 
 /// A management list of bindings (at most 2000 rows).

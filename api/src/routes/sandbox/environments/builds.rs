@@ -1,23 +1,23 @@
 //! Build attempts: create, list, get, cancel, and retry-build of a version.
 
-use super::access::{self, EnvironmentAccess};
-use super::versions::version;
 use super::views::*;
+use crate::access::Environment;
 use crate::admission;
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, parse_json};
 use crate::limits::company_limits;
 use crate::pagination::finish;
+use crate::request::Caller;
 use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use domain::catalog::{self, REGIONS};
 use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
 use domain::error::Code;
 use domain::principal::Principal;
 use domain::validation::ViolationKind;
+use projections::read_models::environments::query;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -33,27 +33,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(retry_build))
 }
 
-const ATTEMPT_SELECT: &str = "SELECT id, version_id AS environment_version_id, attempt_number, status,
-        CASE WHEN status IN ('validation_queued', 'validating') THEN 'validation'
-             WHEN status IN ('build_queued', 'building') THEN 'build'
-             WHEN status = 'verifying' THEN 'verify' END AS phase,
-        terminal_class, stage_code, error_code, error_detail, build_region, build_profile, report_total_bytes,
-        retryable_until, queued_at AS created_at, updated_at
-   FROM build_attempts";
-
 async fn attempt(
     state: &AppState,
     version_id: Uuid,
     attempt_id: Uuid,
 ) -> ApiResult<SandboxBuildAttemptResponse> {
-    sqlx::query_as(&format!(
-        "{ATTEMPT_SELECT} WHERE id = $1 AND version_id = $2"
-    ))
-    .bind(attempt_id)
-    .bind(version_id)
-    .fetch_optional(&state.pool)
-    .await?
-    .ok_or(ApiError::NotFound)
+    query::attempt(&state.pool, version_id, attempt_id)
+        .await?
+        .map(Into::into)
+        .ok_or(ApiError::NotFound)
 }
 
 /// Validates a build region: an enumeration value this deployment offers.
@@ -98,12 +86,7 @@ async fn queue(
     let limit = company_limits(state, principal.company_id)
         .await?
         .queued_build_limit;
-    let queued: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM build_attempts WHERE company_id = $1 AND status = 'validation_queued'",
-    )
-    .bind(principal.company_id)
-    .fetch_one(&state.pool)
-    .await?;
+    let queued = query::queued_builds(&state.pool, principal.company_id).await?;
     if queued >= limit {
         return Err(ApiError::code(
             Code::BuildQueueFull,
@@ -112,21 +95,21 @@ async fn queue(
         .with("limit", limit));
     }
     state
-        .bus
-        .execute::<EnvironmentVersion>(&version_id.to_string(), command, &ctx.metadata(principal))
+        .command::<EnvironmentVersion>(version_id, command, &ctx.metadata(principal))
         .await?;
     Ok(())
 }
 
+/// A version of an environment the caller manages (404 otherwise).
 async fn managed_version(
     state: &AppState,
     principal: &Principal,
     environment_id: Uuid,
     version_id: Uuid,
-) -> ApiResult<EnvironmentAccess> {
-    let environment = access::managed_environment(state, principal, environment_id).await?;
-    version(state, &environment, version_id).await?;
-    Ok(environment)
+) -> ApiResult<()> {
+    let environment = Environment::managed(state, principal, environment_id).await?;
+    environment.version(state, version_id).await?;
+    Ok(())
 }
 
 /// Starts a build of a draft version.
@@ -138,9 +121,11 @@ async fn managed_version(
               (status = 422, description = "enum error or build_region_unavailable"),
               (status = 429, description = "build_queue_full")))]
 async fn create_build(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
@@ -169,9 +154,11 @@ async fn create_build(
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
               (status = 409, description = "retry_window_expired or retry_not_eligible")))]
 async fn retry_build(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     managed_version(&state, &principal, environment_id, version_id).await?;
@@ -204,32 +191,24 @@ pub struct BuildListQuery {
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), BuildListQuery),
     responses((status = 200, body = SandboxBuildAttemptListResponse), (status = 404, description = "not found")))]
 async fn list_builds(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<BuildListQuery>,
 ) -> ApiResult<Json<SandboxBuildAttemptListResponse>> {
-    let environment = access::environment(&state, &principal, environment_id).await?;
-    version(&state, &environment, version_id).await?;
+    let environment = Environment::read(&state, &principal, environment_id).await?;
+    environment.version(&state, version_id).await?;
     let page = crate::pagination::PageQuery {
         page_size: query.page_size,
         page_token: query.page_token,
     }
     .page::<i64>(50)?;
-    let rows: Vec<SandboxBuildAttemptResponse> = sqlx::query_as(&format!(
-        "{ATTEMPT_SELECT} WHERE version_id = $1 AND attempt_number < $2
-            AND (cardinality($3::text[]) = 0 OR status = ANY($3))
-          ORDER BY attempt_number DESC LIMIT $4"
-    ))
-    .bind(version_id)
-    .bind(page.after.unwrap_or(i64::MAX))
-    .bind(&query.status)
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (items, next_page_token) = finish(rows, page.size, |r| r.attempt_number);
+    let size = page.size;
+    let rows = query::attempts(&state.pool, version_id, &query.status, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| r.attempt_number);
     Ok(Json(SandboxBuildAttemptListResponse {
-        items,
+        items: rows.into_iter().map(Into::into).collect(),
         next_page_token,
     }))
 }
@@ -239,12 +218,13 @@ async fn list_builds(
     tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found")))]
 async fn get_build(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
-    let environment = access::environment(&state, &principal, environment_id).await?;
-    version(&state, &environment, version_id).await?;
+    let environment = Environment::read(&state, &principal, environment_id).await?;
+    environment.version(&state, version_id).await?;
     Ok(Json(attempt(&state, version_id, attempt_id).await?))
 }
 
@@ -256,9 +236,11 @@ async fn get_build(
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
               (status = 409, description = "not_cancellable")))]
 async fn cancel_build(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     managed_version(&state, &principal, environment_id, version_id).await?;
@@ -268,8 +250,7 @@ async fn cancel_build(
         now: ctx.time,
     };
     state
-        .bus
-        .execute::<EnvironmentVersion>(&version_id.to_string(), command, &ctx.metadata(&principal))
+        .command::<EnvironmentVersion>(version_id, command, &ctx.metadata(&principal))
         .await?;
     Ok(Json(attempt(&state, version_id, attempt_id).await?))
 }

@@ -1,24 +1,27 @@
-//! The environment resources themselves: `GET/POST /environments`, `GET/PATCH /environments/{id}`,
-//! `POST /environments/{id}/archive`.
+//! The environment resources themselves: `GET/POST /environments`,
+//! `GET/PATCH /environments/{id}`, `POST /environments/{id}/archive`.
 
-use super::access::{self, ENVIRONMENT_COLUMNS, EnvironmentRow};
 use super::views::*;
+use crate::access::Environment;
+use crate::access::scope::resolve_owner;
 use crate::admission;
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::{LifecycleQuery, finish};
+use crate::request::Caller;
 use crate::request::Context;
-use crate::routes::sandbox::owners::{check_text, no_fields, resolve_owner};
+use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::{
-    Environment, EnvironmentCommand, EnvironmentCreated, OwnerKind, OwnerScope,
+    Environment as EnvironmentAggregate, EnvironmentCommand, EnvironmentCreated, OwnerKind,
+    OwnerScope,
 };
 use domain::error::Code;
+use projections::read_models::environments::query;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -35,44 +38,21 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/environments", tag = "environments", params(LifecycleQuery),
     responses((status = 200, body = SandboxEnvironmentListResponse)))]
 async fn list_environments(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
+    let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let (after_time, after_id) = page
-        .after
-        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
-    let rows: Vec<EnvironmentRow> = sqlx::query_as(&format!(
-        "SELECT {ENVIRONMENT_COLUMNS} FROM environments
-          WHERE (company_id = $1 OR owner_kind = 'system_curated')
-            AND ($2 = 'all' OR ($2 = 'active') = (lifecycle = 'active'))
-            AND (created_at, id) < ($3, $4)
-          ORDER BY created_at DESC, id DESC
-          LIMIT $5"
-    ))
-    .bind(principal.company_id)
-    .bind(lifecycle_name(lifecycle))
-    .bind(after_time)
-    .bind(after_id)
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (rows, next_page_token) = finish(rows, page.size, |r| (r.created_at, r.id));
+    let rows =
+        query::environments(&state.pool, principal.company_id, lifecycle, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
     Ok(Json(SandboxEnvironmentListResponse {
         items: rows.into_iter().map(Into::into).collect(),
         next_page_token,
     }))
-}
-
-/// The SQL-side name of a lifecycle filter.
-pub fn lifecycle_name(filter: crate::pagination::LifecycleFilter) -> &'static str {
-    match filter {
-        crate::pagination::LifecycleFilter::Active => "active",
-        crate::pagination::LifecycleFilter::Retired => "retired",
-        crate::pagination::LifecycleFilter::All => "all",
-    }
 }
 
 /// Creates a company- or department-owned environment.
@@ -82,9 +62,11 @@ pub fn lifecycle_name(filter: crate::pagination::LifecycleFilter) -> &'static st
               (status = 409, description = "active_environment_limit"),
               (status = 422, description = "validation error")))]
 async fn create_environment(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     ApiJson(body): ApiJson<SandboxEnvironmentCreateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     check_text(Some(&body.name), Some(&body.description))?;
@@ -96,12 +78,7 @@ async fn create_environment(
         let limit = company_limits(&state, principal.company_id)
             .await?
             .active_environment_limit;
-        let active: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM environments WHERE company_id = $1 AND lifecycle = 'active'",
-        )
-        .bind(principal.company_id)
-        .fetch_one(&state.pool)
-        .await?;
+        let active = query::active_environments(&state.pool, principal.company_id).await?;
         if active >= limit {
             return Err(ApiError::code(
                 Code::ActiveEnvironmentLimit,
@@ -118,21 +95,13 @@ async fn create_environment(
             name: body.name,
             description: body.description,
         };
+        let command = EnvironmentCommand::Create(created);
         state
-            .bus
-            .execute::<Environment>(
-                &id.to_string(),
-                EnvironmentCommand::Create(created),
-                &ctx.metadata(&principal),
-            )
+            .command::<EnvironmentAggregate>(id, command, &ctx.metadata(&principal))
             .await?;
     }
-    Ok(Json(
-        access::environment(&state, &principal, id)
-            .await?
-            .row
-            .into(),
-    ))
+    let environment = Environment::read(&state, &principal, id).await?;
+    Ok(Json(environment.row.into()))
 }
 
 /// One environment.
@@ -140,16 +109,13 @@ async fn create_environment(
     params(("environment_id" = Uuid, Path)),
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found")))]
 async fn get_environment(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(environment_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    Ok(Json(
-        access::environment(&state, &principal, environment_id)
-            .await?
-            .row
-            .into(),
-    ))
+    let environment = Environment::read(&state, &principal, environment_id).await?;
+    Ok(Json(environment.row.into()))
 }
 
 /// Changes name or description.
@@ -158,13 +124,15 @@ async fn get_environment(
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
               (status = 409, description = "environment_archived"), (status = 422, description = "no_fields")))]
 async fn update_environment(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(environment_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxEnvironmentUpdateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    access::managed_environment(&state, &principal, environment_id).await?;
+    Environment::managed(&state, &principal, environment_id).await?;
     if body.name.is_none() && body.description.is_none() {
         return Err(no_fields());
     }
@@ -173,20 +141,7 @@ async fn update_environment(
         name: body.name,
         description: body.description,
     };
-    state
-        .bus
-        .execute::<Environment>(
-            &environment_id.to_string(),
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await?;
-    Ok(Json(
-        access::environment(&state, &principal, environment_id)
-            .await?
-            .row
-            .into(),
-    ))
+    changed(&state, &ctx, &principal, environment_id, command).await
 }
 
 /// Archives the environment (it stops counting toward the active limit).
@@ -195,24 +150,29 @@ async fn update_environment(
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived")))]
 async fn archive_environment(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(environment_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    access::managed_environment(&state, &principal, environment_id).await?;
+    Environment::managed(&state, &principal, environment_id).await?;
+    let command = EnvironmentCommand::Archive;
+    changed(&state, &ctx, &principal, environment_id, command).await
+}
+
+/// Runs a command on a managed environment and answers it as it stands afterwards.
+async fn changed(
+    state: &AppState,
+    ctx: &Context,
+    principal: &domain::principal::Principal,
+    id: Uuid,
+    command: EnvironmentCommand,
+) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     state
-        .bus
-        .execute::<Environment>(
-            &environment_id.to_string(),
-            EnvironmentCommand::Archive,
-            &ctx.metadata(&principal),
-        )
+        .command::<EnvironmentAggregate>(id, command, &ctx.metadata(principal))
         .await?;
-    Ok(Json(
-        access::environment(&state, &principal, environment_id)
-            .await?
-            .row
-            .into(),
-    ))
+    let environment = Environment::read(state, principal, id).await?;
+    Ok(Json(environment.row.into()))
 }

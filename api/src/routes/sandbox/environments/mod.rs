@@ -1,13 +1,11 @@
 //! Environments, context uploads, versions and builds (spec section 4, prefix
 //! `/environments`).
 
-pub mod access;
 mod builds;
 mod catalog;
 mod uploads;
 mod versions;
 
-pub use catalog::lifecycle_name;
 pub use uploads::check_upload_rate;
 pub use versions::RUNNER_RELEASE;
 mod views;

@@ -1,12 +1,16 @@
-//! Request and response bodies of the environment routes, and the rows they are
-//! built from.
+//! Request and response bodies of the environment routes, built from the read
+//! models' rows.
 
-use super::access::EnvironmentRow;
+use crate::access::EnvironmentVersion;
 use chrono::{DateTime, Utc};
 use domain::catalog::ResourceProfile;
 use domain::environments::archive::ArchiveFormat;
 use domain::environments::environment::OwnerScope;
-use domain::environments::version::BuildProfile;
+use domain::environments::version::{BuildProfile, VersionState};
+use domain::wire::wire;
+use projections::read_models::context_uploads::UploadRow;
+use projections::read_models::context_uploads::query::CompletedUpload;
+use projections::read_models::environments::{AttemptRow, EnvironmentRow};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -68,13 +72,13 @@ impl From<EnvironmentRow> for SandboxEnvironmentResponse {
     fn from(row: EnvironmentRow) -> Self {
         Self {
             id: row.id,
-            owner_kind: row.owner_kind,
-            owner_scope: row.owner_scope,
+            owner_kind: wire(&row.owner_kind),
+            owner_scope: wire(&row.owner_scope),
             owner_id: row.owner_id,
             name: row.name,
             description: row.description,
-            lifecycle: row.lifecycle,
-            security_state: row.security_state,
+            lifecycle: wire(&row.lifecycle),
+            security_state: wire(&row.security_state),
             created_at: row.created_at,
             updated_at: row.updated_at,
         }
@@ -120,7 +124,7 @@ pub struct SandboxContextUploadInitResponse {
 }
 
 /// `SandboxContextUploadSessionResponse`.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxContextUploadSessionResponse {
     /// Session id.
     pub id: Uuid,
@@ -144,6 +148,24 @@ pub struct SandboxContextUploadSessionResponse {
     pub created_at: DateTime<Utc>,
     /// Expires (24 hours after opening).
     pub expires_at: DateTime<Utc>,
+}
+
+impl From<UploadRow> for SandboxContextUploadSessionResponse {
+    fn from(row: UploadRow) -> Self {
+        Self {
+            id: row.id,
+            environment_id: row.environment_id,
+            state: wire(&row.state),
+            declared_bytes: row.declared_bytes,
+            archive_format: row.archive_format.as_str().into(),
+            received_bytes: row.received_bytes,
+            digest: row.digest,
+            owned_object_id: row.owned_object_id,
+            error_detail: row.error_detail,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+        }
+    }
 }
 
 /// `SandboxContextUploadPutResponse`.
@@ -198,6 +220,21 @@ pub struct SandboxContextObject {
     pub created_at: DateTime<Utc>,
     /// Versions built from it.
     pub used_by_version_ids: Vec<Uuid>,
+}
+
+impl From<CompletedUpload> for SandboxContextObject {
+    fn from(r: CompletedUpload) -> Self {
+        Self {
+            owned_object_id: r.owned_object_id,
+            session_id: r.session_id,
+            digest: r.digest,
+            byte_size: r.byte_size,
+            archive_format: r.archive_format.as_str().into(),
+            deletion_state: wire(&r.deletion_state),
+            created_at: r.created_at,
+            used_by_version_ids: r.used_by,
+        }
+    }
 }
 
 /// `SandboxContextObjectListResponse`.
@@ -263,6 +300,32 @@ pub struct SandboxEnvironmentVersionResponse {
     pub updated_at: DateTime<Utc>,
 }
 
+impl From<EnvironmentVersion> for SandboxEnvironmentVersionResponse {
+    /// `source_digest` and `source_ref` only for the environment's managers.
+    fn from(handle: EnvironmentVersion) -> Self {
+        let owner = handle.manager;
+        let (v, environment_name) = (handle.row.version, handle.row.environment_name);
+        Self {
+            id: v.id,
+            environment_id: v.environment_id,
+            environment_name,
+            version_number: v.version_number,
+            capacity_retained: v.state != VersionState::Archived,
+            state: wire(&v.state),
+            security_state: wire(&v.security_state),
+            resource_profile: v.resource_profile.as_str().into(),
+            ready_at: v.ready_at,
+            runner_release: v.runner_release,
+            runner_release_approved: true,
+            runner_release_next_action: None,
+            source_digest: if owner { v.source_digest } else { None },
+            source_ref: if owner { v.source_ref } else { None },
+            created_at: v.created_at,
+            updated_at: v.updated_at,
+        }
+    }
+}
+
 /// `SandboxEnvironmentVersionListResponse`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxEnvironmentVersionListResponse {
@@ -284,7 +347,7 @@ pub struct SandboxBuildAttemptCreateRequest {
 }
 
 /// `SandboxBuildAttemptResponse`.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxBuildAttemptResponse {
     /// Id.
     pub id: Uuid,
@@ -316,6 +379,28 @@ pub struct SandboxBuildAttemptResponse {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+}
+
+impl From<AttemptRow> for SandboxBuildAttemptResponse {
+    fn from(row: AttemptRow) -> Self {
+        Self {
+            id: row.id,
+            environment_version_id: row.version_id,
+            attempt_number: row.attempt_number,
+            phase: row.status.phase().map(|p| wire(&p)),
+            status: wire(&row.status),
+            terminal_class: row.terminal_class.map(|c| wire(&c)),
+            stage_code: row.stage_code,
+            error_code: row.error_code,
+            error_detail: row.error_detail,
+            build_region: row.build_region,
+            build_profile: wire(&row.build_profile),
+            report_total_bytes: row.report_total_bytes,
+            retryable_until: row.retryable_until,
+            created_at: row.queued_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
 /// `SandboxBuildAttemptListResponse`.

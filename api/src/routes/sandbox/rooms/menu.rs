@@ -2,19 +2,18 @@
 //! list for every caller. It is one indexed range of the `bindings` read model,
 //! never a scan of the company's tasks.
 
-use crate::auth::Auth;
+use crate::access::Room;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination::{PageQuery, finish};
-use crate::routes::sandbox::bindings::enablement::visible_room;
+use crate::request::Caller;
 use crate::routes::sandbox::bindings::views::{SandboxMenuItem, SandboxMenuResponse, secret_slots};
 use crate::routes::sandbox::tasks::preview::runtime_contract;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use domain::sharing::binding::SlotAssignment;
-use serde_json::Value;
-use sqlx::types::Json as Jsonb;
+use projections::read_models::sharing::query::{self as sharing, MenuRow};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -22,16 +21,6 @@ use uuid::Uuid;
 /// The menu route.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(menu))
-}
-
-#[derive(sqlx::FromRow)]
-struct MenuRow {
-    task_id: Uuid,
-    task_name: String,
-    task_version_id: Uuid,
-    task_version_digest: String,
-    input_schema: Option<Jsonb<Value>>,
-    secret_slots: Jsonb<Vec<SlotAssignment>>,
 }
 
 /// The warning a menu entry carries when its job reads secrets.
@@ -66,29 +55,17 @@ impl From<MenuRow> for SandboxMenuItem {
     params(("chatroom_id" = Uuid, Path), PageQuery),
     responses((status = 200, body = SandboxMenuResponse), (status = 404, description = "room not visible")))]
 async fn menu(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<SandboxMenuResponse>> {
     let page = query.page::<(String, Uuid)>(50)?;
-    let room = visible_room(&state, &principal, chatroom_id).await?;
-    let (after_name, after_id) = page.after.unwrap_or_default();
-    let rows: Vec<MenuRow> = sqlx::query_as(
-        "SELECT task_id, task_name, task_version_id, task_version_digest, input_schema, secret_slots
-           FROM bindings
-          WHERE chatroom_id = $1 AND state = 'enabled' AND authority_applicable
-            AND (task_name, task_id) > ($2, $3)
-          ORDER BY task_name, task_id
-          LIMIT $4",
-    )
-    .bind(room.id)
-    .bind(after_name)
-    .bind(after_id)
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (rows, next_page_token) = finish(rows, page.size, |r| (r.task_name.clone(), r.task_id));
+    let size = page.size;
+    let room = Room::visible(&state, &principal, chatroom_id).await?;
+    let rows = sharing::menu(&state.pool, room.id, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| (r.task_name.clone(), r.task_id));
     Ok(Json(SandboxMenuResponse {
         items: rows.into_iter().map(Into::into).collect(),
         next_page_token,

@@ -3,14 +3,13 @@
 //! schema are checked; then, under the company's admission lock, the queue limits;
 //! and only then is the run queued. Submission and retry share this path.
 
-use super::access::detail_of;
+use super::detail::detail_of;
 use super::views::SandboxRunDetailResponse;
+use crate::access::Room;
 use crate::admission;
-use crate::directory::RoomStanding;
 use crate::error::{ApiError, ApiResult};
 use crate::limits::company_limits;
 use crate::request::Context;
-use crate::routes::sandbox::bindings::enablement::{live_grant, not_shared, require_runnable};
 use crate::state::AppState;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
@@ -21,8 +20,9 @@ use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionS
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
 use domain::tasks::schema;
+use projections::read_models::runs::query as runs;
+use projections::read_models::tasks::VersionRow;
 use serde_json::{Value, json};
-use sqlx::types::Json;
 use uuid::Uuid;
 
 /// The on-prem queue of one company (the smaller of this and the policy's
@@ -81,42 +81,6 @@ pub async fn stage(
     })
 }
 
-/// A published version of the caller's company and what a run needs of it.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct RunnableVersion {
-    /// Id.
-    pub id: Uuid,
-    /// Its task.
-    pub task_id: Uuid,
-    /// `published`, `archived`.
-    pub state: String,
-    /// `active` or `scrubbed`.
-    pub content_state: String,
-    /// Contents.
-    pub contents: Json<VersionContents>,
-}
-
-/// Loads a version a run may pin: 404 when unknown, of another company or a draft;
-/// 409 when it cannot run.
-pub async fn runnable_version(
-    state: &AppState,
-    principal: &Principal,
-    id: Uuid,
-) -> ApiResult<RunnableVersion> {
-    let row: Option<RunnableVersion> = sqlx::query_as(
-        "SELECT v.id, v.task_id, v.state, v.content_state, v.contents
-           FROM task_versions v JOIN tasks t ON t.id = v.task_id
-          WHERE v.id = $1 AND t.company_id = $2 AND v.state <> 'draft'",
-    )
-    .bind(id)
-    .bind(principal.company_id)
-    .fetch_optional(&state.pool)
-    .await?;
-    let row = row.ok_or(ApiError::NotFound)?;
-    require_runnable(&row.state, &row.content_state)?;
-    Ok(row)
-}
-
 /// Enforces the version's input schema; fails open when the stored schema cannot
 /// be compiled (spec rule 2).
 pub fn check_schema(contents: &VersionContents, value: &Value) -> ApiResult<()> {
@@ -153,9 +117,9 @@ pub struct Admission<'a> {
     /// The run's id (from the Idempotency-Key).
     pub run_id: Uuid,
     /// The room.
-    pub room: &'a RoomStanding,
+    pub room: &'a Room,
     /// The version.
-    pub version: &'a RunnableVersion,
+    pub version: &'a VersionRow,
     /// The staged input.
     pub input: &'a StagedInput,
     /// Seconds from start.
@@ -214,10 +178,9 @@ pub async fn admit(
     // A replay answers the original run whatever changed since (the aggregate
     // compares the request); only a new run is checked against the share, the
     // schema and the queues.
-    let exists = run_exists(state, run_id).await?;
+    let exists = runs::exists(&state.pool, run_id).await?;
     let grant = if share_required && !exists {
-        let grant = live_grant(state, principal, room, version.task_id).await?;
-        Some(grant.ok_or_else(not_shared)?.id)
+        Some(room.required_grant(state, version.task_id).await?.id)
     } else {
         None
     };
@@ -250,29 +213,16 @@ pub async fn admit(
         None
     };
     let _company = admission::lock(&state.pool, principal.company_id, "run-queue").await?;
-    if !run_exists(state, run_id).await? {
+    if !runs::exists(&state.pool, run_id).await? {
         // Quick Run is outside the queued-run limit; its retries are not.
         let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
         check_queues(state, principal, counted, onprem).await?;
     }
+    let command = RunCommand::Submit(Box::new(submitted));
     state
-        .bus
-        .execute::<Run>(
-            &run_id.to_string(),
-            RunCommand::Submit(Box::new(submitted)),
-            &ctx.metadata(principal),
-        )
+        .command::<Run>(run_id, command, &ctx.metadata(principal))
         .await?;
     detail_of(state, run_id).await
-}
-
-async fn run_exists(state: &AppState, run_id: Uuid) -> ApiResult<bool> {
-    Ok(
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
-            .bind(run_id)
-            .fetch_one(&state.pool)
-            .await?,
-    )
 }
 
 /// The company's queued-run limit (`counted`: every submission but a Quick Run)
@@ -285,17 +235,8 @@ async fn check_queues(
     onprem: bool,
 ) -> ApiResult<()> {
     let limits = company_limits(state, principal.company_id).await?;
-    let (company_queued, counted_queued, fleet_queued): (i64, i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE company_id = $1),
-                count(*) FILTER (WHERE company_id = $1 AND status = 'queued'
-                                   AND (submission_source <> 'quick_run' OR retry_of_run_id IS NOT NULL)),
-                count(*)
-           FROM runs WHERE status IN ('queued', 'starting')",
-    )
-    .bind(principal.company_id)
-    .fetch_one(&state.pool)
-    .await?;
-    if counted && counted_queued >= limits.queued_run_limit {
+    let queued = runs::queue_counts(&state.pool, principal.company_id).await?;
+    if counted && queued.counted >= limits.queued_run_limit {
         return Err(ApiError::code(
             Code::SandboxQueuedRunLimit,
             "the company has as many queued runs as its policy allows",
@@ -304,10 +245,10 @@ async fn check_queues(
     }
     if onprem {
         let company_cap = ONPREM_COMPANY_QUEUE.min(limits.queued_run_limit);
-        if company_queued >= company_cap {
+        if queued.company >= company_cap {
             return Err(queue_full(company_cap));
         }
-        if fleet_queued >= ONPREM_FLEET_QUEUE {
+        if queued.fleet >= ONPREM_FLEET_QUEUE {
             return Err(queue_full(ONPREM_FLEET_QUEUE));
         }
     }

@@ -2,20 +2,21 @@
 //! with a total and a keyset cursor) and the per-task run history for company
 //! managers (`GET /tasks/{id}/runs` and `/numOfData`, offset paging).
 
-use super::access::{RUN_COLUMNS, RunRow, detail};
+use super::detail::details;
 use super::views::SandboxRunListResponse;
-use crate::auth::Auth;
-use crate::authz::require_company_manager;
+use crate::access::{Task, require_company_manager};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::pagination::{PageQuery, finish};
-use crate::routes::sandbox::tasks::access::task;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::principal::Principal;
 use domain::validation::ViolationKind;
+use domain::wire::wire;
+use projections::read_models::runs::query::{self as runs, HistoryFilters, HistoryRow, RunFilters};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -29,16 +30,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(task_runs))
         .routes(routes!(task_runs_count))
 }
-
-/// The SQL condition (over `runs r`) of the rooms principal `$1`/`$2`/`$3`
-/// (company, id, kind) can see: every room for a company manager, else the rooms it
-/// is a member or manager of, or whose department it manages.
-const VISIBLE: &str = "r.company_id = $1 AND ($4 OR r.chatroom_id IN (
-        SELECT c.id FROM chatrooms c WHERE c.company_id = $1 AND (
-            EXISTS (SELECT 1 FROM chatroom_members m WHERE m.chatroom_id = c.id
-                      AND m.member_kind = $3 AND m.member_id = $2 AND (m.is_member OR m.is_manager))
-         OR ($3 = 'user' AND EXISTS (SELECT 1 FROM department_members d
-                      WHERE d.department_id = c.department_id AND d.user_id = $2 AND d.is_manager)))))";
 
 /// Query of `GET /runs`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -76,19 +67,13 @@ pub struct SandboxAllRunsResponse {
     pub total: i64,
 }
 
-const FILTERS: &str = "(cardinality($5::uuid[]) = 0 OR r.chatroom_id = ANY($5))
-    AND (cardinality($6::uuid[]) = 0 OR r.task_id = ANY($6))
-    AND (cardinality($7::text[]) = 0 OR r.status = ANY($7))
-    AND (NOT $8 OR (r.principal_type = $3 AND r.principal_id = $2))
-    AND ($9::timestamptz IS NULL OR r.queued_at >= $9)
-    AND ($10::timestamptz IS NULL OR r.queued_at < $10)";
-
 /// Runs of every room the caller can see, newest first.
 #[utoipa::path(get, path = "/runs", tag = "runs", params(AllRunsQuery),
     responses((status = 200, body = SandboxAllRunsResponse)))]
 async fn list_all_runs(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     ApiQuery(query): ApiQuery<AllRunsQuery>,
 ) -> ApiResult<Json<SandboxAllRunsResponse>> {
     let page = PageQuery {
@@ -96,57 +81,21 @@ async fn list_all_runs(
         page_token: query.page_token.clone(),
     }
     .page::<(DateTime<Utc>, Uuid)>(20)?;
-    let (after_time, after_id) = page
-        .after
-        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
-    let sql = format!(
-        "SELECT {} FROM runs r WHERE {VISIBLE} AND {FILTERS} AND (r.queued_at, r.id) < ($11, $12)
-          ORDER BY r.queued_at DESC, r.id DESC LIMIT $13",
-        RUN_COLUMNS
-            .split(", ")
-            .map(|c| format!("r.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let rows: Vec<RunRow> = sqlx::query_as(&sql)
-        .bind(principal.company_id)
-        .bind(principal.principal_id)
-        .bind(principal.principal_type.as_str())
-        .bind(principal.is_company_manager())
-        .bind(&query.chatroom_id)
-        .bind(&query.task_id)
-        .bind(&query.status)
-        .bind(query.submitted_by_me)
-        .bind(query.queued_after)
-        .bind(query.queued_before)
-        .bind(after_time)
-        .bind(after_id)
-        .bind(page.size + 1)
-        .fetch_all(&state.pool)
-        .await?;
-    let total: i64 = sqlx::query_scalar(&format!(
-        "SELECT count(*) FROM runs r WHERE {VISIBLE} AND {FILTERS}"
-    ))
-    .bind(principal.company_id)
-    .bind(principal.principal_id)
-    .bind(principal.principal_type.as_str())
-    .bind(principal.is_company_manager())
-    .bind(&query.chatroom_id)
-    .bind(&query.task_id)
-    .bind(&query.status)
-    .bind(query.submitted_by_me)
-    .bind(query.queued_after)
-    .bind(query.queued_before)
-    .fetch_one(&state.pool)
-    .await?;
-    let (rows, next_page_token) = finish(rows, page.size, |r| (r.queued_at, r.id));
-    let mut items = Vec::with_capacity(rows.len());
-    for row in rows {
-        items.push(detail(&state, row).await?);
-    }
+    let size = page.size;
+    let filters = RunFilters {
+        rooms: query.chatroom_id,
+        tasks: query.task_id,
+        statuses: query.status,
+        submitted_by_me: query.submitted_by_me,
+        queued_after: query.queued_after,
+        queued_before: query.queued_before,
+    };
+    let rows = runs::visible_runs(&state.pool, &principal, &filters, page.window()).await?;
+    let total = runs::visible_run_count(&state.pool, &principal, &filters).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| (r.queued_at, r.id));
     Ok(Json(SandboxAllRunsResponse {
         page: SandboxRunListResponse {
-            items,
+            items: details(&state, rows).await?,
             next_page_token,
         },
         total,
@@ -178,7 +127,7 @@ pub struct TaskRunsQuery {
 }
 
 /// One row of a task's run history.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxTaskRunHistoryItem {
     /// The run.
     pub run_id: Uuid,
@@ -217,23 +166,39 @@ pub struct NumOfData {
     pub num: i64,
 }
 
-/// The derived columns of the history (over `runs r LEFT JOIN chatrooms c`).
-const HISTORY_FROM: &str = "(SELECT r.id AS run_id, r.chatroom_id, c.name AS chatroom_name,
-        c.department_id, r.status,
-        CASE WHEN r.submission_source = 'agent' THEN 'agent' ELSE 'manual' END AS method,
-        CASE WHEN r.principal_type = 'user' THEN 'internal_user' ELSE 'external_user' END AS executor_kind,
-        CASE WHEN r.principal_type = 'social_media_client' THEN 'external_platform'
-             WHEN c.department_id IS NOT NULL THEN 'department' ELSE 'chatroom' END AS source_kind,
-        r.principal_id, r.submission_source, r.task_version_id, r.error_code, r.queued_at, r.terminal_at
-       FROM runs r LEFT JOIN chatrooms c ON c.id = r.chatroom_id
-      WHERE r.task_id = $1) h";
+impl From<HistoryRow> for SandboxTaskRunHistoryItem {
+    fn from(row: HistoryRow) -> Self {
+        Self {
+            run_id: row.run_id,
+            chatroom_id: row.chatroom_id,
+            chatroom_name: row.chatroom_name,
+            department_id: row.department_id,
+            status: wire(&row.status),
+            method: row.method,
+            executor_kind: row.executor_kind,
+            source_kind: row.source_kind,
+            principal_id: row.principal_id,
+            submission_source: wire(&row.submission_source),
+            task_version_id: row.task_version_id,
+            error_code: row.error_code,
+            queued_at: row.queued_at,
+            terminal_at: row.terminal_at,
+        }
+    }
+}
 
-const HISTORY_FILTERS: &str = "($2::text IS NULL OR h.status = $2)
-    AND ($3::text IS NULL OR h.method = $3)
-    AND ($4::text IS NULL OR h.executor_kind = $4)
-    AND ($5::text IS NULL OR h.source_kind = $5)
-    AND ($6::uuid IS NULL OR h.department_id = $6)
-    AND ($7::uuid IS NULL OR h.chatroom_id = $7)";
+impl TaskRunsQuery {
+    fn filters(&self) -> HistoryFilters {
+        HistoryFilters {
+            status: self.status.clone(),
+            method: self.method.clone(),
+            executor_kind: self.executor_kind.clone(),
+            source_kind: self.source_kind.clone(),
+            department_id: self.department_id,
+            chatroom_id: self.chatroom_id,
+        }
+    }
+}
 
 fn check_choice(field: &str, value: &Option<String>, allowed: &[&str]) -> ApiResult<()> {
     match value {
@@ -254,7 +219,7 @@ async fn history_task(
     query: &TaskRunsQuery,
 ) -> ApiResult<()> {
     require_company_manager(principal)?;
-    task(state, principal, id).await?;
+    Task::read(state, principal, id).await?;
     check_choice("method", &query.method, &["agent", "manual"])?;
     check_choice(
         "executor_kind",
@@ -276,8 +241,9 @@ async fn history_task(
     responses((status = 200, body = Vec<SandboxTaskRunHistoryItem>),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
 async fn task_runs(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<Vec<SandboxTaskRunHistoryItem>>> {
@@ -298,27 +264,17 @@ async fn task_runs(
             Some(offset.into()),
         ));
     }
-    let order = if query.order.as_deref() == Some("asc") {
-        "ASC"
-    } else {
-        "DESC"
-    };
-    let rows: Vec<SandboxTaskRunHistoryItem> = sqlx::query_as(&format!(
-        "SELECT * FROM {HISTORY_FROM} WHERE {HISTORY_FILTERS}
-          ORDER BY h.queued_at {order}, h.run_id {order} OFFSET $8 LIMIT $9"
-    ))
-    .bind(task_id)
-    .bind(&query.status)
-    .bind(&query.method)
-    .bind(&query.executor_kind)
-    .bind(&query.source_kind)
-    .bind(query.department_id)
-    .bind(query.chatroom_id)
-    .bind(offset)
-    .bind(limit)
-    .fetch_all(&state.pool)
+    let ascending = query.order.as_deref() == Some("asc");
+    let rows = runs::history(
+        &state.pool,
+        task_id,
+        &query.filters(),
+        ascending,
+        offset,
+        limit,
+    )
     .await?;
-    Ok(Json(rows))
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 
 /// How many rows the task's run history has with these filters.
@@ -327,23 +283,13 @@ async fn task_runs(
     responses((status = 200, body = NumOfData),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
 async fn task_runs_count(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<NumOfData>> {
     history_task(&state, &principal, task_id, &query).await?;
-    let num: i64 = sqlx::query_scalar(&format!(
-        "SELECT count(*) FROM {HISTORY_FROM} WHERE {HISTORY_FILTERS}"
-    ))
-    .bind(task_id)
-    .bind(&query.status)
-    .bind(&query.method)
-    .bind(&query.executor_kind)
-    .bind(&query.source_kind)
-    .bind(query.department_id)
-    .bind(query.chatroom_id)
-    .fetch_one(&state.pool)
-    .await?;
+    let num = runs::history_count(&state.pool, task_id, &query.filters()).await?;
     Ok(Json(NumOfData { num }))
 }

@@ -1,11 +1,12 @@
 //! Runs (spec section 4, paths under `/chatrooms/{cid}`): submission and retry,
 //! reading and cancelling runs, artifacts and public links.
 
-pub mod access;
-mod admission;
+pub mod admission;
 mod artifacts;
+mod detail;
 mod history;
 mod lifecycle;
+mod links;
 mod quick_run;
 mod submit;
 pub mod views;
@@ -27,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(lifecycle::router())
         .merge(artifacts::router())
+        .merge(links::router())
         .merge(history::router())
 }
 

@@ -5,23 +5,23 @@
 //! `submission_source=quick_run`. The task, version and run ids all derive from the
 //! `Idempotency-Key`, so a repeated request replays the same run.
 
-use super::admission::{Admission, admit, not_stageable, runnable_version, stage};
+use super::admission::{Admission, admit, not_stageable, stage};
 use super::views::{SandboxQuickRunRequest, SandboxQuickRunResponse};
-use crate::auth::Auth;
+use crate::access::{Room, TaskVersion as RunnableVersion};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::parse_json;
 use crate::idempotency::IdempotencyKey;
 use crate::middleware::body_limit;
-use crate::request::Context;
-use crate::routes::sandbox::bindings::enablement::managed_room;
+use crate::request::Caller;
 use crate::routes::sandbox::tasks::draft::check_fields;
 use crate::routes::sandbox::tasks::versions::check_ceiling;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, Path};
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
 use domain::environments::environment::OwnerScope;
+use domain::environments::version::VersionState;
 use domain::error::Code;
 use domain::principal::{EventMetadata, Principal};
 use domain::runs::run::SubmissionSource;
@@ -29,6 +29,7 @@ use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::task::{Task, TaskCommand, TaskCreated, TaskError};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+use projections::read_models::environments::query as environments;
 use projections::store::CommandError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -48,18 +49,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// A ready environment version the company may run Quick Runs on: its own
 /// company-owned ones and curated ones (404 otherwise; 409 when not ready).
 async fn quick_run_environment(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<()> {
-    let version_state: Option<String> = sqlx::query_scalar(
-        "SELECT ev.state FROM environment_versions ev JOIN environments e ON e.id = ev.environment_id
-          WHERE ev.id = $1
-            AND (e.owner_kind = 'system_curated' OR (e.company_id = $2 AND e.owner_scope = 'company'))",
-    )
-    .bind(id)
-    .bind(principal.company_id)
-    .fetch_optional(&state.pool)
-    .await?;
-    match version_state.as_deref() {
+    let usable = |e: &projections::read_models::environments::EnvironmentRow| {
+        e.curated()
+            || (e.company_id == Some(principal.company_id) && e.owner_scope == OwnerScope::Company)
+    };
+    let pinned = environments::version_with_environment(&state.pool, id).await?;
+    match pinned.filter(|(_, e)| usable(e)) {
         None => Err(ApiError::NotFound),
-        Some("ready") => Ok(()),
+        Some((v, _)) if v.state == VersionState::Ready => Ok(()),
         Some(_) => Err(ApiError::code(
             Code::EnvironmentVersionNotReady,
             "the environment version is not ready",
@@ -136,14 +133,16 @@ async fn hidden_task(
               (status = 422, description = "timeout_exceeds_ceiling, input_not_stageable, validation error"),
               (status = 429, description = "queue_full")))]
 async fn quick_run(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     key: IdempotencyKey,
     Path(chatroom_id): Path<Uuid>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxQuickRunResponse>> {
-    let room = managed_room(&state, &principal, chatroom_id).await?;
+    let room = Room::managed(&state, &principal, chatroom_id).await?;
     let limits = InputLimits {
         max_bytes: QUICK_RUN_BODY_LIMIT,
         max_depth: InputLimits::default().max_depth + 2,
@@ -194,7 +193,7 @@ async fn quick_run(
         contents,
     )
     .await?;
-    let version = runnable_version(&state, &principal, version_id).await?;
+    let version = RunnableVersion::runnable(&state, &principal, version_id).await?;
     let admission = Admission {
         run_id,
         room: &room,

@@ -2,22 +2,18 @@
 //! `POST /chatrooms/{cid}/runs/{rid}/retry`. Both need an `Idempotency-Key`; the
 //! run's id is derived from it, so a repeated request replays the same run.
 
-use super::access::run_in_room;
-use super::admission::{
-    Admission, StagedInput, admit, check_timeout, not_stageable, runnable_version, stage,
-};
+use super::admission::{Admission, StagedInput, admit, check_timeout, not_stageable, stage};
 use super::views::{
     SandboxManualRunSubmitRequest, SandboxRunDetailResponse, SandboxRunRetryRequest,
 };
-use crate::auth::Auth;
+use crate::access::{Room, Run, TaskVersion};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::parse_json;
 use crate::idempotency::IdempotencyKey;
-use crate::request::Context;
-use crate::routes::sandbox::bindings::enablement::visible_room;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use bytes::Bytes;
 use domain::error::Code;
 use domain::runs::run::{StoredObject, SubmissionSource};
@@ -57,9 +53,11 @@ fn envelope_limits() -> InputLimits {
               (status = 429, description = "sandbox_queued_run_limit or queue_full"),
               (status = 503, description = "input_staging_unavailable")))]
 async fn submit_run(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     key: IdempotencyKey,
     Path(chatroom_id): Path<Uuid>,
     body: Bytes,
@@ -67,8 +65,8 @@ async fn submit_run(
     input::parse_value(&body, envelope_limits()).map_err(not_stageable)?;
     let request: SandboxManualRunSubmitRequest = parse_json(&body)?;
     let staged = stage(&state, &principal, request.input).await?;
-    let room = visible_room(&state, &principal, chatroom_id).await?;
-    let version = runnable_version(&state, &principal, request.task_version_id).await?;
+    let room = Room::visible(&state, &principal, chatroom_id).await?;
+    let version = TaskVersion::runnable(&state, &principal, request.task_version_id).await?;
     let timeout = check_timeout(
         request
             .timeout_seconds
@@ -126,9 +124,11 @@ async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<
               (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required"),
               (status = 429, description = "sandbox_queued_run_limit or queue_full")))]
 async fn retry_run(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     key: IdempotencyKey,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
     body: Bytes,
@@ -143,28 +143,22 @@ async fn retry_run(
         Some(value) if !value.is_null() => Some(stage(&state, &principal, value).await?),
         _ => None,
     };
-    let (room, source) = run_in_room(&state, &principal, chatroom_id, run_id).await?;
-    if source.submission_source == "quick_run" && !room.manager {
+    let Run { room, row: source } = Run::in_room(&state, &principal, chatroom_id, run_id).await?;
+    let quick_run = source.submission_source == SubmissionSource::QuickRun;
+    if quick_run && !room.manager {
         // A Quick Run is a room manager's; so is running its scripts again.
-        return Err(ApiError::Forbidden(crate::authz::INSUFFICIENT));
+        return Err(ApiError::Forbidden(crate::access::INSUFFICIENT));
     }
-    if ![
-        "completed",
-        "customer_failed",
-        "platform_failed",
-        "cancelled",
-    ]
-    .contains(&source.status.as_str())
-    {
+    if !source.status.terminal() {
         return Err(ApiError::code(
             Code::RetryNotEligible,
             "only a run in a terminal state can be retried",
         ));
     }
-    let version = runnable_version(&state, &principal, source.task_version_id).await?;
+    let version = TaskVersion::runnable(&state, &principal, source.task_version_id).await?;
     let staged = match fresh {
         Some(staged) => staged,
-        None if source.content_state != "active" => return Err(retry_input_unavailable()),
+        None if !source.content_active() => return Err(retry_input_unavailable()),
         None => retained_input(&state, &source.input_key, &source.input_digest).await?,
     };
     let admission = Admission {
@@ -173,14 +167,9 @@ async fn retry_run(
         version: &version,
         input: &staged,
         timeout_seconds: source.timeout_seconds,
-        source: match source.submission_source.as_str() {
-            "agent" => SubmissionSource::Agent,
-            "custom_table_trigger" => SubmissionSource::CustomTableTrigger,
-            "quick_run" => SubmissionSource::QuickRun,
-            _ => SubmissionSource::Rest,
-        },
+        source: source.submission_source,
         retry_of_run_id: Some(run_id),
-        share_required: source.submission_source != "quick_run",
+        share_required: !quick_run,
         request_facts: None,
     };
     Ok(Json(admit(&state, &ctx, &principal, admission).await?))

@@ -1,6 +1,7 @@
 //! Bodies of the run routes.
 
 use chrono::{DateTime, Utc};
+use projections::read_models::runs::query::ArtifactRow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -104,7 +105,7 @@ pub struct SandboxRunContentResponse {
 }
 
 /// One artifact file.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxRunArtifact {
     /// Id.
     pub id: Uuid,
@@ -118,6 +119,19 @@ pub struct SandboxRunArtifact {
     pub digest: String,
     /// Content type guessed from its name.
     pub declared_content_type: String,
+}
+
+impl From<ArtifactRow> for SandboxRunArtifact {
+    fn from(row: ArtifactRow) -> Self {
+        Self {
+            id: row.id,
+            run_id: row.run_id,
+            relative_path: row.relative_path,
+            byte_size: row.byte_size,
+            digest: row.digest,
+            declared_content_type: row.declared_content_type,
+        }
+    }
 }
 
 /// `SandboxRunArtifactListResponse`.

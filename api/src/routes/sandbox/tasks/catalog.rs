@@ -1,22 +1,26 @@
 //! The task resources: `GET/POST /tasks`, `GET/PATCH /tasks/{id}`,
 //! `POST /tasks/{id}/archive`.
 
-use super::access::{self, TASK_COLUMNS, TaskRow};
 use super::views::*;
-use crate::auth::Auth;
+use crate::access::Task;
+use crate::access::scope::resolve_owner;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::pagination::{LifecycleQuery, finish};
+use crate::request::Caller;
 use crate::request::Context;
-use crate::routes::sandbox::environments::lifecycle_name;
-use crate::routes::sandbox::owners::{check_text, no_fields, resolve_owner};
+use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use chrono::{DateTime, Utc};
+use domain::environments::environment::Lifecycle;
+use domain::principal::Principal;
 use domain::runs::run::{Run, RunCommand};
-use domain::tasks::task::{Task, TaskCommand, TaskCreated};
+use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand};
+use projections::read_models::runs::query as runs;
+use projections::read_models::tasks::query;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -33,31 +37,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/tasks", tag = "tasks", params(LifecycleQuery),
     responses((status = 200, body = SandboxTaskListResponse)))]
 async fn list_tasks(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
+    let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let (after_time, after_id) = page
-        .after
-        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
-    let rows: Vec<TaskRow> = sqlx::query_as(&format!(
-        "SELECT {TASK_COLUMNS} FROM tasks t
-          WHERE t.company_id = $1 AND NOT t.hidden
-            AND ($2 = 'all' OR ($2 = 'active') = (t.lifecycle = 'active'))
-            AND (t.created_at, t.id) < ($3, $4)
-          ORDER BY t.created_at DESC, t.id DESC
-          LIMIT $5"
-    ))
-    .bind(principal.company_id)
-    .bind(lifecycle_name(lifecycle))
-    .bind(after_time)
-    .bind(after_id)
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (rows, next_page_token) = finish(rows, page.size, |r| (r.created_at, r.id));
+    let rows = query::tasks(&state.pool, principal.company_id, lifecycle, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| (r.task.created_at, r.task.id));
     Ok(Json(SandboxTaskListResponse {
         items: rows.into_iter().map(Into::into).collect(),
         next_page_token,
@@ -70,9 +59,11 @@ async fn list_tasks(
               (status = 403, description = "owner_scope_forbidden"),
               (status = 422, description = "validation error (owner_scope chatroom included)")))]
 async fn create_task(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     ApiJson(body): ApiJson<SandboxTaskCreateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     check_text(Some(&body.name), Some(&body.description))?;
@@ -88,27 +79,21 @@ async fn create_task(
         agent_enabled: body.agent_enabled,
         hidden: false,
     };
-    state
-        .bus
-        .execute::<Task>(
-            &id.to_string(),
-            TaskCommand::Create(created),
-            &ctx.metadata(&principal),
-        )
-        .await?;
-    Ok(Json(access::task(&state, &principal, id).await?.row.into()))
+    let command = TaskCommand::Create(created);
+    changed(&state, &ctx, &principal, id, command).await
 }
 
 /// One task.
 #[utoipa::path(get, path = "/tasks/{task_id}", tag = "tasks", params(("task_id" = Uuid, Path)),
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found")))]
 async fn get_task(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     Ok(Json(
-        access::task(&state, &principal, task_id).await?.row.into(),
+        Task::read(&state, &principal, task_id).await?.row.into(),
     ))
 }
 
@@ -118,13 +103,15 @@ async fn get_task(
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
               (status = 409, description = "task_archived"), (status = 422, description = "no_fields")))]
 async fn update_task(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskUpdateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    access::owned_task(&state, &principal, task_id).await?;
+    Task::owned(&state, &principal, task_id).await?;
     if body.name.is_none() && body.description.is_none() && body.agent_enabled.is_none() {
         return Err(no_fields());
     }
@@ -134,13 +121,7 @@ async fn update_task(
         description: body.description,
         agent_enabled: body.agent_enabled,
     };
-    state
-        .bus
-        .execute::<Task>(&task_id.to_string(), command, &ctx.metadata(&principal))
-        .await?;
-    Ok(Json(
-        access::task(&state, &principal, task_id).await?.row.into(),
-    ))
+    changed(&state, &ctx, &principal, task_id, command).await
 }
 
 /// Archives the task and every version of it, then cancels its queued runs.
@@ -150,44 +131,46 @@ async fn update_task(
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived")))]
 async fn archive_task(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(task_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
+    let task = Task::owned(&state, &principal, task_id).await?;
     let meta = ctx.metadata(&principal);
-    if task.row.lifecycle == "active" {
-        let live: Vec<Uuid> = sqlx::query_scalar(
-            "SELECT id FROM task_versions WHERE task_id = $1 AND state <> 'archived' ORDER BY version_number",
-        )
-        .bind(task_id)
-        .fetch_all(&state.pool)
-        .await?;
-        for version_id in live {
+    if task.row.task.lifecycle == Lifecycle::Active {
+        for version_id in query::unarchived_version_ids(&state.pool, task_id).await? {
             state
-                .bus
-                .execute::<TaskVersion>(&version_id.to_string(), TaskVersionCommand::Archive, &meta)
+                .command::<TaskVersion>(version_id, TaskVersionCommand::Archive, &meta)
                 .await?;
         }
     }
     state
-        .bus
-        .execute::<Task>(&task_id.to_string(), TaskCommand::Archive, &meta)
+        .command::<TaskAggregate>(task_id, TaskCommand::Archive, &meta)
         .await?;
-    let queued: Vec<Uuid> =
-        sqlx::query_scalar("SELECT id FROM runs WHERE task_id = $1 AND status = 'queued'")
-            .bind(task_id)
-            .fetch_all(&state.pool)
-            .await?;
-    for run_id in queued {
+    for run_id in runs::queued_of_task(&state.pool, task_id).await? {
         // A run a worker claimed meanwhile runs to its end.
         let _ = state
-            .bus
-            .execute::<Run>(&run_id.to_string(), RunCommand::Cancel, &meta)
+            .command::<Run>(run_id, RunCommand::Cancel, &meta)
             .await;
     }
     Ok(Json(
-        access::task(&state, &principal, task_id).await?.row.into(),
+        Task::read(&state, &principal, task_id).await?.row.into(),
     ))
+}
+
+/// Runs a command on a task and answers it as it stands afterwards.
+async fn changed(
+    state: &AppState,
+    ctx: &Context,
+    principal: &Principal,
+    id: Uuid,
+    command: TaskCommand,
+) -> ApiResult<Json<SandboxTaskResponse>> {
+    state
+        .command::<TaskAggregate>(id, command, &ctx.metadata(principal))
+        .await?;
+    Ok(Json(Task::read(state, principal, id).await?.row.into()))
 }

@@ -3,24 +3,28 @@
 //! turn into 422 responses (field bounds as the validation array, the job contract
 //! as `job_contract_invalid`).
 
-use super::access::TaskAccess;
 use super::scripts;
 use super::views::{Patch, SandboxTaskVersionRequest};
+use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use domain::environments::environment::OwnerScope;
+use domain::environments::version::VersionState;
 use domain::error::Code;
 use domain::tasks::contents::{
     DEFAULT_TIMEOUT_SECONDS, OutputPolicy, VersionContents, contract_problems, field_problems,
 };
 use domain::tasks::input::{self, InputLimits};
 use domain::validation::{Violation, ViolationKind};
+use projections::read_models::environments::query as environments;
+use projections::read_models::tables::query as tables;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 /// The contents of a new draft: defaults, then the request.
 pub async fn create(
     state: &AppState,
-    task: &TaskAccess,
+    task: &Task,
     request: SandboxTaskVersionRequest,
 ) -> ApiResult<VersionContents> {
     let Some(Some(environment_version_id)) = request.environment_version_id else {
@@ -51,7 +55,7 @@ pub async fn create(
 /// the current one (`null` clears an optional field).
 pub async fn update(
     state: &AppState,
-    task: &TaskAccess,
+    task: &Task,
     current: VersionContents,
     request: SandboxTaskVersionRequest,
 ) -> ApiResult<VersionContents> {
@@ -139,7 +143,7 @@ fn missing(field: &str) -> ApiError {
 /// A script given inline or as a script-upload handle (not both).
 async fn script(
     state: &AppState,
-    task: &TaskAccess,
+    task: &Task,
     inline: Patch<String>,
     handle: Patch<Uuid>,
     field: &'static str,
@@ -181,30 +185,20 @@ fn output_policy(value: Value) -> ApiResult<OutputPolicy> {
     })
 }
 
-/// An environment version's company, owner kind, owner scope, owner id and state.
-type PinFacts = (Option<Uuid>, String, String, Option<Uuid>, String);
-
 /// The environment version must exist in the caller's company (or be curated) and
 /// be one the task may pin: a department's environment only by tasks of that
 /// department or company-owned tasks.
-async fn check_pin(state: &AppState, task: &TaskAccess, version_id: Uuid) -> ApiResult<()> {
-    let row: Option<PinFacts> = sqlx::query_as(
-        "SELECT e.company_id, e.owner_kind, e.owner_scope, e.owner_id, v.state
-           FROM environment_versions v JOIN environments e ON e.id = v.environment_id
-          WHERE v.id = $1",
-    )
-    .bind(version_id)
-    .fetch_optional(&state.pool)
-    .await?;
-    let pinnable = match &row {
+async fn check_pin(state: &AppState, task: &Task, version_id: Uuid) -> ApiResult<()> {
+    let task_row = &task.row.task;
+    let pinnable = match environments::version_with_environment(&state.pool, version_id).await? {
         None => false,
-        Some((_, kind, _, _, state)) if kind == "system_curated" => state != "archived",
-        Some((company, _, scope, owner, state)) => {
-            *company == Some(task.row.company_id)
-                && state != "archived"
-                && (scope == "company"
-                    || task.row.owner_scope == "company"
-                    || *owner == Some(task.row.owner_id))
+        Some((version, _)) if version.state == VersionState::Archived => false,
+        Some((_, environment)) if environment.curated() => true,
+        Some((_, environment)) => {
+            environment.company_id == Some(task_row.company_id)
+                && (environment.owner_scope == OwnerScope::Company
+                    || task_row.owner_scope == OwnerScope::Company
+                    || environment.owner_id == Some(task_row.owner_id))
         }
     };
     if pinnable {
@@ -225,12 +219,12 @@ async fn check_pin(state: &AppState, task: &TaskAccess, version_id: Uuid) -> Api
 /// exists yet, so a Command-output policy never resolves.
 async fn check_policy_references(
     state: &AppState,
-    task: &TaskAccess,
+    task: &Task,
     policy: &OutputPolicy,
 ) -> ApiResult<()> {
     match policy {
         OutputPolicy::CustomTableWriteback { table_id, .. } => {
-            if writeback_table_exists(state, task.row.company_id, *table_id).await? {
+            if writeback_table_exists(state, task.row.task.company_id, *table_id).await? {
                 Ok(())
             } else {
                 Err(ApiError::code(
@@ -252,13 +246,7 @@ pub async fn writeback_table_exists(
     company: Uuid,
     table_id: Uuid,
 ) -> ApiResult<bool> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM custom_tables WHERE id = $1 AND company_id = $2)",
-    )
-    .bind(table_id)
-    .bind(company)
-    .fetch_one(&state.pool)
-    .await?)
+    Ok(tables::exists(&state.pool, company, table_id).await?)
 }
 
 /// Refuses contents whose fields are out of bounds (the standard validation array).

@@ -1,6 +1,5 @@
 //! Catalog tasks and task versions (spec section 4, prefix `/tasks`).
 
-pub mod access;
 mod catalog;
 pub mod draft;
 pub mod preview;

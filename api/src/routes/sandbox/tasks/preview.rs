@@ -5,15 +5,15 @@
 //! The body is parsed within the run-input bounds (1 MiB, depth 64, 100,000 nodes,
 //! no NUL, no duplicate keys) before any value is built.
 
-use super::access;
 use super::views::*;
-use crate::auth::Auth;
+use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
+use crate::request::Caller;
+use crate::routes::sandbox::runs::admission::not_stageable;
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
-use domain::error::Code;
+use axum::extract::Path;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::schema;
 use utoipa_axum::router::OpenApiRouter;
@@ -46,17 +46,15 @@ pub fn runtime_contract(work_command: Option<String>) -> RuntimeContract {
     responses((status = 200, body = SandboxInputPreviewResponse), (status = 404, description = "not found"),
               (status = 422, description = "input_not_stageable or validation error")))]
 async fn input_preview(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxInputPreviewResponse>> {
-    let task = access::task(&state, &principal, task_id).await?;
-    let version = access::version(&state, &task, version_id).await?;
+    let task = Task::read(&state, &principal, task_id).await?;
+    let version = task.version(&state, version_id).await?.row.version;
     let limits = InputLimits::default();
-    let not_stageable = |error: input::InputError| {
-        ApiError::code(Code::InputNotStageable, error.to_string()).with("rule", error.rule())
-    };
     // The envelope `{"input": ...}` gets the bounds of the input plus a little room.
     let envelope = InputLimits {
         max_bytes: limits.max_bytes + 64,
@@ -82,7 +80,7 @@ async fn input_preview(
         },
         None => Vec::new(),
     };
-    let owner = task.viewer == Viewer::Owner;
+    let owner = task.owner();
     Ok(Json(SandboxInputPreviewResponse {
         input_file_content: String::from_utf8_lossy(&canonical.canonical).into_owned(),
         input_digest: canonical.digest,

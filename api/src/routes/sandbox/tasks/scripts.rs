@@ -6,21 +6,20 @@
 //! read (1 MiB of script plus multipart framing); the file is read with a cap, so a
 //! script over 1 MiB is refused with 422 `script_too_large` without buffering it.
 
-use super::access::{self, TaskAccess};
 use super::draft;
 use super::views::{
     SandboxScriptUploadResponse, SandboxTaskVersionRequest, SandboxTaskVersionResponse,
 };
+use crate::access::Task;
 use crate::admission;
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::middleware::body_limit;
-use crate::request::Context;
+use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
+use axum::extract::{DefaultBodyLimit, Multipart, Path};
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
 use domain::error::Code;
@@ -28,6 +27,7 @@ use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
 use domain::tasks::contents::MAX_SCRIPT_BYTES;
 use domain::tasks::input;
 use domain::tasks::version::TaskVersionCommand;
+use projections::read_models::owned_objects::query as objects;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -112,13 +112,15 @@ async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
               (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul"),
               (status = 429, description = "upload_rate_limited")))]
 async fn upload_script(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(task_id): Path<Uuid>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxScriptUploadResponse>> {
-    access::owned_task(&state, &principal, task_id).await?;
+    Task::owned(&state, &principal, task_id).await?;
     let text = read_script(multipart).await?;
     let object_id = Uuid::new_v4();
     let key = format!("scripts/{}/{task_id}/{object_id}", principal.company_id);
@@ -140,13 +142,9 @@ async fn upload_script(
             byte_size: byte_size as u64,
             key,
         };
+        let command = ObjectCommand::Record(stored);
         state
-            .bus
-            .execute::<OwnedObject>(
-                &object_id.to_string(),
-                ObjectCommand::Record(stored),
-                &ctx.metadata(&principal),
-            )
+            .command::<OwnedObject>(object_id, command, &ctx.metadata(&principal))
             .await?;
     }
     Ok(Json(SandboxScriptUploadResponse {
@@ -160,22 +158,15 @@ async fn upload_script(
 /// The text behind a script-upload handle of this task, while it is valid.
 pub async fn resolve(
     state: &AppState,
-    task: &TaskAccess,
+    task: &Task,
     handle: Uuid,
     field: &'static str,
 ) -> ApiResult<String> {
-    let key: Option<(String, i64)> = sqlx::query_as(
-        "SELECT key, byte_size FROM owned_objects
-          WHERE id = $1 AND company_id = $2 AND kind = 'script' AND deletion_state = 'active'
-            AND key LIKE $3 AND created_at > now() - make_interval(hours => $4::int)",
-    )
-    .bind(handle)
-    .bind(task.row.company_id)
-    .bind(format!("scripts/{}/{}/%", task.row.company_id, task.row.id))
-    .bind(HANDLE_TTL_HOURS as i32)
-    .fetch_optional(&state.pool)
-    .await?;
-    let Some((key, size)) = key else {
+    let company = task.row.task.company_id;
+    let prefix = format!("scripts/{company}/{}/", task.id());
+    let ttl = HANDLE_TTL_HOURS as i32;
+    let script = objects::live_script(&state.pool, company, handle, &prefix, ttl).await?;
+    let Some((key, size)) = script.map(|o| (o.key, o.byte_size)) else {
         return Err(ApiError::invalid(
             &["body", &format!("{field}_id")],
             domain::validation::ViolationKind::Rule {
@@ -225,15 +216,17 @@ pub enum Target {
               (status = 413, description = "request_too_large"),
               (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul")))]
 async fn script_file(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<ScriptTarget>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
-    let version = access::version(&state, &task, version_id).await?;
+    let task = Task::owned(&state, &principal, task_id).await?;
+    let version = task.version(&state, version_id).await?.row.version;
     let text = read_script(multipart).await?;
     let mut request = SandboxTaskVersionRequest::default();
     match query.target {
@@ -242,14 +235,6 @@ async fn script_file(
     }
     let contents = draft::update(&state, &task, version.contents.0, request).await?;
     let command = TaskVersionCommand::Edit(contents);
-    Ok(Json(
-        access::change_version(
-            &state,
-            &task,
-            version_id,
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await?,
-    ))
+    let meta = ctx.metadata(&principal);
+    super::versions::changed(&state, &task, version_id, command, &meta).await
 }

@@ -3,23 +3,24 @@
 //! (every lifecycle by default) and revokes them. One grant per task and target is
 //! live at a time; the Share aggregate keyed by the target makes that race-free.
 
-use super::access::owned_task;
-use crate::auth::Auth;
+use crate::access::{ShareGrant, Task, not_runnable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, OptionalJson};
 use crate::pagination::{LifecycleFilter, LifecycleQuery, finish};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::routes::sandbox::bindings::check_reason;
-use crate::routes::sandbox::bindings::enablement::{not_runnable, require_enableable};
 use crate::routes::sandbox::bindings::views::*;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::principal::Principal;
 use domain::sharing::policy::parse_policies;
 use domain::sharing::share::{Share, ShareCommand, ShareTargetKind, share_id};
+use projections::read_models::directory::query as directory;
+use projections::read_models::sharing::query as sharing;
+use projections::read_models::tasks::query as tasks;
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -32,18 +33,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_share))
 }
 
-const GRANT_COLUMNS: &str = "id, task_id, target_kind, target_id, generation, secret_slot_policies, \
-     state, revoke_reason, granted_by, created_at, revoked_at";
-
 async fn grant(state: &AppState, task: Uuid, id: Uuid) -> ApiResult<SandboxShareGrantResponse> {
-    let row: Option<SandboxShareGrantResponse> = sqlx::query_as(&format!(
-        "SELECT {GRANT_COLUMNS} FROM share_grants WHERE id = $1 AND task_id = $2"
-    ))
-    .bind(id)
-    .bind(task)
-    .fetch_optional(&state.pool)
-    .await?;
-    row.ok_or(ApiError::NotFound)
+    sharing::grant(&state.pool, task, id)
+        .await?
+        .map(Into::into)
+        .ok_or(ApiError::NotFound)
 }
 
 /// Whether the target is live in the caller's company.
@@ -57,15 +51,11 @@ async fn target_is_live(
     Ok(match kind {
         ShareTargetKind::Company => id == company,
         ShareTargetKind::Department => {
-            crate::directory::department_in_company(&state.pool, company, id).await?
+            directory::department_in_company(&state.pool, company, id).await?
         }
-        ShareTargetKind::Chatroom => sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM chatrooms WHERE id = $1 AND company_id = $2 AND NOT archived)",
-        )
-        .bind(id)
-        .bind(company)
-        .fetch_one(&state.pool)
-        .await?,
+        ShareTargetKind::Chatroom => {
+            directory::live_room_in_company(&state.pool, company, id).await?
+        }
     })
 }
 
@@ -74,35 +64,20 @@ async fn target_is_live(
     params(("task_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxShareGrantListResponse), (status = 404, description = "not found")))]
 async fn list_shares(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxShareGrantListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(20)?;
-    owned_task(&state, &principal, task_id).await?;
+    let size = page.size;
+    Task::owned(&state, &principal, task_id).await?;
     let lifecycle = query.lifecycle.unwrap_or(LifecycleFilter::All);
-    let (after_time, after_id) = page
-        .after
-        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
-    let rows: Vec<SandboxShareGrantResponse> = sqlx::query_as(&format!(
-        "SELECT {GRANT_COLUMNS} FROM share_grants
-          WHERE task_id = $1 AND ($2 OR (state = 'active') = $3)
-            AND (created_at, id) < ($4, $5)
-          ORDER BY created_at DESC, id DESC
-          LIMIT $6"
-    ))
-    .bind(task_id)
-    .bind(lifecycle == LifecycleFilter::All)
-    .bind(lifecycle == LifecycleFilter::Active)
-    .bind(after_time)
-    .bind(after_id)
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (items, next_page_token) = finish(rows, page.size, |r| (r.created_at, r.id));
+    let rows = sharing::grants(&state.pool, task_id, lifecycle, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
     Ok(Json(SandboxShareGrantListResponse {
-        items,
+        items: rows.into_iter().map(Into::into).collect(),
         next_page_token,
     }))
 }
@@ -115,44 +90,38 @@ async fn list_shares(
               (status = 409, description = "share_already_live, version_not_runnable, task_archived"),
               (status = 422, description = "secret_slot_policies_invalid or validation error")))]
 async fn create_share(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxShareCreateRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    let task = owned_task(&state, &principal, task_id).await?;
+    let task = Task::owned(&state, &principal, task_id).await?;
     let secret_slot_policies =
         parse_policies(body.secret_slot_policies.as_ref()).map_err(|problems| {
             ApiError::code(Code::SecretSlotPoliciesInvalid, "secret_slot_policies must map at most 100 valid slot names to borrower, owner or owner_overridable",
             )
             .with("errors", json!(problems))
         })?;
-    require_enableable(&task)?;
+    task.require_enableable()?;
     if !target_is_live(&state, &principal, body.target_kind, body.target_id).await? {
         return Err(ApiError::NotFound);
     }
-    let runnable: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM task_versions
-                         WHERE task_id = $1 AND state = 'published' AND content_state = 'active')",
-    )
-    .bind(task_id)
-    .fetch_one(&state.pool)
-    .await?;
-    if !runnable {
+    if !tasks::has_runnable_version(&state.pool, task_id).await? {
         return Err(not_runnable());
     }
     let aggregate = share_id(task_id, body.target_kind, body.target_id);
     let command = ShareCommand::Grant {
         task_id,
-        company_id: task.row.company_id,
+        company_id: task.row.task.company_id,
         target_kind: body.target_kind,
         target_id: body.target_id,
         secret_slot_policies,
     };
     let committed = state
-        .bus
-        .execute::<Share>(&aggregate.to_string(), command, &ctx.metadata(&principal))
+        .command::<Share>(aggregate, command, &ctx.metadata(&principal))
         .await?;
     let id = committed.state.live.ok_or(ApiError::NotFound)?;
     Ok(Json(grant(&state, task_id, id).await?))
@@ -164,24 +133,20 @@ async fn create_share(
     responses((status = 200, body = SandboxShareGrantResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition (already revoked)")))]
 async fn revoke_share(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((task_id, grant_id)): Path<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    owned_task(&state, &principal, task_id).await?;
-    let current = grant(&state, task_id, grant_id).await?;
+    let current = ShareGrant::owned(&state, &principal, task_id, grant_id).await?;
     let reason = check_reason(&body.reason)?;
-    let kind = serde_json::from_value(json!(current.target_kind)).map_err(ApiError::internal)?;
-    let aggregate = share_id(task_id, kind, current.target_id);
+    let aggregate = share_id(task_id, current.row.target_kind, current.row.target_id);
+    let command = ShareCommand::Revoke { grant_id, reason };
     state
-        .bus
-        .execute::<Share>(
-            &aggregate.to_string(),
-            ShareCommand::Revoke { grant_id, reason },
-            &ctx.metadata(&principal),
-        )
+        .command::<Share>(aggregate, command, &ctx.metadata(&principal))
         .await?;
     Ok(Json(grant(&state, task_id, grant_id).await?))
 }

@@ -1,23 +1,29 @@
 //! Task versions: `GET/POST /tasks/{id}/versions`, `GET/PATCH .../versions/{vid}`,
 //! `.../publish` and `.../archive`.
 
-use super::access;
 use super::draft;
 use super::views::*;
-use crate::auth::Auth;
+use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::{LifecycleQuery, finish};
-use crate::request::Context;
-use crate::routes::sandbox::environments::lifecycle_name;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
+use domain::environments::environment::OwnerScope;
+use domain::environments::version::VersionState;
 use domain::error::Code;
+use domain::principal::EventMetadata;
 use domain::tasks::contents::OutputPolicy;
-use domain::tasks::task::{Task, TaskCommand};
-use domain::tasks::version::{TaskVersionCommand, TaskVersionDrafted};
+use domain::tasks::task::{Task as TaskAggregate, TaskCommand};
+use domain::tasks::version::{
+    TaskVersion, TaskVersionCommand, TaskVersionDrafted, TaskVersionState,
+};
+use domain::wire::wire;
+use projections::read_models::environments::query as environments;
+use projections::read_models::tasks::query;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -36,35 +42,29 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("task_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxTaskVersionListResponse), (status = 404, description = "not found")))]
 async fn list_versions(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskVersionListResponse>> {
-    let task = access::task(&state, &principal, task_id).await?;
+    let task = Task::read(&state, &principal, task_id).await?;
     let page = query.page::<i64>(50)?;
+    let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows: Vec<VersionRow> = sqlx::query_as(&format!(
-        "SELECT {VERSION_COLUMNS} FROM {VERSION_FROM}
-          WHERE v.task_id = $1
-            AND ($2 = 'all' OR ($2 = 'active') = (v.state <> 'archived'))
-            AND ($3 OR v.state <> 'draft')
-            AND v.version_number < $4
-          ORDER BY v.version_number DESC
-          LIMIT $5"
-    ))
-    .bind(task_id)
-    .bind(lifecycle_name(lifecycle))
-    .bind(task.viewer == Viewer::Owner)
-    .bind(page.after.unwrap_or(i64::MAX))
-    .bind(page.size + 1)
-    .fetch_all(&state.pool)
-    .await?;
-    let (rows, next_page_token) = finish(rows, page.size, |r| r.version_number);
+    let rows =
+        query::versions(&state.pool, task_id, task.owner(), lifecycle, page.window()).await?;
+    let (rows, next_page_token) = finish(rows, size, |r| r.version.version_number);
     Ok(Json(SandboxTaskVersionListResponse {
         items: rows
             .into_iter()
-            .map(|r| version_view(r, task.viewer))
+            .map(|row| {
+                crate::access::TaskVersion {
+                    row,
+                    viewer: task.viewer,
+                }
+                .into()
+            })
             .collect(),
         next_page_token,
     }))
@@ -77,35 +77,31 @@ async fn list_versions(
               (status = 409, description = "task_archived"),
               (status = 422, description = "validation error, job_contract_invalid or an output policy error")))]
 async fn create_version(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
+    let task = Task::owned(&state, &principal, task_id).await?;
     let contents = draft::create(&state, &task, body).await?;
     let meta = ctx.metadata(&principal);
     let version_id = Uuid::new_v4();
+    let command = TaskCommand::AllocateVersion { version_id };
     let allocated = state
-        .bus
-        .execute::<Task>(
-            &task_id.to_string(),
-            TaskCommand::AllocateVersion { version_id },
-            &meta,
-        )
+        .command::<TaskAggregate>(task_id, command, &meta)
         .await?;
     let drafted = TaskVersionDrafted {
         version_id,
         task_id,
-        company_id: task.row.company_id,
+        company_id: task.row.task.company_id,
         version_number: allocated.state.version_count,
         contents,
     };
     let command = TaskVersionCommand::Draft(drafted);
-    Ok(Json(
-        access::change_version(&state, &task, version_id, command, &meta).await?,
-    ))
+    changed(&state, &task, version_id, command, &meta).await
 }
 
 /// One version, in the caller's view.
@@ -113,14 +109,13 @@ async fn create_version(
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
     responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found")))]
 async fn get_version(
-    State(state): State<AppState>,
-    Auth(principal): Auth,
+    Caller {
+        state, principal, ..
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::task(&state, &principal, task_id).await?;
-    Ok(Json(
-        access::version_response(&state, &task, version_id).await?,
-    ))
+    let task = Task::read(&state, &principal, task_id).await?;
+    Ok(Json(task.version(&state, version_id).await?.into()))
 }
 
 /// Changes a draft.
@@ -130,38 +125,53 @@ async fn get_version(
               (status = 409, description = "illegal_state_transition (not a draft)"),
               (status = 422, description = "validation error or job_contract_invalid")))]
 async fn update_version(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
-    let version = access::version(&state, &task, version_id).await?;
-    if version.state != "draft" {
-        return Err(not_a_draft(&version.state, "changed"));
+    let task = Task::owned(&state, &principal, task_id).await?;
+    let version = task.version(&state, version_id).await?.row.version;
+    if version.state != TaskVersionState::Draft {
+        return Err(not_a_draft(version.state, "changed"));
     }
     let contents = draft::update(&state, &task, version.contents.0, body).await?;
     let command = TaskVersionCommand::Edit(contents);
-    Ok(Json(
-        access::change_version(
-            &state,
-            &task,
-            version_id,
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await?,
-    ))
+    changed(
+        &state,
+        &task,
+        version_id,
+        command,
+        &ctx.metadata(&principal),
+    )
+    .await
 }
 
 /// Checked before anything else a request would refuse, so that a published
 /// version always answers the state conflict (the aggregate enforces it too).
-fn not_a_draft(state: &str, verb: &str) -> ApiError {
+pub fn not_a_draft(state: TaskVersionState, verb: &str) -> ApiError {
     ApiError::code(
         Code::IllegalStateTransition,
-        format!("a {state} task version cannot be {verb}"),
+        format!("a {} task version cannot be {verb}", wire(&state)),
     )
+}
+
+/// Runs a command on a version of the task and answers the version as the caller
+/// sees it afterwards.
+pub async fn changed(
+    state: &AppState,
+    task: &Task,
+    version_id: Uuid,
+    command: TaskVersionCommand,
+    metadata: &EventMetadata,
+) -> ApiResult<Json<SandboxTaskVersionResponse>> {
+    state
+        .command::<TaskVersion>(version_id, command, metadata)
+        .await?;
+    Ok(Json(task.version(state, version_id).await?.into()))
 }
 
 /// Publishes a draft: its environment version must be `ready` and its timeout
@@ -172,23 +182,23 @@ fn not_a_draft(state: &str, verb: &str) -> ApiError {
               (status = 409, description = "illegal_state_transition, environment_version_not_ready, output_policy_owner_scope_unsupported or output_policy_unsatisfiable"),
               (status = 422, description = "timeout_exceeds_ceiling")))]
 async fn publish_version(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
-    let version = access::version(&state, &task, version_id).await?;
-    if version.state != "draft" {
-        return Err(not_a_draft(&version.state, "published"));
+    let task = Task::owned(&state, &principal, task_id).await?;
+    let version = task.version(&state, version_id).await?.row.version;
+    if version.state != TaskVersionState::Draft {
+        return Err(not_a_draft(version.state, "published"));
     }
     let contents = &version.contents.0;
-    let environment_state: Option<String> =
-        sqlx::query_scalar("SELECT state FROM environment_versions WHERE id = $1")
-            .bind(contents.environment_version_id)
-            .fetch_optional(&state.pool)
+    let pinned =
+        environments::version_with_environment(&state.pool, contents.environment_version_id)
             .await?;
-    if environment_state.as_deref() != Some("ready") {
+    if pinned.is_none_or(|(v, _)| v.state != VersionState::Ready) {
         return Err(ApiError::code(
             Code::EnvironmentVersionNotReady,
             "the environment version is not ready",
@@ -196,7 +206,7 @@ async fn publish_version(
     }
     check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
     if let Some(policy) = &contents.output_policy {
-        if task.row.owner_scope != "department" {
+        if task.row.task.owner_scope != OwnerScope::Department {
             return Err(ApiError::code(
                 Code::OutputPolicyOwnerScopeUnsupported,
                 "only department-owned tasks may publish an output policy",
@@ -204,7 +214,7 @@ async fn publish_version(
         }
         let satisfiable = match policy {
             OutputPolicy::CustomTableWriteback { table_id, .. } => {
-                draft::writeback_table_exists(&state, task.row.company_id, *table_id).await?
+                draft::writeback_table_exists(&state, task.row.task.company_id, *table_id).await?
             }
             OutputPolicy::CustomTableCommand { .. } => false,
         };
@@ -216,16 +226,14 @@ async fn publish_version(
         }
     }
     let command = TaskVersionCommand::Publish;
-    Ok(Json(
-        access::change_version(
-            &state,
-            &task,
-            version_id,
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await?,
-    ))
+    changed(
+        &state,
+        &task,
+        version_id,
+        command,
+        &ctx.metadata(&principal),
+    )
+    .await
 }
 
 /// Archives a version.
@@ -234,24 +242,24 @@ async fn publish_version(
     responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition (already archived)")))]
 async fn archive_version(
-    State(state): State<AppState>,
-    ctx: Context,
-    Auth(principal): Auth,
+    Caller {
+        state,
+        ctx,
+        principal,
+    }: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = access::owned_task(&state, &principal, task_id).await?;
-    access::version(&state, &task, version_id).await?;
+    let task = Task::owned(&state, &principal, task_id).await?;
+    task.version(&state, version_id).await?;
     let command = TaskVersionCommand::Archive;
-    Ok(Json(
-        access::change_version(
-            &state,
-            &task,
-            version_id,
-            command,
-            &ctx.metadata(&principal),
-        )
-        .await?,
-    ))
+    changed(
+        &state,
+        &task,
+        version_id,
+        command,
+        &ctx.metadata(&principal),
+    )
+    .await
 }
 
 /// Refuses a timeout above the company's ceiling (checked at publish and by Quick

@@ -2,9 +2,13 @@
 //! decides what an owner and a borrower see of a task version (spec section 1,
 //! rule 6).
 
+use crate::access::{TaskVersion, Viewer};
 use chrono::{DateTime, Utc};
 use domain::environments::environment::OwnerScope;
-use domain::tasks::contents::{OutputPolicy, SlotDeclaration, VersionContents};
+use domain::tasks::contents::{OutputPolicy, SlotDeclaration};
+use domain::tasks::version::ContentState;
+use domain::wire::wire;
+use projections::read_models::tasks::query::TaskSummary;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -68,6 +72,25 @@ pub struct SandboxTaskResponse {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+}
+
+impl From<TaskSummary> for SandboxTaskResponse {
+    fn from(summary: TaskSummary) -> Self {
+        let row = summary.task;
+        Self {
+            id: row.id,
+            owner_scope: row.owner_scope.as_str().into(),
+            owner_id: row.owner_id,
+            name: row.name,
+            description: row.description,
+            agent_enabled: row.agent_enabled,
+            lifecycle: wire(&row.lifecycle),
+            version_count: row.version_count,
+            latest_published_version_id: summary.latest_published_version_id,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
 /// `SandboxTaskListResponse`.
@@ -259,77 +282,31 @@ pub struct SandboxTaskVersionListResponse {
     pub next_page_token: Option<String>,
 }
 
-/// A task version as stored, with what its response needs besides.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct VersionRow {
-    /// Id.
-    pub id: Uuid,
-    /// Task.
-    pub task_id: Uuid,
-    /// Number.
-    pub version_number: i64,
-    /// State.
-    pub state: String,
-    /// Content state.
-    pub content_state: String,
-    /// Contents.
-    pub contents: sqlx::types::Json<VersionContents>,
-    /// Digest.
-    pub canonical_digest: String,
-    /// Hash.
-    pub content_hash: String,
-    /// Published.
-    pub published_at: Option<DateTime<Utc>>,
-    /// Created.
-    pub created_at: DateTime<Utc>,
-    /// Changed.
-    pub updated_at: DateTime<Utc>,
-    /// The pinned environment version's environment.
-    pub environment_id: Option<Uuid>,
-    /// Its name.
-    pub environment_name: Option<String>,
-    /// Whether a later published version exists.
-    pub update_available: bool,
-}
-
-/// The columns of [`VersionRow`] (over `task_versions v`).
-pub const VERSION_COLUMNS: &str = "v.id, v.task_id, v.version_number, v.state, v.content_state, \
-     v.contents, v.canonical_digest, v.content_hash, v.published_at, v.created_at, v.updated_at, \
-     ev.environment_id, e.name AS environment_name, \
-     EXISTS (SELECT 1 FROM task_versions n WHERE n.task_id = v.task_id AND n.state = 'published' \
-             AND n.version_number > v.version_number) AS update_available";
-
-/// The joins [`VERSION_COLUMNS`] needs.
-pub const VERSION_FROM: &str = "task_versions v \
-     LEFT JOIN environment_versions ev ON ev.id = v.environment_version_id \
-     LEFT JOIN environments e ON e.id = ev.environment_id";
-
-/// Who is looking at a version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Viewer {
-    /// Manages the task's owner scope.
-    Owner,
-    /// Anyone else allowed to see it.
-    Borrower,
-}
-
 /// The one serializer of a task version: a borrower never sees scripts,
 /// `work_command` (`null`), `source_digest`, `secret_slot_declarations` or
 /// `output_policy`.
-pub fn version_view(row: VersionRow, viewer: Viewer) -> SandboxTaskVersionResponse {
+impl From<TaskVersion> for SandboxTaskVersionResponse {
+    fn from(handle: TaskVersion) -> Self {
+        version_view(handle)
+    }
+}
+
+fn version_view(handle: TaskVersion) -> SandboxTaskVersionResponse {
+    let detail = handle.row;
+    let row = detail.version;
     let contents = row.contents.0;
-    let active = row.content_state == "active";
-    let owner = viewer == Viewer::Owner && active;
+    let active = row.content_state == ContentState::Active;
+    let owner = handle.viewer == Viewer::Owner && active;
     SandboxTaskVersionResponse {
         id: row.id,
         task_id: row.task_id,
         version_number: row.version_number,
-        state: row.state,
-        content_state: row.content_state,
+        state: wire(&row.state),
+        content_state: wire(&row.content_state),
         source_visible: owner,
         environment_version_id: contents.environment_version_id,
-        environment_id: row.environment_id,
-        environment_name: row.environment_name,
+        environment_id: detail.environment_id,
+        environment_name: detail.environment_name,
         input_instructions: contents.input_instructions.clone(),
         input_example: contents.input_example.clone(),
         input_schema: contents.input_schema.clone(),
@@ -338,7 +315,7 @@ pub fn version_view(row: VersionRow, viewer: Viewer) -> SandboxTaskVersionRespon
         secret_slot_names: contents.secret_slot_names(),
         canonical_digest: row.canonical_digest,
         content_hash: row.content_hash,
-        update_available: row.update_available,
+        update_available: detail.update_available,
         work_command: if owner {
             contents.work_command.clone()
         } else {

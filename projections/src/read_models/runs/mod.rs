@@ -1,6 +1,8 @@
 //! The `runs` projection: runs as the run routes, the executor and the management
 //! queries read them, their artifact files and their public links.
 
+pub mod query;
+
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;

@@ -8,6 +8,8 @@
 //! after its grant was revoked starts revoked, a rename reaches every menu row. The
 //! menu is then one indexed range of `bindings`.
 
+pub mod query;
+
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;

@@ -1,12 +1,15 @@
 //! The `context_uploads` projection: upload sessions, as the upload routes, the
 //! staging-slot count and the expiry sweep read them.
 
-use super::{RowSet, Table, wire};
+pub mod query;
+
+use super::{RowSet, Table};
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use domain::environments::archive::ArchiveFormat;
 use domain::environments::upload::{ContextUpload, UploadEvent, UploadState};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
@@ -39,22 +42,37 @@ struct Id {
     id: Uuid,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Row {
-    id: Uuid,
-    environment_id: Uuid,
-    company_id: Uuid,
-    state: String,
-    declared_bytes: i64,
-    archive_format: String,
-    received_bytes: Option<i64>,
-    digest: Option<String>,
-    owned_object_id: Option<Uuid>,
-    error_detail: Option<String>,
-    created_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-    capability_expires_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+/// An upload session (`context_uploads`).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct UploadRow {
+    /// Session id.
+    pub id: Uuid,
+    /// Its environment.
+    pub environment_id: Uuid,
+    /// Its company.
+    pub company_id: Uuid,
+    /// Session state.
+    pub state: UploadState,
+    /// Bytes the PUT may send at most.
+    pub declared_bytes: i64,
+    /// Archive format.
+    pub archive_format: ArchiveFormat,
+    /// Bytes received.
+    pub received_bytes: Option<i64>,
+    /// `sha256:` of the received bytes.
+    pub digest: Option<String>,
+    /// The owned object, once completed.
+    pub owned_object_id: Option<Uuid>,
+    /// The rule that refused the last complete.
+    pub error_detail: Option<String>,
+    /// Opened.
+    pub created_at: DateTime<Utc>,
+    /// Expires.
+    pub expires_at: DateTime<Utc>,
+    /// When the PUT capability stops working.
+    pub capability_expires_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
 }
 
 /// Projects [`ContextUpload`].
@@ -92,17 +110,17 @@ impl Projection for ContextUploadsProjection {
             .filter(|(id, _, _)| !created.contains(id))
             .map(|(id, _, _)| Id { id: *id })
             .collect();
-        let loaded: Vec<Row> = UPLOADS.load(conn, &keys).await?;
+        let loaded: Vec<UploadRow> = UPLOADS.load(conn, &keys).await?;
         let mut rows = RowSet::loaded(loaded.into_iter().map(|r| (Id { id: r.id }, r)));
         for (id, event, at) in changes {
             if let UploadEvent::UploadInitiated(i) = event {
-                rows.upsert_with(Id { id }, || Row {
+                rows.upsert_with(Id { id }, || UploadRow {
                     id,
                     environment_id: i.environment_id,
                     company_id: i.company_id,
-                    state: wire(&UploadState::Uploading),
+                    state: UploadState::Uploading,
                     declared_bytes: i.declared_bytes,
-                    archive_format: i.archive_format.as_str().into(),
+                    archive_format: i.archive_format,
                     received_bytes: None,
                     digest: None,
                     owned_object_id: None,
@@ -124,17 +142,17 @@ impl Projection for ContextUploadsProjection {
                     row.received_bytes = Some(staged.byte_size);
                     row.digest = Some(staged.digest);
                 }
-                UploadEvent::UploadCompletionStarted => row.state = wire(&UploadState::Completing),
+                UploadEvent::UploadCompletionStarted => row.state = UploadState::Completing,
                 UploadEvent::UploadCompletionFailed { error_detail, .. } => {
                     row.error_detail = Some(error_detail)
                 }
                 UploadEvent::UploadCompleted { owned_object_id } => {
-                    row.state = wire(&UploadState::Completed);
+                    row.state = UploadState::Completed;
                     row.owned_object_id = Some(owned_object_id);
                     row.error_detail = None;
                 }
                 UploadEvent::UploadAborted | UploadEvent::UploadExpired => {
-                    row.state = wire(&UploadState::Aborted)
+                    row.state = UploadState::Aborted
                 }
             }
         }

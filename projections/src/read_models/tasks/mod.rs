@@ -1,7 +1,12 @@
 //! The `tasks` projection: catalog tasks and their versions, as the `/tasks`
 //! routes read them.
 
-use super::{RowSet, Table, wire};
+pub mod query;
+mod rows;
+
+pub use rows::{TaskRow, VersionRow};
+
+use super::RowSet;
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;
@@ -9,90 +14,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::Lifecycle;
 use domain::tasks::task::{Task, TaskEvent};
-use domain::tasks::version::{TaskVersion, TaskVersionEvent, TaskVersionState};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use domain::tasks::version::{ContentState, TaskVersion, TaskVersionEvent, TaskVersionState};
+use rows::{Id, TASKS, VERSIONS};
 use sqlx::PgConnection;
+use sqlx::types::Json;
 use std::collections::HashSet;
 use std::str::FromStr;
 use uuid::Uuid;
-
-const TASKS: Table = Table {
-    name: "tasks",
-    key: &["id"],
-    columns: &[
-        ("id", "uuid"),
-        ("company_id", "uuid"),
-        ("owner_scope", "text"),
-        ("owner_id", "uuid"),
-        ("name", "text"),
-        ("description", "text"),
-        ("agent_enabled", "boolean"),
-        ("hidden", "boolean"),
-        ("lifecycle", "text"),
-        ("version_count", "bigint"),
-        ("created_at", "timestamptz"),
-        ("updated_at", "timestamptz"),
-    ],
-};
-
-const VERSIONS: Table = Table {
-    name: "task_versions",
-    key: &["id"],
-    columns: &[
-        ("id", "uuid"),
-        ("task_id", "uuid"),
-        ("company_id", "uuid"),
-        ("version_number", "bigint"),
-        ("state", "text"),
-        ("content_state", "text"),
-        ("environment_version_id", "uuid"),
-        ("contents", "jsonb"),
-        ("canonical_digest", "text"),
-        ("content_hash", "text"),
-        ("published_at", "timestamptz"),
-        ("created_at", "timestamptz"),
-        ("updated_at", "timestamptz"),
-    ],
-};
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-struct Id {
-    id: Uuid,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct TaskRow {
-    id: Uuid,
-    company_id: Uuid,
-    owner_scope: String,
-    owner_id: Uuid,
-    name: String,
-    description: String,
-    agent_enabled: bool,
-    hidden: bool,
-    lifecycle: String,
-    version_count: i64,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct VersionRow {
-    id: Uuid,
-    task_id: Uuid,
-    company_id: Uuid,
-    version_number: i64,
-    state: String,
-    content_state: String,
-    environment_version_id: Uuid,
-    contents: Value,
-    canonical_digest: String,
-    content_hash: String,
-    published_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
 
 /// Projects [`Task`] and [`TaskVersion`].
 pub struct TasksProjection;
@@ -140,13 +68,13 @@ impl Workset {
                 self.tasks.upsert_with(Id { id }, || TaskRow {
                     id,
                     company_id: c.company_id,
-                    owner_scope: c.owner_scope.as_str().into(),
+                    owner_scope: c.owner_scope,
                     owner_id: c.owner_id,
                     name: c.name,
                     description: c.description,
                     agent_enabled: c.agent_enabled,
                     hidden: c.hidden,
-                    lifecycle: wire(&Lifecycle::Active),
+                    lifecycle: Lifecycle::Active,
                     version_count: 0,
                     created_at: at,
                     updated_at: at,
@@ -161,9 +89,7 @@ impl Workset {
                 row.description = description;
                 row.agent_enabled = agent_enabled;
             }),
-            TaskEvent::TaskArchived => {
-                self.task(id, at, |row| row.lifecycle = wire(&Lifecycle::Archived))
-            }
+            TaskEvent::TaskArchived => self.task(id, at, |row| row.lifecycle = Lifecycle::Archived),
             TaskEvent::TaskVersionNumberAllocated { version_number, .. } => {
                 self.task(id, at, |row| row.version_count = version_number)
             }
@@ -189,12 +115,12 @@ impl Workset {
                 task_id: d.task_id,
                 company_id: d.company_id,
                 version_number: d.version_number,
-                state: wire(&TaskVersionState::Draft),
-                content_state: "active".into(),
+                state: TaskVersionState::Draft,
+                content_state: ContentState::Active,
                 environment_version_id: d.contents.environment_version_id,
                 canonical_digest: d.contents.canonical_digest(),
                 content_hash: d.contents.content_hash(),
-                contents: serde_json::to_value(&d.contents)?,
+                contents: Json(d.contents),
                 published_at: None,
                 created_at: at,
                 updated_at: at,
@@ -212,18 +138,18 @@ impl Workset {
                 row.environment_version_id = contents.environment_version_id;
                 row.canonical_digest = contents.canonical_digest();
                 row.content_hash = contents.content_hash();
-                row.contents = serde_json::to_value(&contents)?;
+                row.contents = Json(contents);
             }
             TaskVersionEvent::TaskVersionPublished {
                 canonical_digest,
                 content_hash,
             } => {
-                row.state = wire(&TaskVersionState::Published);
+                row.state = TaskVersionState::Published;
                 row.canonical_digest = canonical_digest;
                 row.content_hash = content_hash;
                 row.published_at = Some(at);
             }
-            TaskVersionEvent::TaskVersionArchived => row.state = wire(&TaskVersionState::Archived),
+            TaskVersionEvent::TaskVersionArchived => row.state = TaskVersionState::Archived,
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
 //! The `company_settings` projection: the recorded policy and operator limits of
 //! each company.
 
+pub mod query;
+
 use super::{RowSet, Table};
 use crate::log::StoredEvent;
 use crate::projection::Projection;
@@ -9,6 +11,7 @@ use async_trait::async_trait;
 use domain::settings::{CompanySettings, OperatorLimits, SettingsEvent};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 const COMPANY_SETTINGS: Table = Table {
@@ -30,16 +33,24 @@ struct Key {
     company_id: Uuid,
 }
 
-/// One company's settings row.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Row {
-    company_id: Uuid,
-    recorded: bool,
-    run_content_retention_days: i32,
-    unreferenced_image_retention_days: i32,
-    allowed_regions: Vec<String>,
-    policy_version: i64,
-    limits: OperatorLimits,
+/// One company's settings (`company_settings`).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct SettingsRow {
+    /// The company.
+    pub company_id: Uuid,
+    /// Whether the policy was recorded (by the first read or a change); a row
+    /// holding only operator limits is not.
+    pub recorded: bool,
+    /// Days run contents are kept.
+    pub run_content_retention_days: i32,
+    /// Days unreferenced images are kept.
+    pub unreferenced_image_retention_days: i32,
+    /// Where runtime jobs may be placed.
+    pub allowed_regions: Vec<String>,
+    /// The optimistic lock of the policy.
+    pub policy_version: i64,
+    /// The operator's limits.
+    pub limits: Json<OperatorLimits>,
 }
 
 /// Projects [`CompanySettings`].
@@ -77,7 +88,7 @@ impl Projection for CompanySettingsProjection {
                 company_id: *company_id,
             })
             .collect();
-        let loaded: Vec<Row> = COMPANY_SETTINGS.load(conn, &keys).await?;
+        let loaded: Vec<SettingsRow> = COMPANY_SETTINGS.load(conn, &keys).await?;
         let mut rows = RowSet::loaded(loaded.into_iter().map(|r| {
             (
                 Key {
@@ -87,14 +98,14 @@ impl Projection for CompanySettingsProjection {
             )
         }));
         for (company_id, event) in changes {
-            let row = rows.upsert_with(Key { company_id }, || Row {
+            let row = rows.upsert_with(Key { company_id }, || SettingsRow {
                 company_id,
                 recorded: false,
                 run_content_retention_days: 0,
                 unreferenced_image_retention_days: 0,
                 allowed_regions: Vec::new(),
                 policy_version: 0,
-                limits: OperatorLimits::default(),
+                limits: Json(OperatorLimits::default()),
             });
             match event {
                 SettingsEvent::DefaultPolicyRecorded {
@@ -113,7 +124,7 @@ impl Projection for CompanySettingsProjection {
                     row.allowed_regions = values.allowed_regions;
                     row.policy_version = policy_version;
                 }
-                SettingsEvent::OperatorLimitsChanged { limits, .. } => row.limits = limits,
+                SettingsEvent::OperatorLimitsChanged { limits, .. } => row.limits = Json(limits),
             }
         }
         COMPANY_SETTINGS.store(conn, rows).await

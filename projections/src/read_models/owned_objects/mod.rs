@@ -1,13 +1,15 @@
 //! The `owned_objects` projection: which objects exist, whose they are, and their
 //! deletion state.
 
-use super::{RowSet, Table, wire};
+pub mod query;
+
+use super::{RowSet, Table};
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use anyhow::Context;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use domain::objects::{DeletionState, ObjectEvent, OwnedObject};
+use domain::objects::{DeletionState, ObjectEvent, ObjectKind, OwnedObject};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -32,16 +34,25 @@ struct Id {
     id: Uuid,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Row {
-    id: Uuid,
-    company_id: Option<Uuid>,
-    kind: String,
-    digest: String,
-    byte_size: i64,
-    key: String,
-    deletion_state: String,
-    created_at: DateTime<Utc>,
+/// A stored object (`owned_objects`).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ObjectRow {
+    /// Id.
+    pub id: Uuid,
+    /// Its company (`None` for operator objects).
+    pub company_id: Option<Uuid>,
+    /// What it holds.
+    pub kind: ObjectKind,
+    /// `sha256:` of its bytes.
+    pub digest: String,
+    /// Its size.
+    pub byte_size: i64,
+    /// Object store key.
+    pub key: String,
+    /// Whether its bytes are still held.
+    pub deletion_state: DeletionState,
+    /// Stored.
+    pub created_at: DateTime<Utc>,
 }
 
 /// Projects [`OwnedObject`].
@@ -74,30 +85,30 @@ impl Projection for OwnedObjectsProjection {
             .filter(|(_, e, _)| !matches!(e, ObjectEvent::ObjectStored(_)))
             .map(|(id, _, _)| Id { id: *id })
             .collect();
-        let loaded: Vec<Row> = OBJECTS.load(conn, &keys).await?;
+        let loaded: Vec<ObjectRow> = OBJECTS.load(conn, &keys).await?;
         let mut rows = RowSet::loaded(loaded.into_iter().map(|r| (Id { id: r.id }, r)));
         for (id, event, at) in changes {
             match event {
                 ObjectEvent::ObjectStored(stored) => {
-                    rows.upsert_with(Id { id }, || Row {
+                    rows.upsert_with(Id { id }, || ObjectRow {
                         id,
                         company_id: stored.company_id,
-                        kind: stored.kind.as_str().into(),
+                        kind: stored.kind,
                         digest: stored.digest,
                         byte_size: stored.byte_size as i64,
                         key: stored.key,
-                        deletion_state: wire(&DeletionState::Active),
+                        deletion_state: DeletionState::Active,
                         created_at: at,
                     });
                 }
                 ObjectEvent::ObjectDeletionRequested => {
                     if let Some(row) = rows.get_mut(&Id { id }) {
-                        row.deletion_state = wire(&DeletionState::DeletePending);
+                        row.deletion_state = DeletionState::DeletePending;
                     }
                 }
                 ObjectEvent::ObjectDeleted => {
                     if let Some(row) = rows.get_mut(&Id { id }) {
-                        row.deletion_state = wire(&DeletionState::Deleted);
+                        row.deletion_state = DeletionState::Deleted;
                     }
                 }
             }

@@ -1,0 +1,153 @@
+//! Tasks and their versions as the caller may see them.
+//!
+//! Every member of the owning company reads a task and its published versions as
+//! a borrower; the owner scope's managers own it (they see drafts and owner-only
+//! fields, and change it). Anything else answers the uniform 404.
+
+use super::scope;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use domain::environments::environment::Lifecycle;
+use domain::error::Code;
+use domain::principal::Principal;
+use domain::tasks::version::{ContentState, TaskVersionState};
+use projections::read_models::tasks::VersionRow;
+use projections::read_models::tasks::query::{self, TaskSummary, VersionDetail};
+use uuid::Uuid;
+
+/// Who is looking at a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// Manages the task's owner scope.
+    Owner,
+    /// Anyone else allowed to see it.
+    Borrower,
+}
+
+/// A task of the caller's company, and how the caller sees it.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The task with its newest published version.
+    pub row: TaskSummary,
+    /// Owner or borrower.
+    pub viewer: Viewer,
+}
+
+impl Task {
+    /// A task of the caller's company (hidden Quick Run parents included).
+    pub async fn read(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
+        let row = query::task(&state.pool, principal.company_id, id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let task = &row.task;
+        let owner = scope::manages(state, principal, task.owner_scope, Some(task.owner_id)).await?;
+        let viewer = if owner {
+            Viewer::Owner
+        } else {
+            Viewer::Borrower
+        };
+        Ok(Self { row, viewer })
+    }
+
+    /// A task the caller owns (404 otherwise).
+    pub async fn owned(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
+        let task = Self::read(state, principal, id).await?;
+        if task.owner() {
+            Ok(task)
+        } else {
+            Err(ApiError::NotFound)
+        }
+    }
+
+    /// A task that can be shared or enabled: 404 when unknown or hidden, 409
+    /// `task_archived` when archived.
+    pub async fn enableable(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
+        let task = Self::read(state, principal, id).await?;
+        task.require_enableable()?;
+        Ok(task)
+    }
+
+    /// Refuses a hidden (404) or archived (409 `task_archived`) task.
+    pub fn require_enableable(&self) -> ApiResult<()> {
+        if self.row.task.hidden {
+            return Err(ApiError::NotFound);
+        }
+        if self.row.task.lifecycle != Lifecycle::Active {
+            return Err(ApiError::code(Code::TaskArchived, "the task is archived"));
+        }
+        Ok(())
+    }
+
+    /// Whether the caller owns the task.
+    pub fn owner(&self) -> bool {
+        self.viewer == Viewer::Owner
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> Uuid {
+        self.row.task.id
+    }
+
+    /// A version of this task the caller may see: owners see every state,
+    /// borrowers never see drafts.
+    pub async fn version(&self, state: &AppState, id: Uuid) -> ApiResult<TaskVersion> {
+        match query::version(&state.pool, self.id(), id).await? {
+            Some(row) if self.owner() || row.version.state != TaskVersionState::Draft => {
+                Ok(TaskVersion {
+                    row,
+                    viewer: self.viewer,
+                })
+            }
+            _ => Err(ApiError::NotFound),
+        }
+    }
+}
+
+/// A version of a task the caller can see.
+#[derive(Debug, Clone)]
+pub struct TaskVersion {
+    /// The version with its environment and `update_available`.
+    pub row: VersionDetail,
+    /// Owner or borrower of its task.
+    pub viewer: Viewer,
+}
+
+impl TaskVersion {
+    /// A version of the caller's company that a run may pin: 404 when unknown, of
+    /// another company or a draft; 409 when it cannot run.
+    pub async fn runnable(
+        state: &AppState,
+        principal: &Principal,
+        id: Uuid,
+    ) -> ApiResult<VersionRow> {
+        let (version, _) = query::version_with_task(&state.pool, principal.company_id, id)
+            .await?
+            .filter(|(v, _)| v.state != TaskVersionState::Draft)
+            .ok_or(ApiError::NotFound)?;
+        require_runnable(&version)?;
+        Ok(version)
+    }
+}
+
+/// Refuses a version that is not published with active contents (spec rule 2).
+pub fn require_runnable(version: &VersionRow) -> ApiResult<()> {
+    if version.content_state == ContentState::Scrubbed {
+        return Err(ApiError::code(
+            Code::ContentScrubbedIrreversible,
+            "the version's contents were scrubbed; it can never run again",
+        ));
+    }
+    if !version.runnable() {
+        return Err(not_runnable());
+    }
+    Ok(())
+}
+
+/// The refusal of a version that is not published and active (or of a task with no
+/// such version).
+pub fn not_runnable() -> ApiError {
+    ApiError::code(
+        Code::VersionNotRunnable,
+        "the version is not published with active contents",
+    )
+}

@@ -1,0 +1,80 @@
+//! The run detail as the routes answer it, with its queue position and ETA.
+
+use super::views::SandboxRunDetailResponse;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use domain::catalog::Provider;
+use domain::runs::run::RunStatus;
+use domain::wire::wire;
+use projections::read_models::runs::query::{self as runs, RunRow};
+use uuid::Uuid;
+
+/// The queue position and ETA of a run: managed cloud counts the company's queued
+/// runs (no ETA); on-prem counts the executor queue (`starting` included) and
+/// estimates from the last 20 completed runs of the profile.
+async fn queue_facts(state: &AppState, row: &RunRow) -> ApiResult<(Option<i64>, Option<i64>)> {
+    let onprem = state.deployment.provider == Provider::Onprem;
+    let waiting = match row.status {
+        RunStatus::Queued => true,
+        RunStatus::Starting => onprem,
+        _ => false,
+    };
+    if !waiting {
+        return Ok((None, None));
+    }
+    let position = runs::queue_position(&state.pool, row, onprem).await?;
+    if !onprem {
+        return Ok((Some(position), None));
+    }
+    let mean = runs::mean_duration(&state.pool, &row.resource_profile).await?;
+    let slots = state.builder.run_slots.max(1) as i64;
+    let eta = mean.map(|mean| ((position + slots - 1) / slots) * mean.ceil() as i64);
+    Ok((Some(position), eta))
+}
+
+/// The detail of a run.
+pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetailResponse> {
+    let (queue_position, eta_seconds) = queue_facts(state, &row).await?;
+    Ok(SandboxRunDetailResponse {
+        id: row.id,
+        company_id: row.company_id,
+        chatroom_id: row.chatroom_id,
+        status: wire(&row.status),
+        resource_profile: row.resource_profile,
+        principal_type: row.principal_type.as_str().into(),
+        principal_id: row.principal_id,
+        auth_method: row.auth_method.as_str().into(),
+        task_id: row.task_id,
+        task_version_id: row.task_version_id,
+        timeout_seconds: row.timeout_seconds,
+        submission_source: wire(&row.submission_source),
+        input_digest: row.input_digest,
+        retry_of_run_id: row.retry_of_run_id,
+        error_code: row.error_code,
+        queue_position,
+        eta_seconds,
+        queued_at: Some(row.queued_at),
+        terminal_at: row.terminal_at,
+        secret_slot_provenance: None,
+    })
+}
+
+/// The details of runs, in order.
+pub async fn details(
+    state: &AppState,
+    rows: Vec<RunRow>,
+) -> ApiResult<Vec<SandboxRunDetailResponse>> {
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        items.push(detail(state, row).await?);
+    }
+    Ok(items)
+}
+
+/// Loads a run by id (after the caller's own command) and answers its detail.
+pub async fn detail_of(state: &AppState, id: Uuid) -> ApiResult<SandboxRunDetailResponse> {
+    let row = runs::run(&state.pool, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    detail(state, row).await
+}

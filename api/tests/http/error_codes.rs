@@ -1,0 +1,155 @@
+//! Every error code is accounted for: `error_codes.json` names, per code of
+//! `domain::codes::Code`, the test that produces it, or why none does (not built
+//! yet, or produced where no test can reach). The specs' error tables
+//! (`../shared/spec/*.md`, section 7) are walked when present: each code they name
+//! must be a typed variant.
+
+use crate::environments::{Caller, SANDBOX};
+use crate::support::{As, TestApp, assert_code, json};
+use domain::codes::Code;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const REGISTRY: &str = include_str!("error_codes.json");
+
+/// The sources where named tests must exist.
+fn test_sources() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    let mut stack = vec![
+        root.join("api/tests"),
+        root.join("projections/tests"),
+        root.join("domain/src"),
+    ];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+/// The body of `fn name(` in a source, up to the next test attribute.
+fn test_body<'a>(source: &'a str, name: &str) -> Option<&'a str> {
+    let start = source.find(&format!("fn {name}("))?;
+    let rest = &source[start..];
+    let end = rest[1..].find("#[").map_or(rest.len(), |i| i + 1);
+    Some(&rest[..end])
+}
+
+/// The backticked snake_case words of a spec's section 7.
+fn spec_codes(spec: &str) -> BTreeSet<String> {
+    let start = spec.find("## 7. Errors").expect("a section 7");
+    let end = spec[start..]
+        .find("## 8.")
+        .map_or(spec.len(), |i| start + i);
+    spec[start..end]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| {
+            w.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && w.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_code_is_produced_by_a_named_test_or_says_why_not() {
+    let registry: Value = serde_json::from_str(REGISTRY).unwrap();
+    let codes = registry["codes"].as_object().unwrap();
+    let sources = test_sources();
+    let (mut tested, mut untested, mut not_built) = (Vec::new(), Vec::new(), Vec::new());
+    for code in Code::ALL {
+        let entry = &codes
+            .get(code.as_str())
+            .unwrap_or_else(|| panic!("{code} has no entry in error_codes.json"));
+        if let Some(test) = entry["test"].as_str() {
+            let produces = sources.iter().any(|(_, source)| {
+                test_body(source, test).is_some_and(|body| {
+                    body.contains(&format!("\"{code}\"")) || body.contains(&format!("{code:?}"))
+                })
+            });
+            assert!(produces, "{code}: the test {test} does not name the code");
+            tested.push(format!("{code}: {test}"));
+        } else if let Some(why) = entry["untested"].as_str() {
+            untested.push(format!("{code}: {why}"));
+        } else if let Some(why) = entry["not_built"].as_str() {
+            not_built.push(format!("{code}: {why}"));
+        } else {
+            panic!("{code}: name a test, or say why it is untested or not built");
+        }
+    }
+    for name in codes.keys() {
+        assert!(Code::parse(name).is_some(), "{name} is not a code any more");
+    }
+    println!(
+        "produced and tested ({}):\n  {}",
+        tested.len(),
+        tested.join("\n  ")
+    );
+    println!(
+        "produced, untested ({}):\n  {}",
+        untested.len(),
+        untested.join("\n  ")
+    );
+    println!(
+        "not built yet ({}):\n  {}",
+        not_built.len(),
+        not_built.join("\n  ")
+    );
+}
+
+#[test]
+fn every_code_of_the_specs_error_tables_is_a_typed_variant() {
+    let registry: Value = serde_json::from_str(REGISTRY).unwrap();
+    let not_codes = registry["not_codes"].as_object().unwrap();
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec");
+    let mut walked = 0;
+    for name in ["sandbox-service.md", "custom-tables.md"] {
+        // The specs live beside the repository; a clone without them checks the
+        // registry alone (the other test).
+        let Ok(spec) = std::fs::read_to_string(specs.join(name)) else {
+            continue;
+        };
+        for word in spec_codes(&spec) {
+            if not_codes.contains_key(&word) {
+                continue;
+            }
+            assert!(
+                Code::parse(&word).is_some(),
+                "{name} names the code {word}, which is no Code variant"
+            );
+            walked += 1;
+        }
+    }
+    println!("{walked} codes of the specs' error tables are typed variants");
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_400_invalid_body() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let boss = Caller {
+        app: &app,
+        token: seed.token("acme", "boss"),
+    };
+    let response = app
+        .request(reqwest::Method::POST, &format!("{SANDBOX}/tasks"))
+        .bearer_token(&boss.token)
+        .header("content-type", "application/json")
+        .body("{\"name\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_code(&json(response).await, 400, "invalid_body");
+}

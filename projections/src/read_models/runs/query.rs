@@ -1,0 +1,503 @@
+//! Queries of the run read models: runs, their artifact files and public links, the
+//! queues and the management histories.
+
+use crate::read_models::page::Window;
+use chrono::{DateTime, Utc};
+use domain::principal::{AuthMethod, Principal, PrincipalType};
+use domain::runs::link::LinkedObject;
+use domain::runs::run::{ContentState, RunStatus, SubmissionSource};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// A run (`runs`), as the routes, the executor and the janitor read it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunRow {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Room.
+    pub chatroom_id: Uuid,
+    /// Task.
+    pub task_id: Uuid,
+    /// Version.
+    pub task_version_id: Uuid,
+    /// Submitter kind.
+    pub principal_type: PrincipalType,
+    /// Submitter.
+    pub principal_id: Uuid,
+    /// How it authenticated.
+    pub auth_method: AuthMethod,
+    /// The key that submitted it.
+    pub api_key_id: Option<Uuid>,
+    /// Where it came from.
+    pub submission_source: SubmissionSource,
+    /// Inputs file digest.
+    pub input_digest: String,
+    /// Inputs file key.
+    pub input_key: String,
+    /// Timeout.
+    pub timeout_seconds: i64,
+    /// Profile.
+    pub resource_profile: String,
+    /// Retried run.
+    pub retry_of_run_id: Option<Uuid>,
+    /// Status.
+    pub status: RunStatus,
+    /// Why it did not complete.
+    pub error_code: Option<String>,
+    /// Stored log.
+    pub log_key: Option<String>,
+    /// Stored output.
+    pub output_key: Option<String>,
+    /// Stored bundle.
+    pub bundle_key: Option<String>,
+    /// Whether its contents are still held.
+    pub content_state: ContentState,
+    /// Queued.
+    pub queued_at: DateTime<Utc>,
+    /// Started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// Ended.
+    pub terminal_at: Option<DateTime<Utc>>,
+}
+
+impl RunRow {
+    /// Whether its contents are still held.
+    pub fn content_active(&self) -> bool {
+        self.content_state == ContentState::Active
+    }
+}
+
+/// A run of the company in the room.
+pub async fn run_in_room(
+    pool: &PgPool,
+    company: Uuid,
+    room: Uuid,
+    run: Uuid,
+) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as("SELECT * FROM runs WHERE id = $1 AND chatroom_id = $2 AND company_id = $3")
+        .bind(run)
+        .bind(room)
+        .bind(company)
+        .fetch_optional(pool)
+        .await
+}
+
+/// A run by id (after the caller's own command, or for a worker).
+pub async fn run(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as("SELECT * FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Whether the run exists (a submission with its key was already admitted).
+pub async fn exists(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+}
+
+/// The room's runs newest first, of some statuses (all when empty), only those
+/// submitted with `own_key` when given (a restricted key's own).
+pub async fn room_runs(
+    pool: &PgPool,
+    company: Uuid,
+    room: Uuid,
+    statuses: &[RunStatus],
+    own_key: Option<Option<Uuid>>,
+    window: Window<(DateTime<Utc>, Uuid)>,
+) -> sqlx::Result<Vec<RunRow>> {
+    let (after_time, after_id) = window
+        .after
+        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
+    sqlx::query_as(
+        "SELECT * FROM runs
+          WHERE chatroom_id = $1 AND company_id = $2
+            AND (cardinality($3::text[]) = 0 OR status = ANY($3))
+            AND (NOT $4 OR api_key_id = $5)
+            AND (queued_at, id) < ($6, $7)
+          ORDER BY queued_at DESC, id DESC
+          LIMIT $8",
+    )
+    .bind(room)
+    .bind(company)
+    .bind(statuses)
+    .bind(own_key.is_some())
+    .bind(own_key.flatten())
+    .bind(after_time)
+    .bind(after_id)
+    .bind(window.limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The run's place in its queue: on-prem the executor queue of every company
+/// (`queued` and `starting`), on managed cloud the company's queued runs.
+pub async fn queue_position(pool: &PgPool, run: &RunRow, onprem: bool) -> sqlx::Result<i64> {
+    let statuses: &[RunStatus] = if onprem {
+        &[RunStatus::Queued, RunStatus::Starting]
+    } else {
+        &[RunStatus::Queued]
+    };
+    sqlx::query_scalar(
+        "SELECT count(*) FROM runs
+          WHERE ($1 OR company_id = $2) AND status = ANY($3)
+            AND (queued_at, id) <= ($4, $5)",
+    )
+    .bind(onprem)
+    .bind(run.company_id)
+    .bind(statuses)
+    .bind(run.queued_at)
+    .bind(run.id)
+    .fetch_one(pool)
+    .await
+}
+
+/// Mean seconds of the last 20 completed runs of the profile (`None` without
+/// history).
+pub async fn mean_duration(pool: &PgPool, profile: &str) -> sqlx::Result<Option<f64>> {
+    sqlx::query_scalar(
+        "SELECT avg(extract(epoch FROM terminal_at - started_at))::float8 FROM (
+            SELECT terminal_at, started_at FROM runs
+             WHERE resource_profile = $1 AND status = 'completed' AND started_at IS NOT NULL
+             ORDER BY terminal_at DESC LIMIT 20) recent",
+    )
+    .bind(profile)
+    .fetch_one(pool)
+    .await
+}
+
+/// What the queue limits count for a company.
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct QueueCounts {
+    /// The company's runs waiting for or being prepared by a worker.
+    pub company: i64,
+    /// The company's queued runs the queued-run limit counts (Quick Run aside,
+    /// its retries included).
+    pub counted: i64,
+    /// Every company's waiting runs (the on-prem fleet queue).
+    pub fleet: i64,
+}
+
+/// The queue counts of a company.
+pub async fn queue_counts(pool: &PgPool, company: Uuid) -> sqlx::Result<QueueCounts> {
+    sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE company_id = $1) AS company,
+                count(*) FILTER (WHERE company_id = $1 AND status = 'queued'
+                                   AND (submission_source <> 'quick_run' OR retry_of_run_id IS NOT NULL)) AS counted,
+                count(*) AS fleet
+           FROM runs WHERE status IN ('queued', 'starting')",
+    )
+    .bind(company)
+    .fetch_one(pool)
+    .await
+}
+
+/// The task's queued runs.
+pub async fn queued_of_task(pool: &PgPool, task: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar("SELECT id FROM runs WHERE task_id = $1 AND status = 'queued'")
+        .bind(task)
+        .fetch_all(pool)
+        .await
+}
+
+/// Filters of `GET /runs`.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilters {
+    /// Rooms (all when empty).
+    pub rooms: Vec<Uuid>,
+    /// Tasks (all when empty).
+    pub tasks: Vec<Uuid>,
+    /// Statuses (all when empty; unknown names match nothing).
+    pub statuses: Vec<String>,
+    /// Only the caller's own submissions.
+    pub submitted_by_me: bool,
+    /// Queued at or after.
+    pub queued_after: Option<DateTime<Utc>>,
+    /// Queued before.
+    pub queued_before: Option<DateTime<Utc>>,
+}
+
+/// The rooms (over `runs r`) principal `$1`/`$2`/`$3` (company, id, kind) can see:
+/// every room for a company manager (`$4`), else the rooms it is a member or
+/// manager of, or whose department it manages; then the filters `$5`..`$10`.
+const VISIBLE_FILTERED: &str = "r.company_id = $1 AND ($4 OR r.chatroom_id IN (
+        SELECT c.id FROM chatrooms c WHERE c.company_id = $1 AND (
+            EXISTS (SELECT 1 FROM chatroom_members m WHERE m.chatroom_id = c.id
+                      AND m.member_kind = $3 AND m.member_id = $2 AND (m.is_member OR m.is_manager))
+         OR ($3 = 'user' AND EXISTS (SELECT 1 FROM department_members d
+                      WHERE d.department_id = c.department_id AND d.user_id = $2 AND d.is_manager)))))
+    AND (cardinality($5::uuid[]) = 0 OR r.chatroom_id = ANY($5))
+    AND (cardinality($6::uuid[]) = 0 OR r.task_id = ANY($6))
+    AND (cardinality($7::text[]) = 0 OR r.status = ANY($7))
+    AND (NOT $8 OR (r.principal_type = $3 AND r.principal_id = $2))
+    AND ($9::timestamptz IS NULL OR r.queued_at >= $9)
+    AND ($10::timestamptz IS NULL OR r.queued_at < $10)";
+
+fn visible_filtered<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    principal: &'q Principal,
+    filters: &'q RunFilters,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    query
+        .bind(principal.company_id)
+        .bind(principal.principal_id)
+        .bind(principal.principal_type)
+        .bind(principal.is_company_manager())
+        .bind(&filters.rooms)
+        .bind(&filters.tasks)
+        .bind(&filters.statuses)
+        .bind(filters.submitted_by_me)
+        .bind(filters.queued_after)
+        .bind(filters.queued_before)
+}
+
+/// Runs of every room the caller can see, newest first.
+pub async fn visible_runs(
+    pool: &PgPool,
+    principal: &Principal,
+    filters: &RunFilters,
+    window: Window<(DateTime<Utc>, Uuid)>,
+) -> sqlx::Result<Vec<RunRow>> {
+    let (after_time, after_id) = window
+        .after
+        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
+    let sql = format!(
+        "SELECT r.* FROM runs r WHERE {VISIBLE_FILTERED} AND (r.queued_at, r.id) < ($11, $12)
+          ORDER BY r.queued_at DESC, r.id DESC LIMIT $13"
+    );
+    visible_filtered(sqlx::query_as(&sql), principal, filters)
+        .bind(after_time)
+        .bind(after_id)
+        .bind(window.limit)
+        .fetch_all(pool)
+        .await
+}
+
+/// How many runs [`visible_runs`] would page through.
+pub async fn visible_run_count(
+    pool: &PgPool,
+    principal: &Principal,
+    filters: &RunFilters,
+) -> sqlx::Result<i64> {
+    let sql = format!("SELECT count(*) FROM runs r WHERE {VISIBLE_FILTERED}");
+    let (count,): (i64,) = visible_filtered(sqlx::query_as(&sql), principal, filters)
+        .fetch_one(pool)
+        .await?;
+    Ok(count)
+}
+
+/// An artifact file of a run (`run_artifacts`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ArtifactRow {
+    /// Id.
+    pub id: Uuid,
+    /// Its run.
+    pub run_id: Uuid,
+    /// Path under the artifacts directory.
+    pub relative_path: String,
+    /// Where its bytes start in the bundle.
+    pub byte_offset: i64,
+    /// Bytes.
+    pub byte_size: i64,
+    /// `sha256:` of its bytes.
+    pub digest: String,
+    /// Content type guessed from its name.
+    pub declared_content_type: String,
+}
+
+/// The run's artifacts by relative path, after `after`.
+pub async fn artifacts(
+    pool: &PgPool,
+    run: Uuid,
+    window: Window<String>,
+) -> sqlx::Result<Vec<ArtifactRow>> {
+    sqlx::query_as(
+        "SELECT * FROM run_artifacts WHERE run_id = $1 AND relative_path > $2
+          ORDER BY relative_path LIMIT $3",
+    )
+    .bind(run)
+    .bind(window.after.unwrap_or_default())
+    .bind(window.limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// An artifact of the run.
+pub async fn artifact(pool: &PgPool, run: Uuid, id: Uuid) -> sqlx::Result<Option<ArtifactRow>> {
+    sqlx::query_as("SELECT * FROM run_artifacts WHERE id = $1 AND run_id = $2")
+        .bind(id)
+        .bind(run)
+        .fetch_optional(pool)
+        .await
+}
+
+/// A public link generation (`public_links`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LinkRow {
+    /// Id (the token is derived from it).
+    pub id: Uuid,
+    /// Its run.
+    pub run_id: Uuid,
+    /// Log, output or one artifact.
+    pub object: LinkedObject,
+    /// The artifact, for artifact links.
+    pub artifact_id: Option<Uuid>,
+    /// Whether it was revoked.
+    pub revoked: bool,
+    /// Minted.
+    pub created_at: DateTime<Utc>,
+}
+
+/// The newest link generation of an object of a run.
+pub async fn newest_link(
+    pool: &PgPool,
+    run: Uuid,
+    object: LinkedObject,
+    artifact: Option<Uuid>,
+) -> sqlx::Result<Option<LinkRow>> {
+    sqlx::query_as(
+        "SELECT * FROM public_links
+          WHERE run_id = $1 AND object = $2 AND artifact_id IS NOT DISTINCT FROM $3
+          ORDER BY generation DESC LIMIT 1",
+    )
+    .bind(run)
+    .bind(object)
+    .bind(artifact)
+    .fetch_optional(pool)
+    .await
+}
+
+/// A live link with the run it serves, whose contents are still held.
+pub async fn live_link(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<(LinkRow, RunRow)>> {
+    let Some(link) =
+        sqlx::query_as::<_, LinkRow>("SELECT * FROM public_links WHERE id = $1 AND NOT revoked")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+    else {
+        return Ok(None);
+    };
+    Ok(run(pool, link.run_id)
+        .await?
+        .filter(RunRow::content_active)
+        .map(|run| (link, run)))
+}
+
+/// Filters of a task's run history (each `None` matches everything).
+#[derive(Debug, Clone, Default)]
+pub struct HistoryFilters {
+    /// Run status.
+    pub status: Option<String>,
+    /// `agent` or `manual`.
+    pub method: Option<String>,
+    /// `internal_user` or `external_user`.
+    pub executor_kind: Option<String>,
+    /// `chatroom`, `department` or `external_platform`.
+    pub source_kind: Option<String>,
+    /// The room's department.
+    pub department_id: Option<Uuid>,
+    /// The room.
+    pub chatroom_id: Option<Uuid>,
+}
+
+/// One row of a task's run history, with the kinds derived for its filters.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HistoryRow {
+    /// The run.
+    pub run_id: Uuid,
+    /// Its room.
+    pub chatroom_id: Uuid,
+    /// The room's name.
+    pub chatroom_name: Option<String>,
+    /// The room's department.
+    pub department_id: Option<Uuid>,
+    /// Status.
+    pub status: RunStatus,
+    /// `agent` or `manual` (rest, quick_run and custom_table_trigger).
+    pub method: String,
+    /// `internal_user` or `external_user`.
+    pub executor_kind: String,
+    /// `chatroom`, `department` or `external_platform`.
+    pub source_kind: String,
+    /// Who submitted it.
+    pub principal_id: Uuid,
+    /// Where it came from.
+    pub submission_source: SubmissionSource,
+    /// The version.
+    pub task_version_id: Uuid,
+    /// Why it did not complete.
+    pub error_code: Option<String>,
+    /// Queued.
+    pub queued_at: DateTime<Utc>,
+    /// Ended.
+    pub terminal_at: Option<DateTime<Utc>>,
+}
+
+/// The history rows of task `$1` (`h`) and the filters `$2`..`$7`.
+const HISTORY: &str = "(SELECT r.id AS run_id, r.chatroom_id, c.name AS chatroom_name,
+        c.department_id, r.status,
+        CASE WHEN r.submission_source = 'agent' THEN 'agent' ELSE 'manual' END AS method,
+        CASE WHEN r.principal_type = 'user' THEN 'internal_user' ELSE 'external_user' END AS executor_kind,
+        CASE WHEN r.principal_type = 'social_media_client' THEN 'external_platform'
+             WHEN c.department_id IS NOT NULL THEN 'department' ELSE 'chatroom' END AS source_kind,
+        r.principal_id, r.submission_source, r.task_version_id, r.error_code, r.queued_at, r.terminal_at
+       FROM runs r LEFT JOIN chatrooms c ON c.id = r.chatroom_id
+      WHERE r.task_id = $1) h
+    WHERE ($2::text IS NULL OR h.status = $2)
+      AND ($3::text IS NULL OR h.method = $3)
+      AND ($4::text IS NULL OR h.executor_kind = $4)
+      AND ($5::text IS NULL OR h.source_kind = $5)
+      AND ($6::uuid IS NULL OR h.department_id = $6)
+      AND ($7::uuid IS NULL OR h.chatroom_id = $7)";
+
+fn history_filtered<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    task: Uuid,
+    filters: &'q HistoryFilters,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    query
+        .bind(task)
+        .bind(&filters.status)
+        .bind(&filters.method)
+        .bind(&filters.executor_kind)
+        .bind(&filters.source_kind)
+        .bind(filters.department_id)
+        .bind(filters.chatroom_id)
+}
+
+/// A page of the task's run history, by queue time (`ascending` or newest first).
+pub async fn history(
+    pool: &PgPool,
+    task: Uuid,
+    filters: &HistoryFilters,
+    ascending: bool,
+    offset: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<HistoryRow>> {
+    let order = if ascending { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT h.* FROM {HISTORY} ORDER BY h.queued_at {order}, h.run_id {order} OFFSET $8 LIMIT $9"
+    );
+    history_filtered(sqlx::query_as(&sql), task, filters)
+        .bind(offset)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+}
+
+/// How many rows the task's run history has with these filters.
+pub async fn history_count(
+    pool: &PgPool,
+    task: Uuid,
+    filters: &HistoryFilters,
+) -> sqlx::Result<i64> {
+    let sql = format!("SELECT count(*) FROM {HISTORY}");
+    let (count,): (i64,) = history_filtered(sqlx::query_as(&sql), task, filters)
+        .fetch_one(pool)
+        .await?;
+    Ok(count)
+}
