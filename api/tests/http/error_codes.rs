@@ -4,8 +4,6 @@
 //! (`../shared/spec/*.md`, section 7) are walked when present: each code they name
 //! must be a typed variant.
 
-use crate::environments::{Caller, SANDBOX};
-use crate::support::{As, TestApp, assert_code, json};
 use domain::codes::Code;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -133,23 +131,4 @@ fn every_code_of_the_specs_error_tables_is_a_typed_variant() {
         }
     }
     println!("{walked} codes of the specs' error tables are typed variants");
-}
-
-#[tokio::test]
-async fn a_body_that_is_not_json_is_400_invalid_body() {
-    let app = TestApp::spawn().await;
-    let seed = app.seed().await;
-    let boss = Caller {
-        app: &app,
-        token: seed.token("acme", "boss"),
-    };
-    let response = app
-        .request(reqwest::Method::POST, &format!("{SANDBOX}/tasks"))
-        .bearer_token(&boss.token)
-        .header("content-type", "application/json")
-        .body("{\"name\": ")
-        .send()
-        .await
-        .unwrap();
-    assert_code(&json(response).await, 400, "invalid_body");
 }
