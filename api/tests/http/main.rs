@@ -4,12 +4,14 @@ mod support;
 
 mod audit;
 mod auth;
+mod coverage;
 mod environments;
 mod general;
 mod log_stall;
 mod public;
 mod restricted;
 mod runs;
+mod sandbox;
 mod settings;
 mod sharing;
 mod tables;
