@@ -32,6 +32,8 @@ pub struct World {
     pub ops: String,
     /// Room `lab` (department `rnd`).
     pub lab: String,
+    /// Room `ops-room` (department `ops`).
+    pub ops_room: String,
     /// An `rnd` environment with a ready version, its completed build attempt and
     /// the completed upload the version came from.
     pub env: String,
@@ -73,7 +75,9 @@ pub struct World {
     pub binding2: String,
     /// An `rnd` task archive consumes.
     pub spare_task: String,
-    /// The published version of a task department `ops` owns.
+    /// A task department `ops` owns.
+    pub ops_task: String,
+    /// Its published version.
     pub ops_version: String,
     /// The binding in `lab` of that task.
     pub ops_binding: String,
@@ -86,6 +90,8 @@ pub struct World {
     pub artifact: String,
     /// A Quick Run in `lab` (the room manager's), its version archived since.
     pub quick_run: String,
+    /// The hidden task of that Quick Run.
+    pub hidden_task: String,
 }
 
 /// Sends a request with an API key.
@@ -166,6 +172,7 @@ impl World {
             rnd: seed.department("acme", "rnd").to_string(),
             ops: seed.department("acme", "ops").to_string(),
             lab: seed.room("acme", "lab").to_string(),
+            ops_room: seed.room("acme", "ops-room").to_string(),
             ..World::default()
         };
         w.environments(&boss).await;
@@ -247,8 +254,14 @@ impl World {
         let company_version = &self.company_version;
         let (ops_task, ops_version) = published(boss, &self.ops, company_version, "true\n").await;
         share(boss, &ops_task, "chatroom", &self.lab).await;
-        self.ops_binding =
-            created(&dm, "/bindings", bind(ops_task, ops_version.clone()), "id").await;
+        self.ops_binding = created(
+            &dm,
+            "/bindings",
+            bind(ops_task.clone(), ops_version.clone()),
+            "id",
+        )
+        .await;
+        self.ops_task = ops_task;
         self.ops_version = ops_version;
     }
 
@@ -280,6 +293,7 @@ impl World {
         let (status, quick) = post_keyed(&rm, &path, "setup", Some(quick)).await;
         assert_eq!(status, 200, "{quick}");
         self.quick_run = quick["run"]["id"].as_str().unwrap().to_string();
+        self.hidden_task = quick["task_id"].as_str().unwrap().to_string();
 
         let done = finished(boss, &lab, &self.run).await;
         assert_eq!(done["status"], "completed", "{done}");

@@ -123,10 +123,10 @@ async fn sandbox_matrix_matches_the_golden_file() {
             let key = format!("matrix-{index}-{caller}");
             let (status, body) = send(&app, credential, &request, &key).await;
             let got = outcome(status);
-            if expect[*caller] != got.as_str() {
+            let expected = expect[*caller].as_str().unwrap_or("?");
+            if expected != got {
                 mismatches.push(format!(
-                    "{label} as {caller}: expected {}, got {status} {body}",
-                    expect[*caller]
+                    "{label} as {caller}: expected {expected}, got {status} {body}"
                 ));
             }
             statuses.push(format!("{caller}={status}"));

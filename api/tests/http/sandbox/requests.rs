@@ -60,6 +60,7 @@ pub fn request(w: &World, route: &str, case: Option<&str>) -> Request {
         environment_id: &w.env,
         env_version: &w.env_version,
         session_id: &w.upload,
+        chatroom_id: &w.lab,
         task_id: &w.task,
         task_version: &w.version,
         grant_id: &w.grant,
@@ -70,31 +71,28 @@ pub fn request(w: &World, route: &str, case: Option<&str>) -> Request {
         None => {}
         Some("curated") => ids.environment_id = &w.curated_env,
         Some("draft") => ids.task_version = &w.draft,
-        Some("ops_task") => ids.binding_id = &w.ops_binding,
+        Some("ops_task") => (ids.task_id, ids.binding_id) = (&w.ops_task, &w.ops_binding),
+        Some("ops_room") => ids.chatroom_id = &w.ops_room,
+        Some("hidden") => ids.task_id = &w.hidden_task,
         Some("quick_run") => ids.run_id = &w.quick_run,
         Some(other) => panic!("{route}: unknown case {other}"),
     }
     // Each destructive route gets a resource of its own.
-    match route.rsplit_once('/').map(|(_, last)| last) {
-        _ if route == "POST /environments/{environment_id}/archive" => {
-            ids.environment_id = &w.spare_env
-        }
-        Some("archive") if template.starts_with("/environments") => {
+    match route {
+        "POST /environments/{environment_id}/archive" => ids.environment_id = &w.spare_env,
+        "POST /environments/{environment_id}/versions/{version_id}/archive" => {
             ids.env_version = &w.spare_env_version
         }
-        _ if route == "POST /tasks/{task_id}/archive" => ids.task_id = &w.spare_task,
-        Some("publish") => ids.task_version = &w.publishable,
-        Some("archive") if template.starts_with("/tasks") => ids.task_version = &w.archivable,
-        Some("{version_id}" | "script-file")
-            if template.starts_with("/tasks") && method != "GET" =>
-        {
-            ids.task_version = &w.draft
+        "POST /environments/{environment_id}/context-uploads/{session_id}/abort" => {
+            ids.session_id = &w.open_upload
         }
-        Some("revoke") if template.starts_with("/bindings") && case.is_none() => {
-            ids.binding_id = &w.binding2
-        }
-        Some("disable") => ids.task_id = &w.task2,
-        Some("abort") => ids.session_id = &w.open_upload,
+        "POST /tasks/{task_id}/archive" => ids.task_id = &w.spare_task,
+        "POST /tasks/{task_id}/versions/{version_id}/publish" => ids.task_version = &w.publishable,
+        "POST /tasks/{task_id}/versions/{version_id}/archive" => ids.task_version = &w.archivable,
+        "PATCH /tasks/{task_id}/versions/{version_id}"
+        | "POST /tasks/{task_id}/versions/{version_id}/script-file" => ids.task_version = &w.draft,
+        "POST /bindings/{binding_id}/revoke" if case.is_none() => ids.binding_id = &w.binding2,
+        "POST /chatrooms/{chatroom_id}/granted-jobs/{task_id}/disable" => ids.task_id = &w.task2,
         _ => {}
     }
     let version = if template.starts_with("/environments") {
@@ -110,7 +108,7 @@ pub fn request(w: &World, route: &str, case: Option<&str>) -> Request {
         .replace("{task_id}", ids.task_id)
         .replace("{grant_id}", ids.grant_id)
         .replace("{binding_id}", ids.binding_id)
-        .replace("{chatroom_id}", &w.lab)
+        .replace("{chatroom_id}", ids.chatroom_id)
         .replace("{run_id}", ids.run_id)
         .replace("{artifact_id}", &w.artifact);
     if route.ends_with("/script-file") {
@@ -130,6 +128,7 @@ struct Ids<'a> {
     environment_id: &'a str,
     env_version: &'a str,
     session_id: &'a str,
+    chatroom_id: &'a str,
     task_id: &'a str,
     task_version: &'a str,
     grant_id: &'a str,
