@@ -109,7 +109,7 @@ async fn keyed(app: &TestApp, key: &str, path: &str, idempotency: &str, body: Va
     body
 }
 
-/// POSTs and asserts a 200; returns the body's `id` (or the whole body's `key`).
+/// POSTs and asserts a 200; returns the answer's string field `key`.
 async fn created(caller: &Caller<'_>, path: &str, body: Value, key: &str) -> String {
     let (status, answer) = caller.post(path, body).await;
     assert_eq!(status, 200, "{path}: {answer}");
@@ -148,6 +148,12 @@ async fn share(boss: &Caller<'_>, task: &str, kind: &str, target: &str) -> Strin
     created(boss, &format!("/tasks/{task}/shares"), body, "id").await
 }
 
+/// Enables a task in a room at a version; returns the binding.
+async fn bind(manager: &Caller<'_>, room: &str, task: &str, version: &str) -> String {
+    let body = json!({"chatroom_id": room, "task_id": task, "task_version_id": version});
+    created(manager, "/bindings", body, "id").await
+}
+
 /// A draft of `task` on `env_version`.
 async fn draft(boss: &Caller<'_>, task: &str, env_version: &str) -> String {
     let fields = json!({"environment_version_id": env_version, "work_script": "true\n"});
@@ -178,6 +184,7 @@ impl World {
         w.environments(&boss).await;
         w.tasks(&boss, &seed).await;
         w.runs(app, &boss, &seed).await;
+        // Its build is queued, not awaited: reading it needs no image.
         let published = api::admin::curated::publish(
             &app.state,
             "operator",
@@ -239,28 +246,22 @@ impl World {
             app: boss.app,
             token: seed.token("acme", "dm"),
         };
-        let bind = |task: String, version: String| json!({"chatroom_id": self.lab, "task_id": task, "task_version_id": version});
-        self.binding = created(&dm, "/bindings", bind(task.clone(), version.clone()), "id").await;
+        self.binding = bind(&dm, &self.lab, &task, &version).await;
         (self.task, self.version) = (task, version);
 
         let (task2, version2) = published(boss, &self.rnd, &self.env_version, "true\n").await;
         share(boss, &task2, "chatroom", &self.lab).await;
-        self.binding2 = created(&dm, "/bindings", bind(task2.clone(), version2), "id").await;
+        self.binding2 = bind(&dm, &self.lab, &task2, &version2).await;
         self.task2 = task2;
         self.spare_task = published(boss, &self.rnd, &self.env_version, "true\n")
             .await
             .0;
 
+        // A department's environment is pinnable only by that department's tasks.
         let company_version = &self.company_version;
         let (ops_task, ops_version) = published(boss, &self.ops, company_version, "true\n").await;
         share(boss, &ops_task, "chatroom", &self.lab).await;
-        self.ops_binding = created(
-            &dm,
-            "/bindings",
-            bind(ops_task.clone(), ops_version.clone()),
-            "id",
-        )
-        .await;
+        self.ops_binding = bind(&dm, &self.lab, &ops_task, &ops_version).await;
         self.ops_task = ops_task;
         self.ops_version = ops_version;
     }
