@@ -4,6 +4,7 @@ mod support;
 
 mod audit;
 mod auth;
+mod coverage;
 mod environments;
 mod error_codes;
 mod general;
@@ -11,6 +12,7 @@ mod log_stall;
 mod public;
 mod restricted;
 mod runs;
+mod sandbox;
 mod settings;
 mod sharing;
 mod tables;
