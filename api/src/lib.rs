@@ -18,6 +18,6 @@ pub mod openapi;
 pub mod pagination;
 pub mod request;
 pub mod routes;
+pub mod runtime;
 pub mod server;
 pub mod state;
-pub mod workers;

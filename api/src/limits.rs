@@ -1,13 +1,13 @@
 //! The operator limits of a company, as its settings read model holds them.
 
 use crate::error::ApiResult;
-use crate::state::AppState;
 use domain::settings::OperatorLimits;
+use sqlx::PgPool;
 use uuid::Uuid;
 
 /// The company's limits (defaults until the operator changes them).
-pub async fn company_limits(state: &AppState, company: Uuid) -> ApiResult<OperatorLimits> {
-    Ok(projections::read_models::company_settings::query::limits(&state.pool, company).await?)
+pub async fn company_limits(pool: &PgPool, company: Uuid) -> ApiResult<OperatorLimits> {
+    Ok(projections::read_models::company_settings::query::limits(pool, company).await?)
 }
 
 /// The effective capacity-retained version limit (spec section 8): the lower of the

@@ -110,7 +110,8 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
     db::migrate(&pool).await?;
     let cancel = CancellationToken::new();
     let started = AppState::start(config, pool, cancel.clone()).await?;
-    let workers = crate::workers::start(&started.state);
+    let runtime = started.state.runtime.clone();
+    crate::runtime::start(&runtime);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -119,9 +120,7 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     cancel.cancel();
-    for worker in workers {
-        let _ = worker.await;
-    }
+    runtime.stopped().await;
     started.pump.await?;
     tracing::info!("sandbox-api stopped");
     Ok(())

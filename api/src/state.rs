@@ -5,6 +5,7 @@ use crate::config::{Config, TransitKeyMode};
 use crate::error::ApiResult;
 use crate::keys::{self, TransitKey};
 use crate::objects::Objects;
+use crate::runtime::Runtime;
 use domain::catalog::Provider;
 use domain::principal::EventMetadata;
 use domain::{AggregateExt, SpecError};
@@ -71,6 +72,8 @@ pub struct Inner {
     pub builder: BuilderSettings,
     /// Stops background workers at shutdown.
     pub shutdown: CancellationToken,
+    /// Background work: the workers and what routes hand off (migrations, exports).
+    pub runtime: Arc<Runtime>,
 }
 
 /// Cheaply clonable state.
@@ -163,6 +166,13 @@ impl AppState {
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
         };
+        let runtime = Runtime::new(
+            pool.clone(),
+            bus.clone(),
+            objects.clone(),
+            builder.clone(),
+            cancel.clone(),
+        );
         let state = AppState(Arc::new(Inner {
             pool,
             bus,
@@ -173,6 +183,7 @@ impl AppState {
             objects,
             builder,
             shutdown: cancel,
+            runtime,
         }));
         Ok(Started {
             state,

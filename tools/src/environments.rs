@@ -51,7 +51,7 @@ pub async fn run(target: &Target, command: EnvironmentCommand) -> anyhow::Result
         curated::publish(&state, &operator_name(), &name, &description, format, bytes).await?;
     let mut result = serde_json::to_value(&published)?;
     if !no_wait {
-        let worker = api::workers::builder::Builder::new(state.clone()).spawn();
+        api::runtime::builder::Builder::new(state.runtime.clone()).spawn();
         let final_state = loop {
             let version_state: String =
                 sqlx::query_scalar("SELECT state FROM environment_versions WHERE id = $1")
@@ -67,7 +67,7 @@ pub async fn run(target: &Target, command: EnvironmentCommand) -> anyhow::Result
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
         state.shutdown.cancel();
-        worker.await?;
+        state.runtime.stopped().await;
         result["state"] = final_state.into();
     }
     state.shutdown.cancel();

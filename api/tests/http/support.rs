@@ -120,7 +120,7 @@ impl TestApp {
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())
             .await
             .expect("state");
-        api::workers::start(&started.state);
+        api::runtime::start(&started.state.runtime);
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {

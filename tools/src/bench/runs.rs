@@ -12,7 +12,7 @@ use super::raw::Scratch;
 use super::server::{Server, start};
 use super::stats::percentile;
 use anyhow::Context;
-use api::workers::buildah::Buildah;
+use api::runtime::buildah::Buildah;
 use clap::Args;
 use domain::environments::archive::ArchiveFormat;
 use serde_json::{Value, json};
@@ -262,12 +262,10 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<()> {
     let server = start(&scratch, "/private/module/sandbox").await;
     let result = match &server {
         Ok(server) => {
-            let workers = api::workers::start(&server.state);
+            api::runtime::start(&server.state.runtime);
             let result = measure(server, args).await;
             server.cancel.cancel();
-            for worker in workers {
-                let _ = worker.await;
-            }
+            server.state.runtime.stopped().await;
             result
         }
         Err(_) => Err(anyhow::anyhow!("the server did not start")),

@@ -241,7 +241,8 @@ async fn export_records(
         ),
     };
     let format = body.format;
-    tokio::spawn(async move {
+    let runtime = state.runtime.clone();
+    runtime.spawn(async move {
         let failure = tx.clone();
         let result = match format {
             ExportFormat::Csv => write_csv(state, table, selection, tx).await,

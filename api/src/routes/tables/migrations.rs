@@ -3,7 +3,7 @@
 //!
 //! A migration over more than `BACKGROUND_THRESHOLD` live records is planned by its
 //! starting event and holds the table (other schema changes answer 423); the
-//! background worker (`workers::migrations`) rewrites the column and completes it,
+//! background worker (`runtime::migrations`) rewrites the column and completes it,
 //! and the table is free again. The request does not wait for the rows.
 
 use super::column_schema::MigrationInfoResponse;
@@ -12,8 +12,8 @@ use super::scope::{Mount, OpenTable, open_table_id};
 use crate::error::{ApiError, ApiResult};
 use crate::request::Caller;
 use crate::request::Context;
+use crate::runtime::migrations;
 use crate::state::AppState;
-use crate::workers::migrations;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use domain::tables::table::MigrationInfo;
@@ -48,8 +48,8 @@ pub async fn report(
 ) -> ApiResult<MigrationInfoResponse> {
     let info = started.info;
     if info.background {
-        tokio::spawn(migrations::complete(
-            state.clone(),
+        state.runtime.spawn(migrations::complete(
+            state.runtime.clone(),
             migrations::Migration {
                 company_id: started.table.row.company_id,
                 table_id: started.table.row.id,

@@ -422,7 +422,9 @@ async fn the_janitor_expires_sessions_after_a_day() {
         )
         .await
         .unwrap();
-    api::workers::janitor::sweep(&app.state).await.unwrap();
+    api::runtime::janitor::sweep(&app.state.runtime)
+        .await
+        .unwrap();
     let (_, got) = boss
         .get(&format!("/environments/{env}/context-uploads/{session}"))
         .await;

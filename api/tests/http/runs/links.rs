@@ -107,7 +107,9 @@ async fn public_links_are_idempotent_revocable_and_unguessable() {
         .execute(&app.db.pool)
         .await
         .unwrap();
-    api::workers::janitor::sweep(&app.state).await.unwrap();
+    api::runtime::janitor::sweep(&app.state.runtime)
+        .await
+        .unwrap();
     let (_, content) = member
         .get(&format!("/chatrooms/{lab}/runs/{id}/content"))
         .await;

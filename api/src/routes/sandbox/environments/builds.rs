@@ -83,7 +83,7 @@ async fn queue(
     command: VersionCommand,
 ) -> ApiResult<()> {
     let _lock = admission::lock(&state.pool, principal.company_id, "builds").await?;
-    let limit = company_limits(state, principal.company_id)
+    let limit = company_limits(&state.pool, principal.company_id)
         .await?
         .queued_build_limit;
     let queued = query::queued_builds(&state.pool, principal.company_id).await?;

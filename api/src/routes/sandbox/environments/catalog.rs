@@ -75,7 +75,7 @@ async fn create_environment(
     let id = Uuid::new_v4();
     {
         let _lock = admission::lock(&state.pool, principal.company_id, "environments").await?;
-        let limit = company_limits(&state, principal.company_id)
+        let limit = company_limits(&state.pool, principal.company_id)
             .await?
             .active_environment_limit;
         let active = query::active_environments(&state.pool, principal.company_id).await?;

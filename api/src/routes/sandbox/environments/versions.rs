@@ -170,7 +170,7 @@ async fn create_version(
     let version_id = Uuid::new_v4();
     {
         let _lock = admission::lock(&state.pool, principal.company_id, "versions").await?;
-        let configured = company_limits(&state, principal.company_id)
+        let configured = company_limits(&state.pool, principal.company_id)
             .await?
             .capacity_retained_version_limit;
         let limit = capacity_retained_limit(configured, &state.deployment.job_quotas);

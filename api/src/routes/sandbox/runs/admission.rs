@@ -234,7 +234,7 @@ async fn check_queues(
     counted: bool,
     onprem: bool,
 ) -> ApiResult<()> {
-    let limits = company_limits(state, principal.company_id).await?;
+    let limits = company_limits(&state.pool, principal.company_id).await?;
     let queued = runs::queue_counts(&state.pool, principal.company_id).await?;
     if counted && queued.counted >= limits.queued_run_limit {
         return Err(ApiError::code(

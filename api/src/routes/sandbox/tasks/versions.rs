@@ -265,7 +265,7 @@ async fn archive_version(
 /// Refuses a timeout above the company's ceiling (checked at publish and by Quick
 /// Run only).
 pub async fn check_ceiling(state: &AppState, company: Uuid, timeout_seconds: i64) -> ApiResult<()> {
-    let ceiling = company_limits(state, company)
+    let ceiling = company_limits(&state.pool, company)
         .await?
         .timeout_ceiling_seconds;
     if timeout_seconds > ceiling {

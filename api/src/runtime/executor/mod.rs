@@ -14,9 +14,9 @@ pub mod limits;
 
 use crate::admission;
 use crate::limits::company_limits;
-use crate::state::AppState;
-use crate::workers::buildah::Buildah;
-use crate::workers::heartbeat::{self, WORKER_GONE};
+use crate::runtime::Runtime;
+use crate::runtime::buildah::Buildah;
+use crate::runtime::heartbeat::{self, WORKER_GONE};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
 use limits::HostLimits;
@@ -24,14 +24,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// The executor's shared parts.
 #[derive(Clone)]
 pub struct Executor {
-    state: AppState,
+    state: Arc<Runtime>,
     worker_id: String,
     buildah: Buildah,
     host: HostLimits,
@@ -51,7 +50,7 @@ fn metadata(worker_id: &str, company: Uuid) -> EventMetadata {
 
 impl Executor {
     /// An executor for this process.
-    pub fn new(state: AppState) -> Self {
+    pub fn new(state: Arc<Runtime>) -> Self {
         let host = HostLimits::detect();
         if !(host.memory && host.cpu && host.pids && host.devices) {
             tracing::warn!(
@@ -74,8 +73,9 @@ impl Executor {
 
     /// Runs the worker loop until shutdown; running runs are killed at shutdown and
     /// recovered by the next start.
-    pub fn spawn(self) -> JoinHandle<()> {
-        tokio::spawn(async move {
+    pub fn spawn(self) {
+        let runtime = self.state.clone();
+        runtime.spawn(async move {
             let shutdown = self.state.shutdown.clone();
             loop {
                 if let Err(error) = self.tick().await {
@@ -85,6 +85,9 @@ impl Executor {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_millis(250)) => {}
                 }
+            }
+            for token in self.running.lock().expect("running lock").values() {
+                token.cancel();
             }
         })
     }
@@ -200,7 +203,7 @@ impl Executor {
                 .expect("running lock")
                 .insert(run_id, token.clone());
             let executor = self.clone();
-            tokio::spawn(async move {
+            self.state.spawn(async move {
                 job::run(&executor, run_id, company, token).await;
                 executor
                     .running
@@ -216,7 +219,7 @@ impl Executor {
     /// Claims one run if its company is under its run concurrency.
     async fn claim_one(&self, run_id: Uuid, company: Uuid) -> anyhow::Result<bool> {
         let _lock = admission::lock(&self.state.pool, company, "run-concurrency").await?;
-        let limit = company_limits(&self.state, company)
+        let limit = company_limits(&self.state.pool, company)
             .await
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
             .run_concurrency_limit;

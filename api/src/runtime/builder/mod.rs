@@ -11,9 +11,9 @@ mod job;
 
 use crate::admission;
 use crate::limits::company_limits;
-use crate::state::AppState;
-use crate::workers::buildah::Buildah;
-use crate::workers::heartbeat::{self, WORKER_GONE};
+use crate::runtime::Runtime;
+use crate::runtime::buildah::Buildah;
+use crate::runtime::heartbeat::{self, WORKER_GONE};
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
 };
@@ -22,14 +22,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// The worker's shared parts.
 #[derive(Clone)]
 pub struct Builder {
-    state: AppState,
+    state: Arc<Runtime>,
     worker_id: String,
     buildah: Buildah,
     slots: Arc<Semaphore>,
@@ -55,7 +54,7 @@ pub fn metadata(worker_id: &str, company: Option<Uuid>) -> EventMetadata {
 
 impl Builder {
     /// A builder for this process.
-    pub fn new(state: AppState) -> Self {
+    pub fn new(state: Arc<Runtime>) -> Self {
         let buildah = Buildah::new(&state.builder);
         let slots = Arc::new(Semaphore::new(state.builder.slots));
         Self {
@@ -68,8 +67,9 @@ impl Builder {
     }
 
     /// Runs the worker loop until shutdown.
-    pub fn spawn(self) -> JoinHandle<()> {
-        tokio::spawn(async move {
+    pub fn spawn(self) {
+        let runtime = self.state.clone();
+        runtime.spawn(async move {
             let shutdown = self.state.shutdown.clone();
             loop {
                 if let Err(error) = self.tick().await {
@@ -187,7 +187,7 @@ impl Builder {
                 .expect("running lock")
                 .insert(attempt.id, token.clone());
             let builder = self.clone();
-            tokio::spawn(async move {
+            self.state.spawn(async move {
                 job::run(
                     &builder,
                     attempt.id,
@@ -212,7 +212,7 @@ impl Builder {
         let company_lock = match attempt.company_id {
             Some(company) => {
                 let lock = admission::lock(&self.state.pool, company, "active-builds").await?;
-                let limit = company_limits(&self.state, company)
+                let limit = company_limits(&self.state.pool, company)
                     .await
                     .map_err(api_error)?
                     .active_build_limit;

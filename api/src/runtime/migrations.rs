@@ -3,11 +3,12 @@
 //! (see `projections::read_models::tables::rewrite`). A process that stopped before
 //! completing resumes at start ([`resume`]).
 
-use crate::state::AppState;
+use crate::runtime::Runtime;
 use chrono::Utc;
 use domain::principal::{Actor, EventMetadata};
 use domain::tables::table::{CustomTable, TableCommand};
 use projections::read_models::tables::rewrite;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The migration to complete.
@@ -33,7 +34,7 @@ fn metadata(migration: &Migration) -> EventMetadata {
 }
 
 /// Fills the migration's rewritten column, then completes it.
-pub async fn complete(state: AppState, migration: Migration) {
+pub async fn complete(state: Arc<Runtime>, migration: Migration) {
     let stop = || state.shutdown.is_cancelled();
     match rewrite::fill(&state.pool, migration.migration_id, stop).await {
         Ok(Some(filled)) => tracing::info!(
@@ -66,7 +67,7 @@ pub async fn complete(state: AppState, migration: Migration) {
 }
 
 /// Completes background migrations a previous process left running.
-pub async fn resume(state: AppState) {
+pub async fn resume(state: Arc<Runtime>) {
     let pending: Result<Vec<(Uuid, Uuid, Uuid)>, sqlx::Error> = sqlx::query_as(
         "SELECT m.id, t.id, t.company_id FROM custom_table_migrations m
            JOIN custom_tables t ON t.migration_id = m.id

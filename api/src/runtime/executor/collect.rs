@@ -8,7 +8,7 @@
 //! kept files' bytes concatenated in path order; each file records its offset,
 //! size and SHA-256, so one file can be served as a verified byte range.
 
-use crate::state::AppState;
+use crate::runtime::Runtime;
 use bytes::Bytes;
 use domain::runs::run::{Artifact, StoredObject};
 use sha2::{Digest, Sha256};
@@ -111,7 +111,7 @@ fn bundle(
 }
 
 async fn put_file(
-    state: &AppState,
+    state: &Runtime,
     key: &str,
     path: PathBuf,
     limit: u64,
@@ -134,7 +134,7 @@ async fn put_file(
 
 /// Stores the log, the output and the artifact bundle of a run.
 pub async fn collect(
-    state: &AppState,
+    state: &Runtime,
     company: Uuid,
     run_id: Uuid,
     workdir: &Path,

@@ -2,17 +2,18 @@
 //! bytes, and expires the contents of runs past their company's
 //! `run_content_retention_days`.
 
-use crate::state::AppState;
+use crate::runtime::Runtime;
 use domain::environments::upload::{ContextUpload, UploadCommand};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// Runs the sweep every `interval` until shutdown.
-pub fn spawn(state: AppState, interval: Duration) -> JoinHandle<()> {
-    tokio::spawn(async move {
+pub fn spawn(state: Arc<Runtime>, interval: Duration) {
+    let runtime = state.clone();
+    runtime.spawn(async move {
         loop {
             if let Err(error) = sweep(&state).await {
                 tracing::error!(error = format!("{error:#}"), "janitor sweep failed");
@@ -26,7 +27,7 @@ pub fn spawn(state: AppState, interval: Duration) -> JoinHandle<()> {
 }
 
 /// Expires every live session and every run's contents past their lifetime.
-pub async fn sweep(state: &AppState) -> anyhow::Result<()> {
+pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
     expire_sessions(state).await?;
     expire_run_contents(state).await
 }
@@ -53,7 +54,7 @@ struct ExpiredRun {
 /// Marks the contents of ended runs past their retention expired, then deletes
 /// their objects (an inputs file only when no active run shares it and nothing
 /// staged it in the last hour).
-async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
+async fn expire_run_contents(state: &Runtime) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     let expired: Vec<ExpiredRun> = sqlx::query_as(
         "SELECT r.id, r.company_id, r.input_key, r.log_key, r.output_key, r.bundle_key
@@ -100,7 +101,7 @@ async fn expire_run_contents(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn expire_sessions(state: &AppState) -> anyhow::Result<()> {
+async fn expire_sessions(state: &Runtime) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     let expired: Vec<(Uuid, Uuid)> = sqlx::query_as(
         "SELECT id, company_id FROM context_uploads WHERE state IN ('uploading', 'completing') AND expires_at < $1",

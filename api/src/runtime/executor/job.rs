@@ -5,7 +5,8 @@
 use super::Executor;
 use super::collect::{Collected, collect};
 use super::limits::RunCgroups;
-use crate::workers::buildah::{Captured, RunError, capture};
+use crate::runtime::Runtime;
+use crate::runtime::buildah::{Captured, RunError, capture};
 use domain::catalog::ResourceProfile;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
 use domain::tasks::contents::VersionContents;
@@ -71,6 +72,14 @@ pub(super) async fn run(
             )
         }
     };
+    if executor.state.shutdown.is_cancelled() && ending.class == TerminalClass::Cancelled {
+        // Killed by this process's shutdown, not by the tenant: no outcome is
+        // recorded, and the next start ends the run `platform_failed`
+        // (`worker_lost`) once this worker's heartbeat is stale.
+        tracing::info!(%run_id, "run stopped by shutdown; the next start recovers it");
+        let _ = tokio::fs::remove_dir_all(&workdir).await;
+        return;
+    }
     let collected = match collect(&executor.state, company, run_id, &workdir, &ending.log).await {
         Ok(collected) => collected,
         Err(error) => {
@@ -159,7 +168,7 @@ async fn execute(
 /// Writes the scripts, the driver and the inputs file, and makes the artifacts
 /// directory.
 async fn prepare(
-    state: &crate::state::AppState,
+    state: &Runtime,
     workspace: &Path,
     contents: &VersionContents,
     input_key: &str,

@@ -2,7 +2,7 @@
 //! image, store the report, record the outcome.
 
 use super::{Builder, metadata};
-use crate::workers::buildah::RunError;
+use crate::runtime::buildah::RunError;
 use bytes::Bytes;
 use domain::environments::RESERVED_IMAGE_PATHS;
 use domain::environments::archive::{self, ArchiveFormat, ArchiveLimits, Entry};
