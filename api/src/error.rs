@@ -131,29 +131,36 @@ pub fn from_spec<E: SpecError>(error: &E) -> ApiError {
     }
     match error.class() {
         ErrorClass::NotFound => ApiError::NotFound,
-        class => ApiError::code(error.code(), error.to_string()).with_status(status_of(class)),
+        class => {
+            let answer =
+                ApiError::code(error.code(), error.to_string()).with_status(status_of(class));
+            error
+                .details()
+                .into_iter()
+                .fold(answer, |answer, (key, value)| answer.with(key, value))
+        }
     }
 }
 
-/// Converts a failed command, answering a refusal with `reject`.
-pub fn from_command<E: std::error::Error>(
-    error: CommandError<E>,
-    reject: impl FnOnce(E) -> ApiError,
-) -> ApiError {
-    match error {
-        CommandError::Rejected(e) => reject(e),
-        CommandError::Conflict => ApiError::code(
-            Code::ConcurrentModification,
-            "the resource was modified concurrently; nothing changed, resend the request",
-        ),
-        CommandError::Store(e) => ApiError::Internal(e),
-        CommandError::NotYetVisible(pending) => ApiError::NotYetVisible(pending),
-    }
-}
-
+/// A failed command: its refusal in the error's own terms, a lost race as
+/// `concurrent_modification`, a late read model as 503.
 impl<E: SpecError> From<CommandError<E>> for ApiError {
     fn from(error: CommandError<E>) -> Self {
-        from_command(error, |e| from_spec(&e))
+        match error {
+            CommandError::Rejected(e) => from_spec(&e),
+            CommandError::Conflict => ApiError::code(
+                Code::ConcurrentModification,
+                "the resource was modified concurrently; nothing changed, resend the request",
+            ),
+            CommandError::Store(e) => ApiError::Internal(e),
+            CommandError::NotYetVisible(pending) => ApiError::NotYetVisible(pending),
+        }
+    }
+}
+
+impl From<domain::tables::TableError> for ApiError {
+    fn from(error: domain::tables::TableError) -> Self {
+        from_spec(&error)
     }
 }
 

@@ -2,12 +2,15 @@
 //! the [`Caller`] extractor that bundles them with the state and the principal.
 
 use crate::auth::Auth;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
 use domain::principal::{Actor, EventMetadata, Principal};
+use domain::{AggregateExt, SpecError};
+use projections::Committed;
+use sqlx::PgPool;
 use std::convert::Infallible;
 
 /// The request id (from `x-request-id`, set by the request-id layer) and the time
@@ -73,5 +76,32 @@ impl FromRequestParts<AppState> for Caller {
             ctx,
             principal,
         })
+    }
+}
+
+impl Caller {
+    /// The database the read models live in.
+    pub fn pool(&self) -> &PgPool {
+        &self.state.pool
+    }
+
+    /// Event metadata for a command this caller causes.
+    pub fn metadata(&self) -> EventMetadata {
+        self.ctx.metadata(&self.principal)
+    }
+
+    /// Executes a command as this caller and waits for the read models (see
+    /// [`AppState::command`]).
+    pub async fn command<A>(
+        &self,
+        id: impl ToString,
+        command: A::Command,
+    ) -> ApiResult<Committed<A>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+        A::Error: SpecError,
+    {
+        self.state.command::<A>(id, command, &self.metadata()).await
     }
 }

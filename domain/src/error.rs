@@ -42,4 +42,9 @@ pub trait SpecError: std::error::Error {
     fn violations(&self) -> Option<&crate::validation::Violations> {
         None
     }
+    /// Facts the answer carries beside the code and message (for example how many
+    /// records still use an option), as extra fields of the error body.
+    fn details(&self) -> Vec<(&'static str, serde_json::Value)> {
+        Vec::new()
+    }
 }

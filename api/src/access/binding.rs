@@ -4,8 +4,7 @@
 
 use super::{INSUFFICIENT, Room, Task};
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
-use domain::principal::Principal;
+use crate::request::Caller;
 use projections::read_models::sharing::query::{self, BindingRow};
 use uuid::Uuid;
 
@@ -20,15 +19,15 @@ pub struct Binding {
 
 impl Binding {
     /// A binding the caller may read: it manages the room or owns the task.
-    pub async fn readable(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let row = query::binding(&state.pool, principal.company_id, id)
+    pub async fn readable(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let row = query::binding(caller.pool(), caller.principal.company_id, id)
             .await?
             .ok_or(ApiError::NotFound)?;
-        let managed_room = Room::standing(state, principal, row.chatroom_id)
+        let managed_room = Room::standing(caller, row.chatroom_id)
             .await?
             .filter(|room| room.manager);
         if managed_room.is_none() {
-            let owner = Task::read(state, principal, row.task_id)
+            let owner = Task::read(caller, row.task_id)
                 .await
                 .is_ok_and(|task| task.owner());
             if !owner {
@@ -40,12 +39,8 @@ impl Binding {
 
     /// A binding the caller may change, with its room: 404 unless the caller may
     /// read it, 403 unless it manages the room.
-    pub async fn changeable(
-        state: &AppState,
-        principal: &Principal,
-        id: Uuid,
-    ) -> ApiResult<(Self, Room)> {
-        let binding = Self::readable(state, principal, id).await?;
+    pub async fn changeable(caller: &Caller, id: Uuid) -> ApiResult<(Self, Room)> {
+        let binding = Self::readable(caller, id).await?;
         match binding.managed_room.clone() {
             Some(room) => Ok((binding, room)),
             None => Err(ApiError::Forbidden(INSUFFICIENT)),

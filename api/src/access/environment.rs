@@ -7,8 +7,7 @@
 
 use super::scope;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
-use domain::principal::Principal;
+use crate::request::Caller;
 use projections::read_models::environments::EnvironmentRow;
 use projections::read_models::environments::query::{self, NamedVersion};
 use uuid::Uuid;
@@ -24,19 +23,19 @@ pub struct Environment {
 
 impl Environment {
     /// An environment of the caller's company, or a curated one.
-    pub async fn read(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let row = query::environment(&state.pool, id)
+    pub async fn read(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let row = query::environment(caller.pool(), id)
             .await?
-            .filter(|row| row.curated() || row.company_id == Some(principal.company_id))
+            .filter(|row| row.curated() || row.company_id == Some(caller.principal.company_id))
             .ok_or(ApiError::NotFound)?;
-        let manager = !row.curated()
-            && scope::manages(state, principal, row.owner_scope, row.owner_id).await?;
+        let manager =
+            !row.curated() && scope::manages(caller, row.owner_scope, row.owner_id).await?;
         Ok(Self { row, manager })
     }
 
     /// An environment the caller manages (404 otherwise, curated included).
-    pub async fn managed(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let environment = Self::read(state, principal, id).await?;
+    pub async fn managed(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let environment = Self::read(caller, id).await?;
         if environment.manager {
             Ok(environment)
         } else {
@@ -45,8 +44,8 @@ impl Environment {
     }
 
     /// A version of this environment (404 when it belongs to another).
-    pub async fn version(&self, state: &AppState, id: Uuid) -> ApiResult<EnvironmentVersion> {
-        let row = query::version(&state.pool, self.row.id, id)
+    pub async fn version(&self, caller: &Caller, id: Uuid) -> ApiResult<EnvironmentVersion> {
+        let row = query::version(caller.pool(), self.row.id, id)
             .await?
             .ok_or(ApiError::NotFound)?;
         Ok(EnvironmentVersion {

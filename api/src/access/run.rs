@@ -4,7 +4,7 @@
 
 use super::Room;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::request::Caller;
 use domain::principal::Principal;
 use projections::read_models::runs::query::{self, RunRow};
 use uuid::Uuid;
@@ -20,16 +20,12 @@ pub struct Run {
 
 impl Run {
     /// The run of the room, if the caller may read it.
-    pub async fn in_room(
-        state: &AppState,
-        principal: &Principal,
-        room: Uuid,
-        run: Uuid,
-    ) -> ApiResult<Self> {
-        let room = Room::visible(state, principal, room).await?;
-        let row = query::run_in_room(&state.pool, principal.company_id, room.id, run).await?;
+    pub async fn in_room(caller: &Caller, room: Uuid, run: Uuid) -> ApiResult<Self> {
+        let room = Room::visible(caller, room).await?;
+        let row =
+            query::run_in_room(caller.pool(), caller.principal.company_id, room.id, run).await?;
         match row {
-            Some(row) if readable_by(principal, &row) => Ok(Self { room, row }),
+            Some(row) if readable_by(&caller.principal, &row) => Ok(Self { room, row }),
             _ => Err(ApiError::NotFound),
         }
     }

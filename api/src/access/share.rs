@@ -2,8 +2,7 @@
 
 use super::Task;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
-use domain::principal::Principal;
+use crate::request::Caller;
 use projections::read_models::sharing::query::{self, GrantRow};
 use uuid::Uuid;
 
@@ -18,14 +17,9 @@ pub struct ShareGrant {
 
 impl ShareGrant {
     /// The grant of a task the caller owns.
-    pub async fn owned(
-        state: &AppState,
-        principal: &Principal,
-        task: Uuid,
-        grant: Uuid,
-    ) -> ApiResult<Self> {
-        let task = Task::owned(state, principal, task).await?;
-        let row = query::grant(&state.pool, task.id(), grant)
+    pub async fn owned(caller: &Caller, task: Uuid, grant: Uuid) -> ApiResult<Self> {
+        let task = Task::owned(caller, task).await?;
+        let row = query::grant(caller.pool(), task.id(), grant)
             .await?
             .ok_or(ApiError::NotFound)?;
         Ok(Self { task, row })

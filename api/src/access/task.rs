@@ -6,10 +6,9 @@
 
 use super::scope;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::request::Caller;
 use domain::environments::environment::Lifecycle;
 use domain::error::Code;
-use domain::principal::Principal;
 use domain::tasks::version::{ContentState, TaskVersionState};
 use projections::read_models::tasks::VersionRow;
 use projections::read_models::tasks::query::{self, TaskSummary, VersionDetail};
@@ -35,12 +34,12 @@ pub struct Task {
 
 impl Task {
     /// A task of the caller's company (hidden Quick Run parents included).
-    pub async fn read(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let row = query::task(&state.pool, principal.company_id, id)
+    pub async fn read(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let row = query::task(caller.pool(), caller.principal.company_id, id)
             .await?
             .ok_or(ApiError::NotFound)?;
         let task = &row.task;
-        let owner = scope::manages(state, principal, task.owner_scope, Some(task.owner_id)).await?;
+        let owner = scope::manages(caller, task.owner_scope, Some(task.owner_id)).await?;
         let viewer = if owner {
             Viewer::Owner
         } else {
@@ -50,8 +49,8 @@ impl Task {
     }
 
     /// A task the caller owns (404 otherwise).
-    pub async fn owned(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let task = Self::read(state, principal, id).await?;
+    pub async fn owned(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let task = Self::read(caller, id).await?;
         if task.owner() {
             Ok(task)
         } else {
@@ -61,8 +60,8 @@ impl Task {
 
     /// A task that can be shared or enabled: 404 when unknown or hidden, 409
     /// `task_archived` when archived.
-    pub async fn enableable(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<Self> {
-        let task = Self::read(state, principal, id).await?;
+    pub async fn enableable(caller: &Caller, id: Uuid) -> ApiResult<Self> {
+        let task = Self::read(caller, id).await?;
         task.require_enableable()?;
         Ok(task)
     }
@@ -90,8 +89,8 @@ impl Task {
 
     /// A version of this task the caller may see: owners see every state,
     /// borrowers never see drafts.
-    pub async fn version(&self, state: &AppState, id: Uuid) -> ApiResult<TaskVersion> {
-        match query::version(&state.pool, self.id(), id).await? {
+    pub async fn version(&self, caller: &Caller, id: Uuid) -> ApiResult<TaskVersion> {
+        match query::version(caller.pool(), self.id(), id).await? {
             Some(row) if self.owner() || row.version.state != TaskVersionState::Draft => {
                 Ok(TaskVersion {
                     row,
@@ -115,12 +114,8 @@ pub struct TaskVersion {
 impl TaskVersion {
     /// A version of the caller's company that a run may pin: 404 when unknown, of
     /// another company or a draft; 409 when it cannot run.
-    pub async fn runnable(
-        state: &AppState,
-        principal: &Principal,
-        id: Uuid,
-    ) -> ApiResult<VersionRow> {
-        let (version, _) = query::version_with_task(&state.pool, principal.company_id, id)
+    pub async fn runnable(caller: &Caller, id: Uuid) -> ApiResult<VersionRow> {
+        let (version, _) = query::version_with_task(caller.pool(), caller.principal.company_id, id)
             .await?
             .filter(|(v, _)| v.state != TaskVersionState::Draft)
             .ok_or(ApiError::NotFound)?;

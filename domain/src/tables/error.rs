@@ -81,6 +81,21 @@ impl SpecError for TableError {
             Self::NotFound(_) => Code::NotFound,
         }
     }
+
+    /// 409s name the usage count, 423 the migration holding the table.
+    fn details(&self) -> Vec<(&'static str, serde_json::Value)> {
+        match self {
+            Self::OptionInUse { options, count } => {
+                vec![
+                    ("usage_count", (*count).into()),
+                    ("options", options.clone().into()),
+                ]
+            }
+            Self::MigrationInProgress(id) => vec![("migration_id", id.to_string().into())],
+            Self::DefaultNeeded(count) => vec![("records", (*count).into())],
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl TableError {

@@ -86,26 +86,22 @@ fn capped(mut ids: Vec<Uuid>) -> (Vec<Uuid>, bool) {
 /// The caller's capability hints.
 #[utoipa::path(get, path = "/me", tag = "general",
     responses((status = 200, body = SandboxMeResponse)))]
-async fn me(
-    Caller {
-        state, principal, ..
-    }: Caller,
-) -> ApiResult<Json<SandboxMeResponse>> {
-    let manager = principal.is_company_manager();
+async fn me(caller: Caller) -> ApiResult<Json<SandboxMeResponse>> {
+    let manager = caller.principal.is_company_manager();
     let rooms = if manager {
         Vec::new()
     } else {
-        directory::managed_room_ids(&state.pool, &principal, ID_CAP + 1).await?
+        directory::managed_room_ids(caller.pool(), &caller.principal, ID_CAP + 1).await?
     };
     let departments =
-        directory::manageable_department_ids(&state.pool, &principal, ID_CAP + 1).await?;
+        directory::manageable_department_ids(caller.pool(), &caller.principal, ID_CAP + 1).await?;
     let (chatroom_ids, rooms_truncated) = capped(rooms);
     let (department_ids, departments_truncated) = capped(departments);
     let mut creatable = Vec::new();
     if manager {
         creatable.push(CreatableOwnerScope {
             owner_scope: "company",
-            owner_ids: vec![principal.company_id],
+            owner_ids: vec![caller.principal.company_id],
             truncated: false,
         });
     }
@@ -117,11 +113,11 @@ async fn me(
         });
     }
     Ok(Json(SandboxMeResponse {
-        company_id: principal.company_id,
-        principal_type: principal.principal_type.as_str(),
-        principal_id: principal.principal_id,
-        auth_method: principal.auth_method.as_str(),
-        role: principal.role,
+        company_id: caller.principal.company_id,
+        principal_type: caller.principal.principal_type.as_str(),
+        principal_id: caller.principal.principal_id,
+        auth_method: caller.principal.auth_method.as_str(),
+        role: caller.principal.role,
         is_company_manager: manager,
         manageable_chatroom_scope: ManageableChatroomScope {
             scope: if manager { "company" } else { "chatroom" },
@@ -164,21 +160,19 @@ async fn binding_list(
     params(("task_id" = Uuid, Path), BindingListQuery),
     responses((status = 200, body = SandboxBindingListResponse), (status = 404, description = "not found")))]
 async fn task_bindings(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let task = Task::read(&state, &principal, task_id).await?;
+    let task = Task::read(&caller, task_id).await?;
     let rooms = if task.owner() {
         None
     } else {
-        Some(directory::managed_rooms_binding(&state.pool, &principal, task_id).await?)
+        Some(directory::managed_rooms_binding(caller.pool(), &caller.principal, task_id).await?)
     };
     let lifecycle = query.lifecycle.unwrap_or_default();
     binding_list(
-        &state,
+        &caller.state,
         BindingsOf::Task(task_id, rooms.as_deref()),
         lifecycle,
     )
@@ -191,13 +185,11 @@ async fn task_bindings(
     responses((status = 200, body = SandboxBindingListResponse),
               (status = 403, description = "not a manager of the room"), (status = 404, description = "room not visible")))]
 async fn room_bindings(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let room = Room::managed(&state, &principal, chatroom_id).await?;
+    let room = Room::managed(&caller, chatroom_id).await?;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    binding_list(&state, BindingsOf::Room(room.id), lifecycle).await
+    binding_list(&caller.state, BindingsOf::Room(room.id), lifecycle).await
 }

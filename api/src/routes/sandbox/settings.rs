@@ -5,11 +5,9 @@ use crate::access::require_company_manager;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
-use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use domain::catalog;
-use domain::principal::Principal;
 use domain::settings::{
     CompanySettings, OperatorLimits, PolicyChanges, PolicyValues, SettingsCommand,
 };
@@ -118,22 +116,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/settings", tag = "settings",
     responses((status = 200, body = SandboxCompanySettingsResponse),
               (status = 403, description = "Insufficient permissions.")))]
-async fn get_settings(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
-    require_company_manager(&principal)?;
-    let row = recorded(&state, &ctx, &principal).await?;
+async fn get_settings(caller: Caller) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
+    require_company_manager(&caller.principal)?;
+    let row = recorded(&caller).await?;
     let values = PolicyValues {
         run_content_retention_days: row.run_content_retention_days,
         unreferenced_image_retention_days: row.unreferenced_image_retention_days,
         allowed_regions: row.allowed_regions,
     };
     Ok(Json(respond(
-        &state,
+        &caller.state,
         values,
         row.policy_version,
         row.limits.0,
@@ -147,38 +139,34 @@ async fn get_settings(
               (status = 409, description = "policy_version_conflict"),
               (status = 422, description = "validation error")))]
 async fn put_settings(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     ApiJson(update): ApiJson<SandboxCompanySettingsUpdate>,
 ) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
-    require_company_manager(&principal)?;
+    require_company_manager(&caller.principal)?;
     let changes = PolicyChanges {
         run_content_retention_days: update.run_content_retention_days,
         unreferenced_image_retention_days: update.unreferenced_image_retention_days,
         allowed_regions: update
             .allowed_regions
             .as_deref()
-            .map(|r| allowed_regions(&state, r))
+            .map(|r| allowed_regions(&caller.state, r))
             .transpose()?,
     };
     let command = SettingsCommand::Update {
-        company_id: principal.company_id,
-        defaults: PolicyValues::defaults(&state.deployment.selectable_regions),
+        company_id: caller.principal.company_id,
+        defaults: PolicyValues::defaults(&caller.state.deployment.selectable_regions),
         expected_policy_version: update.policy_version,
         changes,
     };
-    let committed = state
-        .command::<CompanySettings>(principal.company_id, command, &ctx.metadata(&principal))
+    let committed = caller
+        .command::<CompanySettings>(caller.principal.company_id, command)
         .await?;
     let settings = committed.state;
     let values = settings
         .values
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("an update leaves a policy")))?;
     Ok(Json(respond(
-        &state,
+        &caller.state,
         values,
         settings.policy_version,
         settings.limits,
@@ -231,27 +219,23 @@ fn allowed_regions(state: &AppState, requested: &[String]) -> ApiResult<Vec<Stri
     Ok(kept)
 }
 
-async fn read(state: &AppState, principal: &Principal) -> ApiResult<Option<SettingsRow>> {
-    Ok(settings::recorded(&state.pool, principal.company_id).await?)
+async fn read(caller: &Caller) -> ApiResult<Option<SettingsRow>> {
+    Ok(settings::recorded(caller.pool(), caller.principal.company_id).await?)
 }
 
 /// The settings row, recording the default policy first when there is none.
-async fn recorded(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
-) -> ApiResult<SettingsRow> {
-    if let Some(row) = read(state, principal).await? {
+async fn recorded(caller: &Caller) -> ApiResult<SettingsRow> {
+    if let Some(row) = read(caller).await? {
         return Ok(row);
     }
     let command = SettingsCommand::RecordDefault {
-        company_id: principal.company_id,
-        defaults: PolicyValues::defaults(&state.deployment.selectable_regions),
+        company_id: caller.principal.company_id,
+        defaults: PolicyValues::defaults(&caller.state.deployment.selectable_regions),
     };
-    state
-        .command::<CompanySettings>(principal.company_id, command, &ctx.metadata(principal))
+    caller
+        .command::<CompanySettings>(caller.principal.company_id, command)
         .await?;
-    read(state, principal)
+    read(caller)
         .await?
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("default policy not projected")))
 }

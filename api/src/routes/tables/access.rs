@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 /// Who is asking, as the ladder and the tokens see it.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub struct Facts {
     /// The creator reference of rows it writes (`user:<id>`,
     /// `social_media_client:<id>`).
     pub reference: String,
@@ -40,7 +40,7 @@ pub struct Caller {
 }
 
 /// Loads the caller's departments and live rooms.
-pub async fn caller(state: &AppState, principal: &Principal) -> ApiResult<Caller> {
+pub async fn facts(state: &AppState, principal: &Principal) -> ApiResult<Facts> {
     let client = principal.principal_type == PrincipalType::SocialMediaClient;
     let (departments, rooms): (Vec<Uuid>, Vec<Uuid>) = sqlx::query_as(
         "SELECT ARRAY(SELECT d.department_id FROM department_members d
@@ -56,7 +56,7 @@ pub async fn caller(state: &AppState, principal: &Principal) -> ApiResult<Caller
     .fetch_one(&state.pool)
     .await?;
     let tag = if client { "smc" } else { "user" };
-    Ok(Caller {
+    Ok(Facts {
         reference: principal.reference(),
         tagged: format!("{tag}:{}", principal.principal_id),
         client,
@@ -192,7 +192,7 @@ impl Access {
 /// table or enters its owning scope.
 pub struct Standing<'a> {
     /// The caller.
-    pub caller: &'a Caller,
+    pub caller: &'a Facts,
     /// It manages the table.
     pub manager: bool,
     /// It enters the owning scope (the default grant applies to it).
@@ -212,7 +212,7 @@ pub struct ReadContext {
 pub async fn read_context(
     state: &AppState,
     company_id: Uuid,
-    caller: &Caller,
+    caller: &Facts,
     grants: &[GrantRow],
     columns: &[ColumnDef],
 ) -> ApiResult<ReadContext> {
@@ -404,7 +404,7 @@ fn floor(table: &TableRow, columns: &[ColumnDef], grants: &[&GrantRow], s: &Stan
 pub async fn page_access(
     state: &AppState,
     principal: &Principal,
-    caller: &Caller,
+    caller: &Facts,
     grants: &[GrantRow],
     tables: &[(TableRow, Vec<ColumnDef>, bool, bool)],
 ) -> ApiResult<HashMap<Uuid, Access>> {

@@ -1,7 +1,6 @@
 //! Record cells in and out: type-aware validation of every write (with the
 //! directory and link checks values need) and the response form of records.
 
-use super::errors::refusal;
 use super::scope::{OpenTable, table_row};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -39,7 +38,7 @@ pub struct RecordResponse {
 }
 
 fn invalid(column: &ColumnDef, message: impl Into<String>) -> ApiError {
-    refusal(TableError::InvalidValue {
+    ApiError::from(TableError::InvalidValue {
         column: column.name.clone(),
         message: message.into(),
     })
@@ -53,7 +52,7 @@ fn column_of<'a>(columns: &'a [ColumnDef], reference: &str) -> ApiResult<&'a Col
         .or_else(|| columns.iter().find(|c| c.name == reference))
         .filter(|c| c.column_type.is_stored())
         .ok_or_else(|| {
-            refusal(TableError::InvalidQuery(format!(
+            ApiError::from(TableError::InvalidQuery(format!(
                 "Column '{reference}' does not exist in table schema"
             )))
         })
@@ -95,7 +94,7 @@ pub async fn validate(
         if column.required && empty && touched {
             if table.access.hidden.contains(&column.key) {
                 // Name no column the caller may not see.
-                return Err(refusal(TableError::InvalidQuery(
+                return Err(ApiError::from(TableError::InvalidQuery(
                     "a required column hidden from you has no default; a table manager must give it one".into(),
                 )));
             }

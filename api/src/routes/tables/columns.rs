@@ -2,14 +2,12 @@
 //! and the deprecated company-scope PUT) and delete.
 
 use super::column_schema::*;
-use super::errors::refusal;
 use super::gates::Operation;
-use super::migrations::{self, Started};
+use super::migrations;
 use super::scope::{Mount, OpenTable, open_table, scope_facts, table_row};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
-use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -95,14 +93,9 @@ async fn link_facts(
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = Vec<ColumnResponse>), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn list_columns(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<Vec<ColumnResponse>>> {
-    let table = open_table(&state, &principal, &mount, Operation::ListColumns).await?;
-    let times = times(&state, table.row.id).await?;
+async fn list_columns(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<ColumnResponse>>> {
+    let table = open_table(&caller, &mount, Operation::ListColumns).await?;
+    let times = times(&caller.state, table.row.id).await?;
     let now = Utc::now();
     Ok(Json(
         table
@@ -121,25 +114,26 @@ async fn list_columns(
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
               (status = 409, description = "Concurrent write; resend"), (status = 423, description = "A migration holds the table")))]
 async fn create_column(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnCreateResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::CreateColumn).await?;
+    let table = open_table(&caller, &mount, Operation::CreateColumn).await?;
     let key = new_key();
     let command = TableCommand::AddColumn {
         key: key.clone(),
         spec: body.spec(),
         room_department: table.room_department,
-        link: link_facts(&state, principal.company_id, body.target_table_id).await?,
+        link: link_facts(
+            &caller.state,
+            caller.principal.company_id,
+            body.target_table_id,
+        )
+        .await?,
         live_records: table.row.record_count,
         migration_id: Uuid::new_v4(),
     };
-    let committed = table.execute(&state, &ctx, command).await?;
+    let committed = table.execute(command).await?;
     let Some(TableEvent::ColumnAdded {
         column,
         fill,
@@ -153,14 +147,9 @@ async fn create_column(
     };
     let migration_info = match migration {
         Some(m) => {
-            let started = Started {
-                table: &table,
-                info: &m,
-                ctx: &ctx,
-            };
             migrations::report(
-                &state,
-                started,
+                &table,
+                &m,
                 fill.is_some(),
                 "the default value is written into existing records",
             )
@@ -176,9 +165,9 @@ async fn create_column(
             note: None,
         },
     };
-    let times = times(&state, table.row.id).await?;
+    let times = times(&caller.state, table.row.id).await?;
     Ok(Json(ColumnCreateResponse {
-        column: respond(&column, &times, ctx.time),
+        column: respond(&column, &times, caller.ctx.time),
         migration_info,
     }))
 }
@@ -189,16 +178,17 @@ async fn create_column(
     responses((status = 200, body = ColumnPreviewResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn preview_column(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnPreviewResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
-    let link = link_facts(&state, principal.company_id, body.target_table_id).await?;
+    let table = open_table(&caller, &mount, Operation::ManageColumns).await?;
+    let link = link_facts(
+        &caller.state,
+        caller.principal.company_id,
+        body.target_table_id,
+    )
+    .await?;
     let placement = Placement {
         company_id: table.row.company_id,
         scope: table.scope,
@@ -242,18 +232,22 @@ async fn preview_column(
             }));
         }
     };
-    let mut normalized = serde_json::to_value(ColumnResponse::of(&column, ctx.time, ctx.time))
-        .map_err(ApiError::internal)?;
+    let mut normalized = serde_json::to_value(ColumnResponse::of(
+        &column,
+        caller.ctx.time,
+        caller.ctx.time,
+    ))
+    .map_err(ApiError::internal)?;
     normalized["id"] = Value::Null;
     if let Some(target) = column.target_table_id {
-        normalized["target_table"] = target_summary(&state, &table, target).await?;
+        normalized["target_table"] = target_summary(&table, target).await?;
     }
     let fill = column.default_value.clone().unwrap_or(Value::Null);
     let ids: Vec<Uuid> = sqlx::query_scalar(&format!(
         "SELECT id FROM {} ORDER BY created_at, id LIMIT 5",
         projections::read_models::tables::table_name(table.row.id)
     ))
-    .fetch_all(&state.pool)
+    .fetch_all(caller.pool())
     .await?;
     let sample = ids
         .into_iter()
@@ -282,14 +276,13 @@ async fn preview_column(
 
 /// The link target as the caller may see it: `restricted` when its scope is not
 /// visible to them.
-async fn target_summary(state: &AppState, table: &OpenTable, target: Uuid) -> ApiResult<Value> {
-    let row = table_row(state, table.row.company_id, target)
+async fn target_summary(table: &OpenTable, target: Uuid) -> ApiResult<Value> {
+    let row = table_row(&table.caller.state, table.row.company_id, target)
         .await?
         .ok_or(ApiError::NotFound)?;
     let kind = row.scope_kind;
     let facts = scope_facts(
-        state,
-        &table.principal,
+        &table.caller,
         ScopeRef {
             kind,
             id: row.scope_id,
@@ -305,13 +298,12 @@ async fn target_summary(state: &AppState, table: &OpenTable, target: Uuid) -> Ap
 }
 
 async fn change_column(
-    state: AppState,
-    ctx: Context,
+    caller: Caller,
     mount: Mount,
-    principal: domain::principal::Principal,
     body: ColumnUpdate,
 ) -> ApiResult<Json<ColumnUpdateResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
+    let table = open_table(&caller, &mount, Operation::ManageColumns).await?;
+    let state = &caller.state;
     let key = mount.param("column_id")?.to_string();
     let current = table
         .columns
@@ -327,7 +319,7 @@ async fn change_column(
                 .await
                 .map_err(ApiError::Internal)?,
             Ok(_) => 0,
-            Err(error) => return Err(refusal(error)),
+            Err(error) => return Err(ApiError::from(error)),
         };
     let empty_cells =
         if changes.required == Some(true) && !current.required && current.column_type.is_stored() {
@@ -347,7 +339,7 @@ async fn change_column(
         empty_cells,
         migration_id: Uuid::new_v4(),
     };
-    let committed = table.execute(&state, &ctx, command).await?;
+    let committed = table.execute(command).await?;
     let mut migration_info = None;
     for event in &committed.events {
         let (info, note) = match event {
@@ -370,21 +362,16 @@ async fn change_column(
             ),
             _ => continue,
         };
-        let started = Started {
-            table: &table,
-            info,
-            ctx: &ctx,
-        };
-        migration_info = Some(migrations::report(&state, started, false, &note).await?);
+        migration_info = Some(migrations::report(&table, info, false, &note).await?);
     }
     let column = committed
         .state
         .column(&key)
         .cloned()
         .ok_or(ApiError::NotFound)?;
-    let times = times(&state, table.row.id).await?;
+    let times = times(state, table.row.id).await?;
     Ok(Json(ColumnUpdateResponse {
-        column: respond(&column, &times, ctx.time),
+        column: respond(&column, &times, caller.ctx.time),
         migration_info,
     }))
 }
@@ -397,15 +384,11 @@ async fn change_column(
               (status = 409, description = "A removed option is in use (usage count included)"),
               (status = 423, description = "A migration holds the table")))]
 async fn update_column(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ColumnUpdate>,
 ) -> ApiResult<Json<ColumnUpdateResponse>> {
-    change_column(state, ctx, mount, principal, body).await
+    change_column(caller, mount, body).await
 }
 
 /// Deprecated: the same as PATCH, on the company mount only.
@@ -417,15 +400,11 @@ async fn update_column(
               (status = 409, description = "A removed option is in use (usage count included)"),
               (status = 423, description = "A migration holds the table")))]
 async fn put_column(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ColumnUpdate>,
 ) -> ApiResult<Json<ColumnUpdateResponse>> {
-    change_column(state, ctx, mount, principal, body).await
+    change_column(caller, mount, body).await
 }
 
 /// Removes the column and permanently deletes its values in all rows.
@@ -435,22 +414,13 @@ async fn put_column(
               (status = 404, description = "Not found"),
               (status = 409, description = "column_used_by_view: a saved view filters, sorts or projects by it"),
               (status = 423, description = "A migration holds the table")))]
-async fn delete_column(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageColumns).await?;
+async fn delete_column(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&caller, &mount, Operation::ManageColumns).await?;
     let key = mount.param("column_id")?.to_string();
     if !table.columns.iter().any(|c| c.key == key) {
         return Err(ApiError::NotFound);
     }
-    table
-        .execute(&state, &ctx, TableCommand::DeleteColumn { key })
-        .await?;
+    table.execute(TableCommand::DeleteColumn { key }).await?;
     Ok(Json(SuccessResponse {
         message: "Column deleted".into(),
     }))

@@ -216,13 +216,11 @@ impl std::io::Write for ChannelWriter {
     responses((status = 200, description = "The file (text/csv or XLSX)", content_type = "text/csv"),
               (status = 400, description = "Invalid filter or sort"), (status = 404, description = "Not found")))]
 async fn export_records(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<RecordExport>,
 ) -> ApiResult<Response> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     let query = Query {
         filter: body.filter,
         q: body.q,
@@ -230,7 +228,7 @@ async fn export_records(
         columns: body.columns,
         view_id: body.view_id,
     };
-    let selection = selection::resolve(&state, &table, query).await?;
+    let selection = selection::resolve(&caller.state, &table, query).await?;
     let (tx, rx) = mpsc::channel::<Chunk>(8);
     let file = sanitize(&table.row.name);
     let (content_type, extension) = match body.format {
@@ -241,12 +239,12 @@ async fn export_records(
         ),
     };
     let format = body.format;
-    let runtime = state.runtime.clone();
+    let runtime = caller.state.runtime.clone();
     runtime.spawn(async move {
         let failure = tx.clone();
         let result = match format {
-            ExportFormat::Csv => write_csv(state, table, selection, tx).await,
-            ExportFormat::Xlsx => write_xlsx(state, table, selection, tx).await,
+            ExportFormat::Csv => write_csv(caller.state, table, selection, tx).await,
+            ExportFormat::Xlsx => write_xlsx(caller.state, table, selection, tx).await,
         };
         if let Err(error) = result {
             tracing::error!(error = format!("{error:#}"), "export failed");

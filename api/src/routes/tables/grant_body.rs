@@ -1,14 +1,23 @@
 //! Grant bodies and responses of the permission routes, and the one way a grant is
-//! written or revoked (moderator-gated, subject checked in the caller's company).
+//! written or revoked ([`SubjectGrant`]: moderator-gated, subject checked in the
+//! caller's company).
 
 use super::access;
-use super::scope::OpenTable;
+use super::columns::SuccessResponse;
+use super::gates::Operation;
+use super::scope::{Mount, OpenTable, open_table};
 use crate::error::{ApiError, ApiResult};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
+use axum::Json;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use domain::error::Code;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
+use domain::tables::scope::ScopeKind;
 use domain::tables::table::TableCommand;
+use domain::validation::ViolationKind;
+use projections::read_models::directory::query as directory;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -108,69 +117,118 @@ impl GrantResponse {
     }
 }
 
-/// Checks that a subject exists in the table's company (a chatroom must be live).
-pub async fn check_subject(state: &AppState, table: &OpenTable, subject: Subject) -> ApiResult<()> {
-    let sql = match subject {
-        Subject::User(_) => "SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND company_id = $2)",
-        Subject::SocialClient(_) => {
-            "SELECT EXISTS (SELECT 1 FROM social_clients WHERE id = $1 AND company_id = $2)"
-        }
-        Subject::Department(_) => {
-            "SELECT EXISTS (SELECT 1 FROM departments WHERE id = $1 AND company_id = $2)"
-        }
-        Subject::Chatroom(_) => {
-            "SELECT EXISTS (SELECT 1 FROM chatrooms WHERE id = $1 AND company_id = $2 AND NOT archived)"
-        }
-        Subject::Default => return Ok(()),
-    };
-    let exists: bool = sqlx::query_scalar(sql)
-        .bind(subject.id())
-        .bind(table.row.company_id)
-        .fetch_one(&state.pool)
-        .await?;
-    if exists {
-        Ok(())
-    } else {
-        Err(ApiError::code(
-            Code::SubjectNotFound,
-            format!("no {} {} in this company", subject.kind(), subject.id()),
-        ))
+/// The grant of one subject on a table opened for its managers: the department,
+/// chatroom, social-client, user and default grant routes read, set and revoke
+/// through it. The subject comes from the path: `{subject_type}/{subject_id}`,
+/// `{client_id}`, the other scope's id on a cross-scope route (a department on a
+/// chatroom table, a chatroom on a department table), or the default grant.
+pub struct SubjectGrant {
+    /// The table, opened for `ManageTable`.
+    pub table: OpenTable,
+    /// Whose grant.
+    pub subject: Subject,
+}
+
+impl FromRequestParts<AppState> for SubjectGrant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        let mount = Mount::from_request_parts(parts, state).await?;
+        let table = open_table(&caller, &mount, Operation::ManageTable).await?;
+        let subject = path_subject(&mount)?;
+        Ok(Self { table, subject })
     }
 }
 
-/// Sets a subject's grant and returns it as stored.
-pub async fn set(
-    state: &AppState,
-    ctx: &Context,
-    table: &OpenTable,
-    subject: Subject,
-    grant: Grant,
-) -> ApiResult<GrantResponse> {
-    check_subject(state, table, subject).await?;
-    let targets = access::targets(state, table.row.company_id, &table.all_columns).await?;
+/// The subject a grant route's path names.
+fn path_subject(mount: &Mount) -> ApiResult<Subject> {
+    if let Ok(kind) = mount.param("subject_type") {
+        let id = mount.uuid("subject_id")?;
+        return named_subject(kind, id).map_err(|_| ApiError::NotFound);
+    }
+    let other_scope = match mount.kind {
+        ScopeKind::Chatroom => "department_id",
+        ScopeKind::Department => "chatroom_id",
+        ScopeKind::Company => "",
+    };
+    if mount.param("client_id").is_ok() {
+        Ok(Subject::SocialClient(mount.uuid("client_id")?))
+    } else if mount.param(other_scope).is_ok() {
+        let id = mount.uuid(other_scope)?;
+        Ok(match mount.kind {
+            ScopeKind::Chatroom => Subject::Department(id),
+            _ => Subject::Chatroom(id),
+        })
+    } else {
+        Ok(Subject::Default)
+    }
+}
+
+/// A user, department or chatroom subject named by kind (422 for another kind).
+pub fn named_subject(kind: &str, id: Uuid) -> ApiResult<Subject> {
+    match kind {
+        "user" => Ok(Subject::User(id)),
+        "department" => Ok(Subject::Department(id)),
+        "chatroom" => Ok(Subject::Chatroom(id)),
+        other => Err(ApiError::invalid(
+            &["body", "subject_type"],
+            ViolationKind::Enum(
+                ["user", "department", "chatroom"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+            Some(other.into()),
+        )),
+    }
+}
+
+impl SubjectGrant {
+    /// The subject's grant (404 while it has none).
+    pub fn read(&self) -> ApiResult<Json<GrantResponse>> {
+        let grant = self.table.grant(self.subject).ok_or(ApiError::NotFound)?;
+        Ok(Json(GrantResponse::of(self.subject, grant)))
+    }
+
+    /// Sets the subject's grant.
+    pub async fn set(&self, grant: Grant) -> ApiResult<Json<GrantResponse>> {
+        Ok(Json(set(&self.table, self.subject, grant).await?))
+    }
+
+    /// Revokes the subject's grant.
+    pub async fn revoke(&self) -> ApiResult<Json<SuccessResponse>> {
+        let command = TableCommand::RevokeGrant {
+            subject: self.subject,
+        };
+        self.table.execute(command).await?;
+        Ok(Json(SuccessResponse {
+            message: "Permission revoked".into(),
+        }))
+    }
+}
+
+/// Sets a subject's grant (the subject must exist in the table's company) and
+/// returns it as stored.
+pub async fn set(table: &OpenTable, subject: Subject, grant: Grant) -> ApiResult<GrantResponse> {
+    let state = &table.caller.state;
+    let company = table.row.company_id;
+    if !directory::subject_in_company(&state.pool, company, subject).await? {
+        return Err(ApiError::code(
+            Code::SubjectNotFound,
+            format!("no {} {} in this company", subject.kind(), subject.id()),
+        ));
+    }
+    let targets = access::targets(state, company, &table.all_columns).await?;
     let command = TableCommand::SetGrant {
         subject,
         grant,
         targets,
     };
-    table.execute(state, ctx, command).await?;
+    table.execute(command).await?;
     let stored = access::grants(state, &[table.row.id])
         .await?
         .into_iter()
         .find(|g| g.subject == subject)
         .ok_or(ApiError::NotFound)?;
     Ok(GrantResponse::of(subject, stored.grant))
-}
-
-/// Revokes a subject's grant.
-pub async fn revoke(
-    state: &AppState,
-    ctx: &Context,
-    table: &OpenTable,
-    subject: Subject,
-) -> ApiResult<()> {
-    table
-        .execute(state, ctx, TableCommand::RevokeGrant { subject })
-        .await?;
-    Ok(())
 }

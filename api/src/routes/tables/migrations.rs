@@ -11,7 +11,6 @@ use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table_id};
 use crate::error::{ApiError, ApiResult};
 use crate::request::Caller;
-use crate::request::Context;
 use crate::runtime::migrations;
 use crate::state::AppState;
 use axum::Json;
@@ -28,33 +27,23 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(migration_status))
 }
 
-/// A migration a command just started.
-pub struct Started<'a> {
-    /// The table.
-    pub table: &'a OpenTable,
-    /// The migration.
-    pub info: &'a MigrationInfo,
-    /// The request.
-    pub ctx: &'a Context,
-}
-
 /// The `migration_info` of a started migration; starts the completion of a
 /// background one.
 pub async fn report(
-    state: &AppState,
-    started: Started<'_>,
+    table: &OpenTable,
+    info: &MigrationInfo,
     default_applied: bool,
     note: &str,
 ) -> ApiResult<MigrationInfoResponse> {
-    let info = started.info;
+    let state = &table.caller.state;
     if info.background {
         state.runtime.spawn(migrations::complete(
             state.runtime.clone(),
             migrations::Migration {
-                company_id: started.table.row.company_id,
-                table_id: started.table.row.id,
+                company_id: table.row.company_id,
+                table_id: table.row.id,
                 migration_id: info.migration_id,
-                request_id: started.ctx.request_id.clone(),
+                request_id: table.caller.ctx.request_id.clone(),
             },
         ));
         return Ok(MigrationInfoResponse {
@@ -129,9 +118,7 @@ struct Row {
     params(("migration_id" = Uuid, Path, description = "From `migration_info.migration_id`")),
     responses((status = 200, body = MigrationStatusResponse), (status = 404, description = "Not found")))]
 async fn migration_status(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
 ) -> ApiResult<Json<MigrationStatusResponse>> {
     let migration_id = mount.uuid("migration_id")?;
@@ -140,18 +127,11 @@ async fn migration_status(
            FROM custom_table_migrations WHERE id = $1 AND company_id = $2",
     )
     .bind(migration_id)
-    .bind(principal.company_id)
-    .fetch_optional(&state.pool)
+    .bind(caller.principal.company_id)
+    .fetch_optional(caller.pool())
     .await?
     .ok_or(ApiError::NotFound)?;
-    open_table_id(
-        &state,
-        &principal,
-        &mount,
-        row.table_id,
-        Operation::ReadTable,
-    )
-    .await?;
+    open_table_id(&caller, &mount, row.table_id, Operation::ReadTable).await?;
     let done = row.completed_at.is_some();
     Ok(Json(MigrationStatusResponse {
         migration_id: row.id,

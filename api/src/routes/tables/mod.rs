@@ -8,7 +8,6 @@ pub mod access;
 mod cells;
 mod column_schema;
 mod columns;
-mod errors;
 mod export;
 pub mod gates;
 mod grant_body;

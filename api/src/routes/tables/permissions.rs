@@ -6,7 +6,7 @@
 use super::access::{Access, Floor};
 use super::columns::SuccessResponse;
 use super::gates::Operation;
-use super::grant_body::{self, GrantBody, GrantResponse};
+use super::grant_body::{self, GrantBody, GrantResponse, SubjectGrant, named_subject};
 use super::scope::{Mount, open_table};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -16,7 +16,6 @@ use axum::Json;
 use domain::tables::access::Source;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use domain::tables::table::TableCommand;
-use domain::validation::ViolationKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -125,35 +124,13 @@ impl EffectivePermission {
     }
 }
 
-fn subject_of(kind: &str, id: Uuid) -> ApiResult<Subject> {
-    match kind {
-        "user" => Ok(Subject::User(id)),
-        "department" => Ok(Subject::Department(id)),
-        "chatroom" => Ok(Subject::Chatroom(id)),
-        other => Err(ApiError::invalid(
-            &["body", "subject_type"],
-            ViolationKind::Enum(
-                ["user", "department", "chatroom"]
-                    .map(String::from)
-                    .to_vec(),
-            ),
-            Some(other.into()),
-        )),
-    }
-}
-
 /// Every grant of the table (table managers).
 #[utoipa::path(get, path = "/tables/{table_id}/permissions", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = PermissionListResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn list_permissions(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<PermissionListResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+async fn list_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<PermissionListResponse>> {
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let permissions = table
         .grants
         .iter()
@@ -173,16 +150,12 @@ async fn list_permissions(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy, column or scope values"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn set_permission(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<PermissionCreate>,
 ) -> ApiResult<Json<GrantResponse>> {
-    let subject = subject_of(&body.subject_type, body.subject_id)?;
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let subject = named_subject(&body.subject_type, body.subject_id)?;
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let grant = Grant {
         can_read: body.can_read,
         can_insert: body.can_insert,
@@ -191,22 +164,15 @@ async fn set_permission(
         hidden_columns: body.hidden_columns,
         scope_values: body.scope_values,
     };
-    Ok(Json(
-        grant_body::set(&state, &ctx, &table, subject, grant).await?,
-    ))
+    Ok(Json(grant_body::set(&table, subject, grant).await?))
 }
 
 /// The caller's effective permission on the table.
 #[utoipa::path(get, path = "/tables/{table_id}/permissions/me", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = EffectivePermission), (status = 404, description = "Not found")))]
-async fn my_permissions(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<EffectivePermission>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
+async fn my_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<EffectivePermission>> {
+    let table = open_table(&caller, &mount, Operation::ReadTable).await?;
     EffectivePermission::of(&table.access)
         .map(Json)
         .ok_or(ApiError::NotFound)
@@ -219,21 +185,8 @@ async fn my_permissions(
            ("subject_id" = Uuid, Path, description = "The subject")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn revoke_permission(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let subject = subject_of(mount.param("subject_type")?, mount.uuid("subject_id")?)
-        .map_err(|_| ApiError::NotFound)?;
-    grant_body::revoke(&state, &ctx, &table, subject).await?;
-    Ok(Json(SuccessResponse {
-        message: "Permission revoked".into(),
-    }))
+async fn revoke_permission(grant: SubjectGrant) -> ApiResult<Json<SuccessResponse>> {
+    grant.revoke().await
 }
 
 /// Sets the grant of a social media client.
@@ -242,19 +195,10 @@ async fn revoke_permission(
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn set_client_permission(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
+    grant: SubjectGrant,
     ApiJson(body): ApiJson<GrantBody>,
 ) -> ApiResult<Json<GrantResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let subject = Subject::SocialClient(mount.uuid("client_id")?);
-    Ok(Json(
-        grant_body::set(&state, &ctx, &table, subject, body.into()).await?,
-    ))
+    grant.set(body.into()).await
 }
 
 /// Revokes the grant of a social media client.
@@ -262,20 +206,8 @@ async fn set_client_permission(
     params(("table_id" = Uuid, Path, description = "The table"), ("client_id" = Uuid, Path, description = "The social media client")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn revoke_client_permission(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let subject = Subject::SocialClient(mount.uuid("client_id")?);
-    grant_body::revoke(&state, &ctx, &table, subject).await?;
-    Ok(Json(SuccessResponse {
-        message: "Permission revoked".into(),
-    }))
+async fn revoke_client_permission(grant: SubjectGrant) -> ApiResult<Json<SuccessResponse>> {
+    grant.revoke().await
 }
 
 /// A change of the default grant: named fields change, others stay.
@@ -305,17 +237,11 @@ pub struct DefaultPermissionsPatch {
     responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn patch_default_permissions(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
+    grant: SubjectGrant,
     ApiJson(body): ApiJson<DefaultPermissionsPatch>,
 ) -> ApiResult<Json<GrantResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    let current = table.default_grant();
-    let grant = Grant {
+    let current = grant.table.default_grant();
+    let changed = Grant {
         can_read: body.can_read.unwrap_or(current.can_read),
         can_insert: body.can_insert.unwrap_or(current.can_insert),
         can_edit: body.can_edit.unwrap_or(current.can_edit),
@@ -323,9 +249,7 @@ async fn patch_default_permissions(
         hidden_columns: body.hidden_columns.unwrap_or(current.hidden_columns),
         scope_values: Vec::new(),
     };
-    Ok(Json(
-        grant_body::set(&state, &ctx, &table, Subject::Default, grant).await?,
-    ))
+    grant.set(changed).await
 }
 
 /// Client access of a table.
@@ -343,23 +267,15 @@ pub struct ClientAccess {
     responses((status = 200, body = ClientAccess), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn patch_client_access(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ClientAccess>,
 ) -> ApiResult<Json<ClientAccess>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     table
-        .execute(
-            &state,
-            &ctx,
-            TableCommand::SetClientAccess {
-                enabled: body.enabled,
-            },
-        )
+        .execute(TableCommand::SetClientAccess {
+            enabled: body.enabled,
+        })
         .await?;
     Ok(Json(body))
 }

@@ -4,7 +4,6 @@
 use super::access::Floor;
 use super::cells::{self, RecordResponse};
 use super::columns::SuccessResponse;
-use super::errors::{CommandResultExt, refusal};
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::{SortSpec, sort_keys};
@@ -116,14 +115,12 @@ pub async fn page(
     params(("table_id" = Uuid, Path, description = "The table"), ListQuery),
     responses((status = 200, body = RecordListResponse), (status = 404, description = "Not found")))]
 async fn list_records(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<RecordListResponse>> {
     let (skip, limit) = window(query.skip, query.limit, "query")?;
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     let sort = match query.sort_by {
         Some(column) => sort_keys(
             &table,
@@ -140,7 +137,7 @@ async fn list_records(
         offset: skip,
         ..table.selection()
     };
-    Ok(Json(page(&state, &table, &selection).await?))
+    Ok(Json(page(&caller.state, &table, &selection).await?))
 }
 
 /// One record by id among the rows the caller sees.
@@ -214,7 +211,7 @@ fn within_floor(table: &OpenTable, write: Option<(&Cells, bool)>) -> ApiResult<(
 /// Refuses record writes while a background migration rewrites the table.
 fn unlocked(table: &OpenTable) -> ApiResult<()> {
     match table.row.migration_id {
-        Some(id) => Err(refusal(TableError::MigrationInProgress(id))),
+        Some(id) => Err(ApiError::from(TableError::MigrationInProgress(id))),
         None => Ok(()),
     }
 }
@@ -225,35 +222,31 @@ fn unlocked(table: &OpenTable) -> ApiResult<()> {
     responses((status = 201, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
               (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
 async fn create_record(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<(StatusCode, Json<RecordResponse>)> {
-    let table = open_table(&state, &principal, &mount, Operation::InsertRows).await?;
+    let table = open_table(&caller, &mount, Operation::InsertRows).await?;
     within_floor(&table, None)?;
     unlocked(&table)?;
-    let data = cells::validate(&state, &table, &body.data, true).await?;
+    let data = cells::validate(&caller.state, &table, &body.data, true).await?;
     within_floor(&table, Some((&data, true)))?;
     let record_id = Uuid::new_v4();
     let command = RecordCommand::Create {
         record_id,
         table_id: table.row.id,
         company_id: table.row.company_id,
-        created_by: principal.reference(),
+        created_by: caller.principal.reference(),
         data,
     };
-    state
+    caller
+        .state
         .bus
-        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
-        .await
-        .answer()?;
+        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
+        .await?;
     Ok((
         StatusCode::CREATED,
-        Json(read_written(&state, &table, record_id).await?),
+        Json(read_written(&caller.state, &table, record_id).await?),
     ))
 }
 
@@ -261,15 +254,10 @@ async fn create_record(
 #[utoipa::path(get, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
     responses((status = 200, body = RecordResponse), (status = 404, description = "Not found")))]
-async fn get_record(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<RecordResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+async fn get_record(caller: Caller, mount: Mount) -> ApiResult<Json<RecordResponse>> {
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     Ok(Json(
-        read_one(&state, &table, mount.uuid("record_id")?).await?,
+        read_one(&caller.state, &table, mount.uuid("record_id")?).await?,
     ))
 }
 
@@ -292,31 +280,27 @@ async fn editable(
     responses((status = 200, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn put_record(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<Json<RecordResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+    let table = open_table(&caller, &mount, Operation::EditRows).await?;
     within_floor(&table, None)?;
     let record_id = mount.uuid("record_id")?;
-    editable(&state, &table, record_id).await?;
+    editable(&caller.state, &table, record_id).await?;
     unlocked(&table)?;
-    let changes = cells::validate(&state, &table, &body.data, false).await?;
+    let changes = cells::validate(&caller.state, &table, &body.data, false).await?;
     within_floor(&table, Some((&changes, false)))?;
     let command = RecordCommand::Update {
         table_id: table.row.id,
         changes,
     };
-    state
+    caller
+        .state
         .bus
-        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
-        .await
-        .answer()?;
-    Ok(Json(read_written(&state, &table, record_id).await?))
+        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
+        .await?;
+    Ok(Json(read_written(&caller.state, &table, record_id).await?))
 }
 
 /// Deletes a record.
@@ -324,26 +308,19 @@ async fn put_record(
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn delete_record(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::EditRows).await?;
+async fn delete_record(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&caller, &mount, Operation::EditRows).await?;
     within_floor(&table, None)?;
     let record_id = mount.uuid("record_id")?;
-    editable(&state, &table, record_id).await?;
+    editable(&caller.state, &table, record_id).await?;
     let command = RecordCommand::Delete {
         table_id: table.row.id,
     };
-    state
+    caller
+        .state
         .bus
-        .execute::<Record>(&record_id.to_string(), command, &ctx.metadata(&principal))
-        .await
-        .answer()?;
+        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
+        .await?;
     Ok(Json(SuccessResponse {
         message: "Record deleted".into(),
     }))

@@ -8,15 +8,14 @@
 //! visible table without the gate answers 403.
 
 use super::access::{self, Access, GrantRow};
-use super::errors::CommandResultExt;
 use super::gates::{self, Operation, Standing};
 use crate::access::INSUFFICIENT;
 use crate::error::{ApiError, ApiResult};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
 use axum::extract::{FromRequestParts, OriginalUri, Path};
 use axum::http::request::Parts;
-use domain::principal::{Principal, PrincipalType};
+use domain::principal::PrincipalType;
 use domain::tables::column::ColumnDef;
 use domain::tables::grants::{Grant, Subject};
 use domain::tables::scope::{ScopeKind, ScopeRef};
@@ -128,21 +127,17 @@ struct FactsRow {
 
 /// Loads the caller's standing in a scope of their company; `None` when the scope
 /// does not exist there (or the room is archived).
-pub async fn scope_facts(
-    state: &AppState,
-    principal: &Principal,
-    scope: ScopeRef,
-) -> ApiResult<Option<ScopeFacts>> {
-    let user = principal.principal_type == PrincipalType::User;
+pub async fn scope_facts(caller: &Caller, scope: ScopeRef) -> ApiResult<Option<ScopeFacts>> {
+    let user = caller.principal.principal_type == PrincipalType::User;
     let base = Standing {
         user,
-        company_manager: principal.is_company_manager(),
+        company_manager: caller.principal.is_company_manager(),
         ..Default::default()
     };
-    let kind = principal.principal_type.as_str();
+    let kind = caller.principal.principal_type.as_str();
     let row: Option<FactsRow> = match scope.kind {
         ScopeKind::Company => {
-            return Ok((scope.id == principal.company_id).then_some(ScopeFacts { standing: base, room_department: None }));
+            return Ok((scope.id == caller.principal.company_id).then_some(ScopeFacts { standing: base, room_department: None }));
         }
         ScopeKind::Chatroom => sqlx::query_as(
             "SELECT true AS exists, r.department_id,
@@ -164,10 +159,10 @@ pub async fn scope_facts(
         ),
     }
     .bind(scope.id)
-    .bind(principal.company_id)
-    .bind(principal.principal_id)
+    .bind(caller.principal.company_id)
+    .bind(caller.principal.principal_id)
     .bind(kind)
-    .fetch_optional(&state.pool)
+    .fetch_optional(caller.pool())
     .await?;
     Ok(row.filter(|r| r.exists).map(|r| ScopeFacts {
         standing: Standing {
@@ -183,15 +178,14 @@ pub async fn scope_facts(
 /// The caller's standing in a mount's scope, gated for `operation`; 404 when the
 /// scope is not visible, 403 when visible without the gate.
 pub async fn enter_scope(
-    state: &AppState,
-    principal: &Principal,
+    caller: &Caller,
     mount: &Mount,
     operation: Operation,
 ) -> ApiResult<(ScopeRef, ScopeFacts)> {
     let scope = mount
-        .scope(principal.company_id)
+        .scope(caller.principal.company_id)
         .ok_or(ApiError::NotFound)?;
-    let facts = scope_facts(state, principal, scope)
+    let facts = scope_facts(caller, scope)
         .await?
         .ok_or(ApiError::NotFound)?;
     if !gates::entry(scope.kind, &facts.standing) {
@@ -212,8 +206,8 @@ pub struct OpenTable {
     pub columns: Vec<ColumnDef>,
     /// Every column, hidden ones included (defaults, views, row policies).
     pub all_columns: Vec<ColumnDef>,
-    /// The caller.
-    pub principal: Principal,
+    /// Who opened it (commands run as this caller).
+    pub caller: Caller,
     /// The caller's standing (with `table_creator`).
     pub standing: Standing,
     /// The owning scope.
@@ -242,21 +236,10 @@ impl OpenTable {
     }
 
     /// Runs a command on the table as the caller.
-    pub async fn execute(
-        &self,
-        state: &AppState,
-        ctx: &Context,
-        command: TableCommand,
-    ) -> ApiResult<Committed<CustomTable>> {
-        state
-            .bus
-            .execute::<CustomTable>(
-                &self.row.id.to_string(),
-                command,
-                &ctx.metadata(&self.principal),
-            )
+    pub async fn execute(&self, command: TableCommand) -> ApiResult<Committed<CustomTable>> {
+        self.caller
+            .command::<CustomTable>(self.row.id, command)
             .await
-            .answer()
     }
 
     /// A subject's grant.
@@ -310,24 +293,22 @@ pub async fn table_columns(state: &AppState, table_id: Uuid) -> ApiResult<Vec<Co
 
 /// Opens the table the mount's `table_id` names, gated for `operation`.
 pub async fn open_table(
-    state: &AppState,
-    principal: &Principal,
+    caller: &Caller,
     mount: &Mount,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
     let table_id = mount.uuid("table_id")?;
-    open_table_id(state, principal, mount, table_id, operation).await
+    open_table_id(caller, mount, table_id, operation).await
 }
 
 /// Opens a table by id through a mount (the id-free mounts take the table's scope).
 pub async fn open_table_id(
-    state: &AppState,
-    principal: &Principal,
+    caller: &Caller,
     mount: &Mount,
     table_id: Uuid,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
-    let row = table_row(state, principal.company_id, table_id)
+    let row = table_row(&caller.state, caller.principal.company_id, table_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     let kind = row.scope_kind;
@@ -340,29 +321,29 @@ pub async fn open_table_id(
         id: row.scope_id,
     };
     let ids = [row.id];
-    let (facts, all_columns, caller, grants) = tokio::try_join!(
-        scope_facts(state, principal, scope),
-        table_columns(state, row.id),
-        access::caller(state, principal),
-        access::grants(state, &ids)
+    let (facts, all_columns, who, grants) = tokio::try_join!(
+        scope_facts(caller, scope),
+        table_columns(&caller.state, row.id),
+        access::facts(&caller.state, &caller.principal),
+        access::grants(&caller.state, &ids)
     )?;
     let facts = facts.ok_or(ApiError::NotFound)?;
     let mut standing = Standing {
-        table_creator: row.created_by == principal.reference(),
+        table_creator: row.created_by == caller.principal.reference(),
         ..facts.standing
     };
-    let context =
-        access::read_context(state, principal.company_id, &caller, &grants, &all_columns).await?;
+    let company = caller.principal.company_id;
+    let context = access::read_context(&caller.state, company, &who, &grants, &all_columns).await?;
     let scope_entry = gates::entry(kind, &standing);
     let ladder = access::Standing {
-        caller: &caller,
+        caller: &who,
         manager: gates::moderator(kind, &standing),
         scope_entry,
     };
     let access = access::resolve(&row, &all_columns, &grants, &ladder, &context);
     // A table is invisible to a caller that neither enters its owning scope nor
     // holds a grant, and to every social media client while client access is off.
-    let refused_client = caller.client && !row.client_access;
+    let refused_client = who.client && !row.client_access;
     if refused_client || (!scope_entry && access.source.is_none()) {
         return Err(ApiError::NotFound);
     }
@@ -381,7 +362,7 @@ pub async fn open_table_id(
         row,
         columns,
         all_columns,
-        principal: principal.clone(),
+        caller: caller.clone(),
         standing,
         scope,
         room_department: facts.room_department,

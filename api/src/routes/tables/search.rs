@@ -1,6 +1,5 @@
 //! `POST .../records/search` and `POST .../records/aggregate`.
 
-use super::errors::refusal;
 use super::gates::Operation;
 use super::records::{RecordListResponse, page, window};
 use super::scope::{Mount, open_table};
@@ -64,14 +63,12 @@ pub struct RecordSearch {
     responses((status = 200, body = RecordListResponse), (status = 400, description = "Invalid filter or sort"),
               (status = 404, description = "Not found")))]
 async fn search_records(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<RecordSearch>,
 ) -> ApiResult<Json<RecordListResponse>> {
     let (skip, limit) = window(body.skip, body.limit, "body")?;
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     let sort = body.sort.or_else(|| {
         body.sort_by.map(|column| {
             vec![SortSpec {
@@ -87,7 +84,7 @@ async fn search_records(
         columns: body.columns,
         view_id: body.view_id,
     };
-    let mut selection = selection::resolve(&state, &table, query).await?;
+    let mut selection = selection::resolve(&caller.state, &table, query).await?;
     // No change is ever staged for approval (no approval rule exists here), so
     // `pending_approval: true` selects nothing and `false` every row.
     if body.pending_approval == Some(true) {
@@ -109,7 +106,7 @@ async fn search_records(
     }
     selection.limit = Some(limit);
     selection.offset = skip;
-    Ok(Json(page(&state, &table, &selection).await?))
+    Ok(Json(page(&caller.state, &table, &selection).await?))
 }
 
 /// One aggregation.
@@ -160,7 +157,7 @@ pub struct RecordAggregateResponse {
 }
 
 fn invalid(message: String) -> ApiError {
-    refusal(TableError::InvalidQuery(message))
+    ApiError::from(TableError::InvalidQuery(message))
 }
 
 /// Groups and aggregates matching records.
@@ -169,20 +166,18 @@ fn invalid(message: String) -> ApiError {
     responses((status = 200, body = RecordAggregateResponse), (status = 400, description = "Invalid aggregation"),
               (status = 404, description = "Not found")))]
 async fn aggregate_records(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<RecordAggregate>,
 ) -> ApiResult<Json<RecordAggregateResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     if body.aggregations.is_empty() || body.aggregations.len() > 20 {
         return Err(invalid("aggregations must hold 1..20 entries".into()));
     }
     let group_names = body.group_by.unwrap_or_default();
     let group_by = group_names
         .iter()
-        .map(|r| query::group_field(&table.columns, r).map_err(refusal))
+        .map(|r| query::group_field(&table.columns, r).map_err(ApiError::from))
         .collect::<ApiResult<Vec<_>>>()?;
     let mut aggregations = Vec::new();
     let mut aliases = Vec::new();
@@ -192,9 +187,9 @@ async fn aggregate_records(
         let field = spec
             .column
             .as_deref()
-            .map(|c| query::field(&table.columns, c).map_err(refusal))
+            .map(|c| query::field(&table.columns, c).map_err(ApiError::from))
             .transpose()?;
-        op.check(field.as_ref()).map_err(refusal)?;
+        op.check(field.as_ref()).map_err(ApiError::from)?;
         aliases.push(spec.alias.clone().unwrap_or_else(|| match &spec.column {
             Some(c) => format!("{}_{c}", spec.op),
             None => spec.op.clone(),
@@ -207,10 +202,10 @@ async fn aggregate_records(
         view_id: body.view_id,
         ..Default::default()
     };
-    let selection = selection::resolve(&state, &table, query).await?;
+    let selection = selection::resolve(&caller.state, &table, query).await?;
     let rows = table
         .handle()
-        .aggregate(&state.pool, &selection, &group_by, &aggregations)
+        .aggregate(caller.pool(), &selection, &group_by, &aggregations)
         .await
         .map_err(ApiError::Internal)?;
     let key_names: Vec<String> = group_by

@@ -1,7 +1,6 @@
 //! The shared query part of search, aggregate and export bodies: filter, `q`, sort,
 //! projection and a stored view, resolved against the table's columns.
 
-use super::errors::refusal;
 use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -44,7 +43,7 @@ fn order(order: Option<&str>) -> ApiResult<Order> {
     match order.unwrap_or("asc") {
         "asc" => Ok(Order::Asc),
         "desc" => Ok(Order::Desc),
-        other => Err(refusal(TableError::InvalidQuery(format!(
+        other => Err(ApiError::from(TableError::InvalidQuery(format!(
             "sort order must be asc or desc, not '{other}'"
         )))),
     }
@@ -54,7 +53,7 @@ fn order(order: Option<&str>) -> ApiResult<Order> {
 pub fn sort_keys(table: &OpenTable, keys: &[SortSpec]) -> ApiResult<Vec<(Field, Order)>> {
     keys.iter()
         .map(|k| {
-            let field = query::sort_field(&table.columns, &k.column).map_err(refusal)?;
+            let field = query::sort_field(&table.columns, &k.column).map_err(ApiError::from)?;
             Ok((field, order(k.order.as_deref())?))
         })
         .collect()
@@ -84,7 +83,7 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
         .into_iter()
         .flatten()
     {
-        conditions.push(query::resolve_filter(&filter, &table.columns).map_err(refusal)?);
+        conditions.push(query::resolve_filter(&filter, &table.columns).map_err(ApiError::from)?);
     }
     let condition = match conditions.len() {
         0 => None,
@@ -111,9 +110,9 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
         let keys: Vec<String> = names
             .iter()
             .map(
-                |r| match query::field(&table.columns, r).map_err(refusal)? {
+                |r| match query::field(&table.columns, r).map_err(ApiError::from)? {
                     Field::Column(c) => Ok(c.key.clone()),
-                    _ => Err(refusal(TableError::InvalidQuery(format!(
+                    _ => Err(ApiError::from(TableError::InvalidQuery(format!(
                         "'{r}' is not a column"
                     )))),
                 },

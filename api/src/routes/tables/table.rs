@@ -4,7 +4,6 @@
 use super::access;
 use super::column_schema::{ColumnResponse, double_option};
 use super::columns::SuccessResponse;
-use super::errors::CommandResultExt;
 use super::gates::Operation;
 use super::gates::{self, Standing};
 use super::scope::{Mount, OpenTable, TableRow, enter_scope, open_table};
@@ -15,7 +14,6 @@ use crate::state::AppState;
 use axum::Json;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use domain::principal::Principal;
 use domain::tables::column::ColumnDef;
 use domain::tables::table::{CustomTable, TableCommand};
 use projections::read_models::tables::query as tables;
@@ -164,16 +162,15 @@ pub type Window = (usize, usize);
 /// query) and without hidden columns. Returns them and how many it could open.
 /// Nothing here is cached across callers.
 pub async fn present(
-    state: &AppState,
-    principal: &Principal,
+    caller: &Caller,
     tables: Vec<Listed>,
     window: Option<Window>,
 ) -> ApiResult<(Vec<TableResponse>, usize)> {
     let ids: Vec<Uuid> = tables.iter().map(|t| t.row.id).collect();
-    let (mut columns, caller, grants) = tokio::try_join!(
-        columns_of(state, &ids),
-        access::caller(state, principal),
-        access::grants(state, &ids)
+    let (mut columns, who, grants) = tokio::try_join!(
+        columns_of(&caller.state, &ids),
+        access::facts(&caller.state, &caller.principal),
+        access::grants(&caller.state, &ids)
     )?;
     let inputs: Vec<(TableRow, Vec<ColumnDef>, bool, bool)> = tables
         .iter()
@@ -185,12 +182,13 @@ pub async fn present(
             (t.row.clone(), defs, t.manager, t.scope_entry)
         })
         .collect();
-    let access = access::page_access(state, principal, &caller, &grants, &inputs).await?;
+    let access =
+        access::page_access(&caller.state, &caller.principal, &who, &grants, &inputs).await?;
     let openable: Vec<(Listed, Vec<ColumnDef>)> = tables
         .into_iter()
         .zip(inputs.into_iter().map(|(_, defs, ..)| defs))
         .filter(|(t, _)| {
-            let refused = caller.client && !t.row.client_access;
+            let refused = who.client && !t.row.client_access;
             !refused && access[&t.row.id].source.is_some()
         })
         .collect();
@@ -213,7 +211,7 @@ pub async fn present(
             counted.push((handle, selection));
         }
     }
-    let counts = TableHandle::count_each(&state.pool, &counted)
+    let counts = TableHandle::count_each(caller.pool(), &counted)
         .await
         .map_err(ApiError::Internal)?;
     let mut counts: HashMap<Uuid, i64> = counted
@@ -273,13 +271,13 @@ fn respond(
     }
 }
 
-async fn detail(state: &AppState, table: OpenTable) -> ApiResult<TableResponse> {
+async fn detail(table: OpenTable) -> ApiResult<TableResponse> {
     let listed = Listed {
         manager: table.is_moderator(),
         scope_entry: gates::entry(table.scope.kind, &table.standing),
         row: table.row,
     };
-    let (mut out, _) = present(state, &table.principal, vec![listed], None).await?;
+    let (mut out, _) = present(&table.caller, vec![listed], None).await?;
     out.pop().ok_or(ApiError::NotFound)
 }
 
@@ -287,26 +285,24 @@ async fn detail(state: &AppState, table: OpenTable) -> ApiResult<TableResponse> 
 #[utoipa::path(get, path = "/tables", tag = "custom_tables", params(TablePage),
     responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
 async fn list_tables(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiQuery(page): ApiQuery<TablePage>,
 ) -> ApiResult<Json<TableListResponse>> {
     let (skip, limit) = super::records::window(page.skip, page.limit, "query")?;
-    let (scope, facts) =
-        enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
+    let (scope, facts) = enter_scope(&caller, &mount, Operation::ListOrCreateTables).await?;
     // Every entrant of the scope holds at least the default grant; a social media
     // client does not see tables whose client access is off.
-    let client = principal.principal_type == domain::principal::PrincipalType::SocialMediaClient;
-    let company = principal.company_id;
-    let rows = tables::scope_tables(&state.pool, company, scope, client, skip, limit).await?;
-    let total = tables::scope_table_count(&state.pool, company, scope, client).await?;
+    let client =
+        caller.principal.principal_type == domain::principal::PrincipalType::SocialMediaClient;
+    let company = caller.principal.company_id;
+    let rows = tables::scope_tables(caller.pool(), company, scope, client, skip, limit).await?;
+    let total = tables::scope_table_count(caller.pool(), company, scope, client).await?;
     let listed = rows
         .into_iter()
         .map(|row| {
             let standing = Standing {
-                table_creator: row.created_by == principal.reference(),
+                table_creator: row.created_by == caller.principal.reference(),
                 ..facts.standing
             };
             Listed {
@@ -317,7 +313,7 @@ async fn list_tables(
         })
         .collect();
     // The page was cut by the query: every entrant of the scope opens its tables.
-    let (tables, _) = present(&state, &principal, listed, None).await?;
+    let (tables, _) = present(&caller, listed, None).await?;
     Ok(Json(TableListResponse { tables, total }))
 }
 
@@ -326,50 +322,40 @@ async fn list_tables(
     responses((status = 201, body = TableResponse), (status = 400, description = "Invalid name"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn create_table(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<TableCreate>,
 ) -> ApiResult<(StatusCode, Json<TableResponse>)> {
-    let (scope, _) = enter_scope(&state, &principal, &mount, Operation::ListOrCreateTables).await?;
-    if principal.principal_type != domain::principal::PrincipalType::User {
+    let (scope, _) = enter_scope(&caller, &mount, Operation::ListOrCreateTables).await?;
+    if caller.principal.principal_type != domain::principal::PrincipalType::User {
         return Err(ApiError::Forbidden(crate::access::INSUFFICIENT));
     }
     let table_id = Uuid::new_v4();
     let command = TableCommand::Create {
         table_id,
-        company_id: principal.company_id,
+        company_id: caller.principal.company_id,
         scope,
         name: body.name,
         description: body.description,
-        created_by: principal.reference(),
+        created_by: caller.principal.reference(),
     };
-    state
+    caller
+        .state
         .bus
-        .execute::<CustomTable>(&table_id.to_string(), command, &ctx.metadata(&principal))
-        .await
-        .answer()?;
+        .execute::<CustomTable>(&table_id.to_string(), command, &caller.metadata())
+        .await?;
     let table =
-        super::scope::open_table_id(&state, &principal, &mount, table_id, Operation::ReadTable)
-            .await?;
-    Ok((StatusCode::CREATED, Json(detail(&state, table).await?)))
+        super::scope::open_table_id(&caller, &mount, table_id, Operation::ReadTable).await?;
+    Ok((StatusCode::CREATED, Json(detail(table).await?)))
 }
 
 /// One table with its columns.
 #[utoipa::path(get, path = "/tables/{table_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = TableResponse), (status = 404, description = "Not found")))]
-async fn get_table(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<TableResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
-    Ok(Json(detail(&state, table).await?))
+async fn get_table(caller: Caller, mount: Mount) -> ApiResult<Json<TableResponse>> {
+    let table = open_table(&caller, &mount, Operation::ReadTable).await?;
+    Ok(Json(detail(table).await?))
 }
 
 /// Renames a table or changes its description (table managers).
@@ -378,23 +364,19 @@ async fn get_table(
     responses((status = 200, body = TableResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
 async fn update_table(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<TableUpdate>,
 ) -> ApiResult<Json<TableResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let command = TableCommand::Update {
         name: body.name,
         description: body.description,
         channel_scope_column: body.channel_scope_column,
     };
-    table.execute(&state, &ctx, command).await?;
-    let table = open_table(&state, &principal, &mount, Operation::ReadTable).await?;
-    Ok(Json(detail(&state, table).await?))
+    table.execute(command).await?;
+    let table = open_table(&caller, &mount, Operation::ReadTable).await?;
+    Ok(Json(detail(table).await?))
 }
 
 /// Deletes a table and all its records (table managers).
@@ -402,16 +384,9 @@ async fn update_table(
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
-async fn delete_table(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
-    table.execute(&state, &ctx, TableCommand::Delete).await?;
+async fn delete_table(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
+    table.execute(TableCommand::Delete).await?;
     Ok(Json(SuccessResponse {
         message: "Table deleted".into(),
     }))

@@ -158,14 +158,9 @@ async fn one(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<Vi
 #[utoipa::path(get, path = "/tables/{table_id}/views", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = Vec<ViewResponse>), (status = 404, description = "Not found")))]
-async fn list_views(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<Vec<ViewResponse>>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
-    Ok(Json(views(&state, &table, None).await?))
+async fn list_views(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<ViewResponse>>> {
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
+    Ok(Json(views(&caller.state, &table, None).await?))
 }
 
 /// Saves a view (table managers).
@@ -174,15 +169,11 @@ async fn list_views(
     responses((status = 201, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn create_view(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ViewCreate>,
 ) -> ApiResult<(StatusCode, Json<ViewResponse>)> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let view_id = Uuid::new_v4();
     let spec = ViewSpec {
         name: body.name,
@@ -191,11 +182,11 @@ async fn create_view(
         columns: body.columns,
     };
     table
-        .execute(&state, &ctx, TableCommand::CreateView { view_id, spec })
+        .execute(TableCommand::CreateView { view_id, spec })
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(one(&state, &table, view_id).await?),
+        Json(one(&caller.state, &table, view_id).await?),
     ))
 }
 
@@ -203,14 +194,11 @@ async fn create_view(
 #[utoipa::path(get, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
     responses((status = 200, body = ViewResponse), (status = 404, description = "Not found")))]
-async fn get_view(
-    Caller {
-        state, principal, ..
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<ViewResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ReadRows).await?;
-    Ok(Json(one(&state, &table, mount.uuid("view_id")?).await?))
+async fn get_view(caller: Caller, mount: Mount) -> ApiResult<Json<ViewResponse>> {
+    let table = open_table(&caller, &mount, Operation::ReadRows).await?;
+    Ok(Json(
+        one(&caller.state, &table, mount.uuid("view_id")?).await?,
+    ))
 }
 
 /// Changes a view (table managers).
@@ -219,17 +207,13 @@ async fn get_view(
     responses((status = 200, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
 async fn update_view(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     mount: Mount,
     ApiJson(body): ApiJson<ViewUpdate>,
 ) -> ApiResult<Json<ViewResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let view_id = mount.uuid("view_id")?;
-    let current = one(&state, &table, view_id).await?;
+    let current = one(&caller.state, &table, view_id).await?;
     let spec = ViewSpec {
         name: body.name.unwrap_or(current.name),
         filter: body.filter.unwrap_or(current.filter),
@@ -247,9 +231,9 @@ async fn update_view(
         columns: body.columns.unwrap_or(current.columns),
     };
     table
-        .execute(&state, &ctx, TableCommand::UpdateView { view_id, spec })
+        .execute(TableCommand::UpdateView { view_id, spec })
         .await?;
-    Ok(Json(one(&state, &table, view_id).await?))
+    Ok(Json(one(&caller.state, &table, view_id).await?))
 }
 
 /// Deletes a view (table managers).
@@ -257,19 +241,10 @@ async fn update_view(
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
     responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
               (status = 404, description = "Not found")))]
-async fn delete_view(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
-    mount: Mount,
-) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&state, &principal, &mount, Operation::ManageTable).await?;
+async fn delete_view(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let view_id = mount.uuid("view_id")?;
-    table
-        .execute(&state, &ctx, TableCommand::DeleteView { view_id })
-        .await?;
+    table.execute(TableCommand::DeleteView { view_id }).await?;
     Ok(Json(SuccessResponse {
         message: "View deleted".into(),
     }))

@@ -7,6 +7,7 @@
 //! department.
 
 use domain::principal::Principal;
+use domain::tables::grants::Subject;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -154,4 +155,31 @@ pub async fn managed_rooms_binding(
     .bind(principal.principal_type)
     .fetch_all(pool)
     .await
+}
+
+/// Whether a grant subject exists in a company (a chatroom must be live; the default
+/// subject always exists).
+pub async fn subject_in_company(
+    pool: &PgPool,
+    company: Uuid,
+    subject: Subject,
+) -> sqlx::Result<bool> {
+    let sql = match subject {
+        Subject::User(_) => "SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND company_id = $2)",
+        Subject::SocialClient(_) => {
+            "SELECT EXISTS (SELECT 1 FROM social_clients WHERE id = $1 AND company_id = $2)"
+        }
+        Subject::Department(_) => {
+            "SELECT EXISTS (SELECT 1 FROM departments WHERE id = $1 AND company_id = $2)"
+        }
+        Subject::Chatroom(_) => {
+            "SELECT EXISTS (SELECT 1 FROM chatrooms WHERE id = $1 AND company_id = $2 AND NOT archived)"
+        }
+        Subject::Default => return Ok(true),
+    };
+    sqlx::query_scalar(sql)
+        .bind(subject.id())
+        .bind(company)
+        .fetch_one(pool)
+        .await
 }

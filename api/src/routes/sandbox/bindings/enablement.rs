@@ -4,9 +4,8 @@
 
 use crate::access::{Room, Task, not_runnable, not_shared, require_runnable};
 use crate::error::{ApiError, ApiResult};
-use crate::request::Context;
+use crate::request::Caller;
 use crate::state::AppState;
-use domain::principal::Principal;
 use domain::sharing::binding::{
     Binding, BindingCommand, Pin, SlotAssignment, binding_aggregate_id,
 };
@@ -52,18 +51,16 @@ pub async fn pin(
 /// one by default); `exclusive` refuses when a binding is live instead of re-pinning
 /// it. Returns the live binding's id.
 pub async fn enable(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
+    caller: &Caller,
     room: &Room,
     task_id: Uuid,
     version: Option<Uuid>,
     exclusive: bool,
 ) -> ApiResult<Uuid> {
-    let task = Task::enableable(state, principal, task_id).await?;
-    let grant = room.required_grant(state, task_id).await?;
-    let pin = pin(state, task_id, version, &grant).await?;
-    let current = sharing::live_binding(&state.pool, room.id, task_id).await?;
+    let task = Task::enableable(caller, task_id).await?;
+    let grant = room.required_grant(caller, task_id).await?;
+    let pin = pin(&caller.state, task_id, version, &grant).await?;
+    let current = sharing::live_binding(caller.pool(), room.id, task_id).await?;
     let command = BindingCommand::Enable {
         chatroom_id: room.id,
         task_id,
@@ -72,18 +69,14 @@ pub async fn enable(
         restart: current.is_none(),
         exclusive,
     };
-    state
-        .command::<Binding>(
-            binding_aggregate_id(room.id, task_id),
-            command,
-            &ctx.metadata(principal),
-        )
+    caller
+        .command::<Binding>(binding_aggregate_id(room.id, task_id), command)
         .await?;
-    match sharing::live_binding(&state.pool, room.id, task_id).await? {
+    match sharing::live_binding(caller.pool(), room.id, task_id).await? {
         Some(id) => Ok(id),
         // The grant was revoked or the task archived while this request decided.
         None => {
-            Task::enableable(state, principal, task_id).await?;
+            Task::enableable(caller, task_id).await?;
             Err(not_shared())
         }
     }

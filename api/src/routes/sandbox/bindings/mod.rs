@@ -9,12 +9,10 @@ use crate::access::{Binding, Room};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, OptionalJson};
 use crate::request::Caller;
-use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::error::Code;
-use domain::principal::Principal;
 use domain::sharing::binding::{
     Binding as BindingAggregate, BindingCommand, BindingState, binding_aggregate_id,
 };
@@ -66,34 +64,24 @@ pub fn check_reason(reason: &Option<String>) -> ApiResult<String> {
               (status = 404, description = "room, task or version not visible"),
               (status = 409, description = "task_not_shared_to_room, binding_already_live, version_not_runnable, task_archived")))]
 async fn create_binding(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<SandboxBindingCreateRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let room = Room::managed(&state, &principal, body.chatroom_id).await?;
+    let room = Room::managed(&caller, body.chatroom_id).await?;
     let id = enable(
-        &state,
-        &ctx,
-        &principal,
+        &caller,
         &room,
         body.task_id,
         Some(body.task_version_id),
         true,
     )
     .await?;
-    Ok(Json(current(&state, &principal, id).await?))
+    Ok(Json(current(&caller, id).await?))
 }
 
 /// A binding as it stands after the caller's own command.
-async fn current(
-    state: &AppState,
-    principal: &Principal,
-    id: Uuid,
-) -> ApiResult<SandboxBindingResponse> {
-    sharing::binding(&state.pool, principal.company_id, id)
+async fn current(caller: &Caller, id: Uuid) -> ApiResult<SandboxBindingResponse> {
+    sharing::binding(caller.pool(), caller.principal.company_id, id)
         .await?
         .map(Into::into)
         .ok_or(ApiError::NotFound)
@@ -103,12 +91,10 @@ async fn current(
 #[utoipa::path(get, path = "/bindings/{binding_id}", tag = "bindings", params(("binding_id" = Uuid, Path)),
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found")))]
 async fn get_binding(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(binding_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let binding = Binding::readable(&state, &principal, binding_id).await?;
+    let binding = Binding::readable(&caller, binding_id).await?;
     Ok(Json(binding.row.into()))
 }
 
@@ -119,20 +105,22 @@ async fn get_binding(
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition, task_not_shared_to_room, version_not_runnable")))]
 async fn accept_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(binding_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxBindingAcceptVersionRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let (binding, room) = Binding::changeable(&state, &principal, binding_id).await?;
+    let (binding, room) = Binding::changeable(&caller, binding_id).await?;
     let row = enabled(binding.row)?;
-    let grant = room.required_grant(&state, row.task_id).await?;
-    let pin = pin(&state, row.task_id, Some(body.task_version_id), &grant).await?;
+    let grant = room.required_grant(&caller, row.task_id).await?;
+    let pin = pin(
+        &caller.state,
+        row.task_id,
+        Some(body.task_version_id),
+        &grant,
+    )
+    .await?;
     let command = BindingCommand::AcceptVersion { binding_id, pin };
-    execute(&state, &ctx, &principal, &row, command).await
+    execute(&caller, &row, command).await
 }
 
 /// Revokes an enabled binding; the share stays.
@@ -141,32 +129,26 @@ async fn accept_version(
     responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition")))]
 async fn revoke_binding(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(binding_id): Path<Uuid>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
-    let (binding, _) = Binding::changeable(&state, &principal, binding_id).await?;
+    let (binding, _) = Binding::changeable(&caller, binding_id).await?;
     let reason = check_reason(&body.reason)?;
     let row = enabled(binding.row)?;
     let command = BindingCommand::Revoke { binding_id, reason };
-    execute(&state, &ctx, &principal, &row, command).await
+    execute(&caller, &row, command).await
 }
 
 /// Runs a command on the binding's aggregate and answers the binding afterwards.
 async fn execute(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
+    caller: &Caller,
     row: &BindingRow,
     command: BindingCommand,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
     let aggregate = binding_aggregate_id(row.chatroom_id, row.task_id);
-    state
-        .command::<BindingAggregate>(aggregate, command, &ctx.metadata(principal))
+    caller
+        .command::<BindingAggregate>(aggregate, command)
         .await?;
-    Ok(Json(current(state, principal, row.id).await?))
+    Ok(Json(current(caller, row.id).await?))
 }

@@ -8,14 +8,12 @@ use crate::extract::{ApiQuery, parse_json};
 use crate::limits::company_limits;
 use crate::pagination::finish;
 use crate::request::Caller;
-use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::catalog::{self, REGIONS};
 use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
 use domain::error::Code;
-use domain::principal::Principal;
 use domain::validation::ViolationKind;
 use projections::read_models::environments::query;
 use serde::Deserialize;
@@ -75,18 +73,12 @@ fn build_region(state: &AppState, requested: Option<&str>) -> ApiResult<String> 
 }
 
 /// Queues an attempt after the company's queued-build limit.
-async fn queue(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
-    version_id: Uuid,
-    command: VersionCommand,
-) -> ApiResult<()> {
-    let _lock = admission::lock(&state.pool, principal.company_id, "builds").await?;
-    let limit = company_limits(&state.pool, principal.company_id)
+async fn queue(caller: &Caller, version_id: Uuid, command: VersionCommand) -> ApiResult<()> {
+    let _lock = admission::lock(caller.pool(), caller.principal.company_id, "builds").await?;
+    let limit = company_limits(caller.pool(), caller.principal.company_id)
         .await?
         .queued_build_limit;
-    let queued = query::queued_builds(&state.pool, principal.company_id).await?;
+    let queued = query::queued_builds(caller.pool(), caller.principal.company_id).await?;
     if queued >= limit {
         return Err(ApiError::code(
             Code::BuildQueueFull,
@@ -94,21 +86,16 @@ async fn queue(
         )
         .with("limit", limit));
     }
-    state
-        .command::<EnvironmentVersion>(version_id, command, &ctx.metadata(principal))
+    caller
+        .command::<EnvironmentVersion>(version_id, command)
         .await?;
     Ok(())
 }
 
 /// A version of an environment the caller manages (404 otherwise).
-async fn managed_version(
-    state: &AppState,
-    principal: &Principal,
-    environment_id: Uuid,
-    version_id: Uuid,
-) -> ApiResult<()> {
-    let environment = Environment::managed(state, principal, environment_id).await?;
-    environment.version(state, version_id).await?;
+async fn managed_version(caller: &Caller, environment_id: Uuid, version_id: Uuid) -> ApiResult<()> {
+    let environment = Environment::managed(caller, environment_id).await?;
+    environment.version(caller, version_id).await?;
     Ok(())
 }
 
@@ -121,11 +108,7 @@ async fn managed_version(
               (status = 422, description = "enum error or build_region_unavailable"),
               (status = 429, description = "build_queue_full")))]
 async fn create_build(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
@@ -134,17 +117,17 @@ async fn create_build(
     } else {
         parse_json(&body)?
     };
-    managed_version(&state, &principal, environment_id, version_id).await?;
-    let region = build_region(&state, body.build_region.as_deref())?;
+    managed_version(&caller, environment_id, version_id).await?;
+    let region = build_region(&caller.state, body.build_region.as_deref())?;
     let attempt_id = Uuid::new_v4();
     let command = VersionCommand::QueueBuild {
         attempt_id,
         region,
         profile: body.build_profile.unwrap_or_default(),
-        now: ctx.time,
+        now: caller.ctx.time,
     };
-    queue(&state, &ctx, &principal, version_id, command).await?;
-    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+    queue(&caller, version_id, command).await?;
+    Ok(Json(attempt(&caller.state, version_id, attempt_id).await?))
 }
 
 /// A new attempt of a `retryable_failed` version within its 7-day window; region and
@@ -154,23 +137,19 @@ async fn create_build(
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
               (status = 409, description = "retry_window_expired or retry_not_eligible")))]
 async fn retry_build(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
-    managed_version(&state, &principal, environment_id, version_id).await?;
+    managed_version(&caller, environment_id, version_id).await?;
     let attempt_id = Uuid::new_v4();
     let command = VersionCommand::RetryBuild {
         attempt_id,
-        region: catalog::default_build_region(state.deployment.provider).into(),
+        region: catalog::default_build_region(caller.state.deployment.provider).into(),
         profile: BuildProfile::Standard,
-        now: ctx.time,
+        now: caller.ctx.time,
     };
-    queue(&state, &ctx, &principal, version_id, command).await?;
-    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+    queue(&caller, version_id, command).await?;
+    Ok(Json(attempt(&caller.state, version_id, attempt_id).await?))
 }
 
 /// Query of the attempt list.
@@ -191,21 +170,19 @@ pub struct BuildListQuery {
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), BuildListQuery),
     responses((status = 200, body = SandboxBuildAttemptListResponse), (status = 404, description = "not found")))]
 async fn list_builds(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<BuildListQuery>,
 ) -> ApiResult<Json<SandboxBuildAttemptListResponse>> {
-    let environment = Environment::read(&state, &principal, environment_id).await?;
-    environment.version(&state, version_id).await?;
+    let environment = Environment::read(&caller, environment_id).await?;
+    environment.version(&caller, version_id).await?;
     let page = crate::pagination::PageQuery {
         page_size: query.page_size,
         page_token: query.page_token,
     }
     .page::<i64>(50)?;
     let size = page.size;
-    let rows = query::attempts(&state.pool, version_id, &query.status, page.window()).await?;
+    let rows = query::attempts(caller.pool(), version_id, &query.status, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |r| r.attempt_number);
     Ok(Json(SandboxBuildAttemptListResponse {
         items: rows.into_iter().map(Into::into).collect(),
@@ -218,14 +195,12 @@ async fn list_builds(
     tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found")))]
 async fn get_build(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
-    let environment = Environment::read(&state, &principal, environment_id).await?;
-    environment.version(&state, version_id).await?;
-    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+    let environment = Environment::read(&caller, environment_id).await?;
+    environment.version(&caller, version_id).await?;
+    Ok(Json(attempt(&caller.state, version_id, attempt_id).await?))
 }
 
 /// Records a cancel intent; the worker moves the attempt through `cancelling` to
@@ -236,21 +211,17 @@ async fn get_build(
     responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
               (status = 409, description = "not_cancellable")))]
 async fn cancel_build(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
-    managed_version(&state, &principal, environment_id, version_id).await?;
-    attempt(&state, version_id, attempt_id).await?;
+    managed_version(&caller, environment_id, version_id).await?;
+    attempt(&caller.state, version_id, attempt_id).await?;
     let command = VersionCommand::RequestCancel {
         attempt_id,
-        now: ctx.time,
+        now: caller.ctx.time,
     };
-    state
-        .command::<EnvironmentVersion>(version_id, command, &ctx.metadata(&principal))
+    caller
+        .command::<EnvironmentVersion>(version_id, command)
         .await?;
-    Ok(Json(attempt(&state, version_id, attempt_id).await?))
+    Ok(Json(attempt(&caller.state, version_id, attempt_id).await?))
 }

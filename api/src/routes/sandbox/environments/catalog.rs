@@ -10,7 +10,6 @@ use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::{LifecycleQuery, finish};
 use crate::request::Caller;
-use crate::request::Context;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
@@ -38,16 +37,19 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/environments", tag = "environments", params(LifecycleQuery),
     responses((status = 200, body = SandboxEnvironmentListResponse)))]
 async fn list_environments(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
     let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows =
-        query::environments(&state.pool, principal.company_id, lifecycle, page.window()).await?;
+    let rows = query::environments(
+        caller.pool(),
+        caller.principal.company_id,
+        lifecycle,
+        page.window(),
+    )
+    .await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
     Ok(Json(SandboxEnvironmentListResponse {
         items: rows.into_iter().map(Into::into).collect(),
@@ -62,23 +64,20 @@ async fn list_environments(
               (status = 409, description = "active_environment_limit"),
               (status = 422, description = "validation error")))]
 async fn create_environment(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<SandboxEnvironmentCreateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     check_text(Some(&body.name), Some(&body.description))?;
     let scope = body.owner_scope.unwrap_or(OwnerScope::Company);
-    let owner_id = resolve_owner(&state, &principal, scope, body.owner_id).await?;
+    let owner_id = resolve_owner(&caller, scope, body.owner_id).await?;
     let id = Uuid::new_v4();
     {
-        let _lock = admission::lock(&state.pool, principal.company_id, "environments").await?;
-        let limit = company_limits(&state.pool, principal.company_id)
+        let _lock =
+            admission::lock(caller.pool(), caller.principal.company_id, "environments").await?;
+        let limit = company_limits(caller.pool(), caller.principal.company_id)
             .await?
             .active_environment_limit;
-        let active = query::active_environments(&state.pool, principal.company_id).await?;
+        let active = query::active_environments(caller.pool(), caller.principal.company_id).await?;
         if active >= limit {
             return Err(ApiError::code(
                 Code::ActiveEnvironmentLimit,
@@ -88,7 +87,7 @@ async fn create_environment(
         }
         let created = EnvironmentCreated {
             environment_id: id,
-            company_id: Some(principal.company_id),
+            company_id: Some(caller.principal.company_id),
             owner_kind: OwnerKind::Company,
             owner_scope: scope,
             owner_id: Some(owner_id),
@@ -96,11 +95,9 @@ async fn create_environment(
             description: body.description,
         };
         let command = EnvironmentCommand::Create(created);
-        state
-            .command::<EnvironmentAggregate>(id, command, &ctx.metadata(&principal))
-            .await?;
+        caller.command::<EnvironmentAggregate>(id, command).await?;
     }
-    let environment = Environment::read(&state, &principal, id).await?;
+    let environment = Environment::read(&caller, id).await?;
     Ok(Json(environment.row.into()))
 }
 
@@ -109,12 +106,10 @@ async fn create_environment(
     params(("environment_id" = Uuid, Path)),
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found")))]
 async fn get_environment(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    let environment = Environment::read(&state, &principal, environment_id).await?;
+    let environment = Environment::read(&caller, environment_id).await?;
     Ok(Json(environment.row.into()))
 }
 
@@ -124,15 +119,11 @@ async fn get_environment(
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
               (status = 409, description = "environment_archived"), (status = 422, description = "no_fields")))]
 async fn update_environment(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxEnvironmentUpdateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    Environment::managed(&state, &principal, environment_id).await?;
+    Environment::managed(&caller, environment_id).await?;
     if body.name.is_none() && body.description.is_none() {
         return Err(no_fields());
     }
@@ -141,7 +132,7 @@ async fn update_environment(
         name: body.name,
         description: body.description,
     };
-    changed(&state, &ctx, &principal, environment_id, command).await
+    changed(&caller, environment_id, command).await
 }
 
 /// Archives the environment (it stops counting toward the active limit).
@@ -150,29 +141,21 @@ async fn update_environment(
     responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived")))]
 async fn archive_environment(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    Environment::managed(&state, &principal, environment_id).await?;
+    Environment::managed(&caller, environment_id).await?;
     let command = EnvironmentCommand::Archive;
-    changed(&state, &ctx, &principal, environment_id, command).await
+    changed(&caller, environment_id, command).await
 }
 
 /// Runs a command on a managed environment and answers it as it stands afterwards.
 async fn changed(
-    state: &AppState,
-    ctx: &Context,
-    principal: &domain::principal::Principal,
+    caller: &Caller,
     id: Uuid,
     command: EnvironmentCommand,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
-    state
-        .command::<EnvironmentAggregate>(id, command, &ctx.metadata(principal))
-        .await?;
-    let environment = Environment::read(state, principal, id).await?;
+    caller.command::<EnvironmentAggregate>(id, command).await?;
+    let environment = Environment::read(caller, id).await?;
     Ok(Json(environment.row.into()))
 }

@@ -44,17 +44,15 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("environment_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxEnvironmentVersionListResponse), (status = 404, description = "not found")))]
 async fn list_versions(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionListResponse>> {
-    let environment = Environment::read(&state, &principal, environment_id).await?;
+    let environment = Environment::read(&caller, environment_id).await?;
     let page = query.page::<i64>(50)?;
     let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::versions(&state.pool, environment_id, lifecycle, page.window()).await?;
+    let rows = query::versions(caller.pool(), environment_id, lifecycle, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |r| r.version.version_number);
     let items = rows
         .into_iter()
@@ -156,25 +154,20 @@ fn is_sha256_digest(text: &str) -> bool {
               (status = 409, description = "version_allocation_exhausted or environment_archived"),
               (status = 422, description = "validation error")))]
 async fn create_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxEnvironmentVersionCreateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
-    let digest = check_source(&state, &environment, &body).await?;
-    let meta = ctx.metadata(&principal);
+    let environment = Environment::managed(&caller, environment_id).await?;
+    let digest = check_source(&caller.state, &environment, &body).await?;
     let version_id = Uuid::new_v4();
     {
-        let _lock = admission::lock(&state.pool, principal.company_id, "versions").await?;
-        let configured = company_limits(&state.pool, principal.company_id)
+        let _lock = admission::lock(caller.pool(), caller.principal.company_id, "versions").await?;
+        let configured = company_limits(caller.pool(), caller.principal.company_id)
             .await?
             .capacity_retained_version_limit;
-        let limit = capacity_retained_limit(configured, &state.deployment.job_quotas);
-        let retained = query::retained_versions(&state.pool, principal.company_id).await?;
+        let limit = capacity_retained_limit(configured, &caller.state.deployment.job_quotas);
+        let retained = query::retained_versions(caller.pool(), caller.principal.company_id).await?;
         if retained >= limit {
             return Err(ApiError::code(
                 Code::VersionAllocationExhausted,
@@ -183,8 +176,8 @@ async fn create_version(
             .with("limit", limit));
         }
         let command = EnvironmentCommand::AllocateVersion { version_id };
-        let allocated = state
-            .command::<EnvironmentAggregate>(environment_id, command, &meta)
+        let allocated = caller
+            .command::<EnvironmentAggregate>(environment_id, command)
             .await?;
         let version_number = allocated
             .events
@@ -201,7 +194,7 @@ async fn create_version(
         let created = VersionCreated {
             version_id,
             environment_id,
-            company_id: Some(principal.company_id),
+            company_id: Some(caller.principal.company_id),
             version_number,
             owned_object_id: body.owned_object_id,
             source_digest: digest.or(body.source_digest),
@@ -210,11 +203,11 @@ async fn create_version(
             runner_release: RUNNER_RELEASE.into(),
         };
         let command = VersionCommand::Create(created);
-        state
-            .command::<EnvironmentVersion>(version_id, command, &meta)
+        caller
+            .command::<EnvironmentVersion>(version_id, command)
             .await?;
     }
-    Ok(Json(environment.version(&state, version_id).await?.into()))
+    Ok(Json(environment.version(&caller, version_id).await?.into()))
 }
 
 /// One version (poll until `ready`).
@@ -222,13 +215,11 @@ async fn create_version(
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
     responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found")))]
 async fn get_version(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
-    let environment = Environment::read(&state, &principal, environment_id).await?;
-    Ok(Json(environment.version(&state, version_id).await?.into()))
+    let environment = Environment::read(&caller, environment_id).await?;
+    Ok(Json(environment.version(&caller, version_id).await?.into()))
 }
 
 /// Archives a version (it stops occupying capacity).
@@ -237,20 +228,15 @@ async fn get_version(
     responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived or nonterminal_exists")))]
 async fn archive_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
-    environment.version(&state, version_id).await?;
-    let meta = ctx.metadata(&principal);
-    state
-        .command::<EnvironmentVersion>(version_id, VersionCommand::Archive, &meta)
+    let environment = Environment::managed(&caller, environment_id).await?;
+    environment.version(&caller, version_id).await?;
+    caller
+        .command::<EnvironmentVersion>(version_id, VersionCommand::Archive)
         .await?;
-    Ok(Json(environment.version(&state, version_id).await?.into()))
+    Ok(Json(environment.version(&caller, version_id).await?.into()))
 }
 
 /// Re-drives regional provisioning. On this deployment images are provisioned when
@@ -260,13 +246,11 @@ async fn archive_version(
     responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found"),
               (status = 409, description = "provisioning_retry_not_eligible")))]
 async fn retry_provisioning(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
-    let version = environment.version(&state, version_id).await?;
+    let environment = Environment::managed(&caller, environment_id).await?;
+    let version = environment.version(&caller, version_id).await?;
     let current = version.row.version.state;
     if !matches!(
         current,

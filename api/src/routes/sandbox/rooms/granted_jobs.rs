@@ -101,13 +101,11 @@ async fn item(
     responses((status = 200, body = SandboxGrantedJobListResponse),
               (status = 403, description = "not a manager of the room"), (status = 404, description = "room not visible")))]
 async fn list_granted_jobs(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(chatroom_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxGrantedJobListResponse>> {
-    let room = Room::managed(&state, &principal, chatroom_id).await?;
-    let mut items = granted(&state, &room, None, CAP + 1).await?;
+    let room = Room::managed(&caller, chatroom_id).await?;
+    let mut items = granted(&caller.state, &room, None, CAP + 1).await?;
     let truncated = items.len() as i64 > CAP;
     items.truncate(CAP as usize);
     Ok(Json(SandboxGrantedJobListResponse { items, truncated }))
@@ -123,26 +121,13 @@ async fn list_granted_jobs(
               (status = 404, description = "room, task or version not visible"),
               (status = 409, description = "task_not_shared_to_room, version_not_runnable, task_archived")))]
 async fn enable_granted_job(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxGrantedJobEnableRequest>,
 ) -> ApiResult<Json<SandboxGrantedJobItemResponse>> {
-    let room = Room::managed(&state, &principal, chatroom_id).await?;
-    enable(
-        &state,
-        &ctx,
-        &principal,
-        &room,
-        task_id,
-        body.task_version_id,
-        false,
-    )
-    .await?;
-    item(&state, &room, task_id).await
+    let room = Room::managed(&caller, chatroom_id).await?;
+    enable(&caller, &room, task_id, body.task_version_id, false).await?;
+    item(&caller.state, &room, task_id).await
 }
 
 /// Disables a task in the room (revokes its binding); the share stays. Disabling a
@@ -154,27 +139,19 @@ async fn enable_granted_job(
               (status = 404, description = "room or task not visible"),
               (status = 409, description = "task_not_shared_to_room")))]
 async fn disable_granted_job(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxGrantedJobItemResponse>> {
-    let room = Room::managed(&state, &principal, chatroom_id).await?;
-    Task::enableable(&state, &principal, task_id).await?;
-    if let Some(binding_id) = sharing::live_binding(&state.pool, room.id, task_id).await? {
+    let room = Room::managed(&caller, chatroom_id).await?;
+    Task::enableable(&caller, task_id).await?;
+    if let Some(binding_id) = sharing::live_binding(caller.pool(), room.id, task_id).await? {
         let command = BindingCommand::Revoke {
             binding_id,
             reason: "disabled".into(),
         };
-        state
-            .command::<Binding>(
-                binding_aggregate_id(room.id, task_id),
-                command,
-                &ctx.metadata(&principal),
-            )
+        caller
+            .command::<Binding>(binding_aggregate_id(room.id, task_id), command)
             .await?;
     }
-    item(&state, &room, task_id).await
+    item(&caller.state, &room, task_id).await
 }

@@ -55,16 +55,14 @@ impl From<MenuRow> for SandboxMenuItem {
     params(("chatroom_id" = Uuid, Path), PageQuery),
     responses((status = 200, body = SandboxMenuResponse), (status = 404, description = "room not visible")))]
 async fn menu(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<SandboxMenuResponse>> {
     let page = query.page::<(String, Uuid)>(50)?;
     let size = page.size;
-    let room = Room::visible(&state, &principal, chatroom_id).await?;
-    let rows = sharing::menu(&state.pool, room.id, page.window()).await?;
+    let room = Room::visible(&caller, chatroom_id).await?;
+    let rows = sharing::menu(caller.pool(), room.id, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.task_name.clone(), r.task_id));
     Ok(Json(SandboxMenuResponse {
         items: rows.into_iter().map(Into::into).collect(),

@@ -9,13 +9,11 @@ use crate::access::Room;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::limits::company_limits;
-use crate::request::Context;
-use crate::state::AppState;
+use crate::request::Caller;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
 use domain::catalog::Provider;
 use domain::error::Code;
-use domain::principal::Principal;
 use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
@@ -52,15 +50,12 @@ pub fn not_stageable(error: InputError) -> ApiError {
 /// Canonicalizes an input and stores its inputs file, content-addressed (the same
 /// bytes always land on the same key, so a replay or a conflict never rewrites
 /// another run's input).
-pub async fn stage(
-    state: &AppState,
-    principal: &Principal,
-    value: Value,
-) -> ApiResult<StagedInput> {
+pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
     let canonical = input::canonicalize(value, InputLimits::default()).map_err(not_stageable)?;
     let hex = canonical.digest.trim_start_matches("sha256:");
-    let key = format!("runs/inputs/{}/{hex}.json", principal.company_id);
-    let written = state
+    let key = format!("runs/inputs/{}/{hex}.json", caller.principal.company_id);
+    let written = caller
+        .state
         .objects
         .put_bytes(&key, Bytes::from(canonical.canonical.clone()))
         .await
@@ -147,9 +142,7 @@ fn queue_full(limit: i64) -> ApiError {
 
 /// Checks the live share and the queue limits and queues the run (or replays it).
 pub async fn admit(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
+    caller: &Caller,
     admission: Admission<'_>,
 ) -> ApiResult<SandboxRunDetailResponse> {
     let Admission {
@@ -178,9 +171,9 @@ pub async fn admit(
     // A replay answers the original run whatever changed since (the aggregate
     // compares the request); only a new run is checked against the share, the
     // schema and the queues.
-    let exists = runs::exists(&state.pool, run_id).await?;
+    let exists = runs::exists(caller.pool(), run_id).await?;
     let grant = if share_required && !exists {
-        Some(room.required_grant(state, version.task_id).await?.id)
+        Some(room.required_grant(caller, version.task_id).await?.id)
     } else {
         None
     };
@@ -189,15 +182,15 @@ pub async fn admit(
     }
     let submitted = RunSubmitted {
         run_id,
-        company_id: principal.company_id,
+        company_id: caller.principal.company_id,
         chatroom_id: room.id,
         task_id: version.task_id,
         task_version_id: version.id,
         share_grant_id: grant,
-        principal_type: principal.principal_type,
-        principal_id: principal.principal_id,
-        auth_method: principal.auth_method,
-        api_key_id: principal.api_key_id,
+        principal_type: caller.principal.principal_type,
+        principal_id: caller.principal.principal_id,
+        auth_method: caller.principal.auth_method,
+        api_key_id: caller.principal.api_key_id,
         submission_source: source,
         input_digest: input.object.digest.clone(),
         input: input.object.clone(),
@@ -206,36 +199,29 @@ pub async fn admit(
         retry_of_run_id,
         request_hash,
     };
-    let onprem = state.deployment.provider == Provider::Onprem;
+    let onprem = caller.state.deployment.provider == Provider::Onprem;
     let _fleet = if onprem {
-        Some(admission::lock(&state.pool, Uuid::nil(), "run-queue").await?)
+        Some(admission::lock(caller.pool(), Uuid::nil(), "run-queue").await?)
     } else {
         None
     };
-    let _company = admission::lock(&state.pool, principal.company_id, "run-queue").await?;
-    if !runs::exists(&state.pool, run_id).await? {
+    let _company = admission::lock(caller.pool(), caller.principal.company_id, "run-queue").await?;
+    if !runs::exists(caller.pool(), run_id).await? {
         // Quick Run is outside the queued-run limit; its retries are not.
         let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
-        check_queues(state, principal, counted, onprem).await?;
+        check_queues(caller, counted, onprem).await?;
     }
     let command = RunCommand::Submit(Box::new(submitted));
-    state
-        .command::<Run>(run_id, command, &ctx.metadata(principal))
-        .await?;
-    detail_of(state, run_id).await
+    caller.command::<Run>(run_id, command).await?;
+    detail_of(&caller.state, run_id).await
 }
 
 /// The company's queued-run limit (`counted`: every submission but a Quick Run)
 /// and, on-prem, the company and fleet executor queues (`queued` and `starting`,
 /// Quick Run included).
-async fn check_queues(
-    state: &AppState,
-    principal: &Principal,
-    counted: bool,
-    onprem: bool,
-) -> ApiResult<()> {
-    let limits = company_limits(&state.pool, principal.company_id).await?;
-    let queued = runs::queue_counts(&state.pool, principal.company_id).await?;
+async fn check_queues(caller: &Caller, counted: bool, onprem: bool) -> ApiResult<()> {
+    let limits = company_limits(caller.pool(), caller.principal.company_id).await?;
+    let queued = runs::queue_counts(caller.pool(), caller.principal.company_id).await?;
     if counted && queued.counted >= limits.queued_run_limit {
         return Err(ApiError::code(
             Code::SandboxQueuedRunLimit,

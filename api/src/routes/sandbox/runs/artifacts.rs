@@ -13,7 +13,6 @@ use axum::extract::Path;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
-use domain::principal::Principal;
 use projections::read_models::runs::query::{self as runs, ArtifactRow, RunRow};
 use rand::RngCore;
 use utoipa_axum::router::OpenApiRouter;
@@ -32,17 +31,13 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxRunArtifactListResponse), (status = 404, description = "not found")))]
 async fn list_artifacts(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxRunArtifactListResponse>> {
     let page = query.page::<String>(20)?;
     let size = page.size;
-    let run = Run::in_room(&state, &principal, chatroom_id, run_id)
-        .await?
-        .row;
+    let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
     // A run's artifacts are active until its contents expire, retired after.
     let lifecycle = query.lifecycle.unwrap_or_default();
     if !lifecycle.admits(run.content_active()) {
@@ -51,7 +46,7 @@ async fn list_artifacts(
             next_page_token: None,
         }));
     }
-    let rows = runs::artifacts(&state.pool, run_id, page.window()).await?;
+    let rows = runs::artifacts(caller.pool(), run_id, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |a| a.relative_path.clone());
     Ok(Json(SandboxRunArtifactListResponse {
         items: rows.into_iter().map(Into::into).collect(),
@@ -61,19 +56,16 @@ async fn list_artifacts(
 
 /// An artifact of a run the caller reads, while the run's contents are held.
 pub(super) async fn artifact(
-    state: &AppState,
-    principal: &Principal,
+    caller: &Caller,
     chatroom_id: Uuid,
     run_id: Uuid,
     artifact_id: Uuid,
 ) -> ApiResult<(RunRow, ArtifactRow)> {
-    let run = Run::in_room(state, principal, chatroom_id, run_id)
-        .await?
-        .row;
+    let run = Run::in_room(caller, chatroom_id, run_id).await?.row;
     if !run.content_active() {
         return Err(ApiError::NotFound);
     }
-    let row = runs::artifact(&state.pool, run_id, artifact_id).await?;
+    let row = runs::artifact(caller.pool(), run_id, artifact_id).await?;
     Ok((run, row.ok_or(ApiError::NotFound)?))
 }
 
@@ -99,12 +91,10 @@ pub fn attachment(path: &str) -> String {
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
     responses((status = 200, body = SandboxArtifactDownloadCapabilityResponse), (status = 404, description = "not found")))]
 async fn download_artifact(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxArtifactDownloadCapabilityResponse>> {
-    let (run, artifact) = artifact(&state, &principal, chatroom_id, run_id, artifact_id).await?;
+    let (run, artifact) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let mut token = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut token);
     Ok(Json(SandboxArtifactDownloadCapabilityResponse {

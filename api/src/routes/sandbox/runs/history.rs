@@ -13,7 +13,6 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use chrono::{DateTime, Utc};
-use domain::principal::Principal;
 use domain::validation::ViolationKind;
 use domain::wire::wire;
 use projections::read_models::runs::query::{self as runs, HistoryFilters, HistoryRow, RunFilters};
@@ -71,9 +70,7 @@ pub struct SandboxAllRunsResponse {
 #[utoipa::path(get, path = "/runs", tag = "runs", params(AllRunsQuery),
     responses((status = 200, body = SandboxAllRunsResponse)))]
 async fn list_all_runs(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     ApiQuery(query): ApiQuery<AllRunsQuery>,
 ) -> ApiResult<Json<SandboxAllRunsResponse>> {
     let page = PageQuery {
@@ -90,12 +87,13 @@ async fn list_all_runs(
         queued_after: query.queued_after,
         queued_before: query.queued_before,
     };
-    let rows = runs::visible_runs(&state.pool, &principal, &filters, page.window()).await?;
-    let total = runs::visible_run_count(&state.pool, &principal, &filters).await?;
+    let rows =
+        runs::visible_runs(caller.pool(), &caller.principal, &filters, page.window()).await?;
+    let total = runs::visible_run_count(caller.pool(), &caller.principal, &filters).await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.queued_at, r.id));
     Ok(Json(SandboxAllRunsResponse {
         page: SandboxRunListResponse {
-            items: details(&state, rows).await?,
+            items: details(&caller.state, rows).await?,
             next_page_token,
         },
         total,
@@ -212,14 +210,9 @@ fn check_choice(field: &str, value: &Option<String>, allowed: &[&str]) -> ApiRes
 }
 
 /// The task a company manager reads the history of.
-async fn history_task(
-    state: &AppState,
-    principal: &Principal,
-    id: Uuid,
-    query: &TaskRunsQuery,
-) -> ApiResult<()> {
-    require_company_manager(principal)?;
-    Task::read(state, principal, id).await?;
+async fn history_task(caller: &Caller, id: Uuid, query: &TaskRunsQuery) -> ApiResult<()> {
+    require_company_manager(&caller.principal)?;
+    Task::read(caller, id).await?;
     check_choice("method", &query.method, &["agent", "manual"])?;
     check_choice(
         "executor_kind",
@@ -241,13 +234,11 @@ async fn history_task(
     responses((status = 200, body = Vec<SandboxTaskRunHistoryItem>),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
 async fn task_runs(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<Vec<SandboxTaskRunHistoryItem>>> {
-    history_task(&state, &principal, task_id, &query).await?;
+    history_task(&caller, task_id, &query).await?;
     let limit = query.limit.unwrap_or(10);
     let offset = query.offset.unwrap_or(0);
     if !(1..=100).contains(&limit) {
@@ -266,7 +257,7 @@ async fn task_runs(
     }
     let ascending = query.order.as_deref() == Some("asc");
     let rows = runs::history(
-        &state.pool,
+        caller.pool(),
         task_id,
         &query.filters(),
         ascending,
@@ -283,13 +274,11 @@ async fn task_runs(
     responses((status = 200, body = NumOfData),
               (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
 async fn task_runs_count(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<NumOfData>> {
-    history_task(&state, &principal, task_id, &query).await?;
-    let num = runs::history_count(&state.pool, task_id, &query.filters()).await?;
+    history_task(&caller, task_id, &query).await?;
+    let num = runs::history_count(caller.pool(), task_id, &query.filters()).await?;
     Ok(Json(NumOfData { num }))
 }

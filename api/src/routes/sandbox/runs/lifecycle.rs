@@ -50,9 +50,7 @@ pub struct RunListQuery {
     responses((status = 200, body = SandboxRunListResponse), (status = 404, description = "room not visible"),
               (status = 422, description = "unknown status")))]
 async fn list_runs(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<RunListQuery>,
 ) -> ApiResult<Json<SandboxRunListResponse>> {
@@ -76,12 +74,15 @@ async fn list_runs(
             })
         })
         .collect::<ApiResult<Vec<_>>>()?;
-    let room = Room::visible(&state, &principal, chatroom_id).await?;
-    let own_key = principal.is_restricted().then_some(principal.api_key_id);
+    let room = Room::visible(&caller, chatroom_id).await?;
+    let own_key = caller
+        .principal
+        .is_restricted()
+        .then_some(caller.principal.api_key_id);
     let size = page.size;
     let rows = runs::room_runs(
-        &state.pool,
-        principal.company_id,
+        caller.pool(),
+        caller.principal.company_id,
         room.id,
         &statuses,
         own_key,
@@ -90,7 +91,7 @@ async fn list_runs(
     .await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.queued_at, r.id));
     Ok(Json(SandboxRunListResponse {
-        items: details(&state, rows).await?,
+        items: details(&caller.state, rows).await?,
         next_page_token,
     }))
 }
@@ -100,13 +101,11 @@ async fn list_runs(
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
     responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found")))]
 async fn get_run(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
-    let run = Run::in_room(&state, &principal, chatroom_id, run_id).await?;
-    Ok(Json(detail(&state, run.row).await?))
+    let run = Run::in_room(&caller, chatroom_id, run_id).await?;
+    Ok(Json(detail(&caller.state, run.row).await?))
 }
 
 /// Which contents the run has (flags only).
@@ -114,14 +113,10 @@ async fn get_run(
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
     responses((status = 200, body = SandboxRunContentResponse), (status = 404, description = "not found")))]
 async fn run_content(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunContentResponse>> {
-    let row = Run::in_room(&state, &principal, chatroom_id, run_id)
-        .await?
-        .row;
+    let row = Run::in_room(&caller, chatroom_id, run_id).await?.row;
     let active = row.content_active();
     Ok(Json(SandboxRunContentResponse {
         has_input: active,
@@ -140,17 +135,12 @@ async fn run_content(
     responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found"),
               (status = 409, description = "not_cancellable")))]
 async fn cancel_run(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
-    Run::in_room(&state, &principal, chatroom_id, run_id).await?;
-    let meta = ctx.metadata(&principal);
-    state
-        .command::<RunAggregate>(run_id, RunCommand::Cancel, &meta)
+    Run::in_room(&caller, chatroom_id, run_id).await?;
+    caller
+        .command::<RunAggregate>(run_id, RunCommand::Cancel)
         .await?;
-    Ok(Json(detail_of(&state, run_id).await?))
+    Ok(Json(detail_of(&caller.state, run_id).await?))
 }

@@ -7,11 +7,9 @@ use super::views::*;
 use crate::access::Run;
 use crate::error::{ApiError, ApiResult};
 use crate::request::Caller;
-use crate::request::Context;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
-use domain::principal::Principal;
 use domain::runs::link::{LinkCommand, LinkedObject, PublicLink, link_aggregate_id};
 use projections::read_models::runs::query::{self as runs, LinkRow, RunRow};
 use utoipa_axum::router::OpenApiRouter;
@@ -50,9 +48,7 @@ fn link_response(
 
 /// Mints (idempotently) or revokes the link of one object of a run the caller reads.
 async fn link(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
+    caller: &Caller,
     run: &RunRow,
     object: LinkedObject,
     artifact_id: Option<Uuid>,
@@ -78,18 +74,14 @@ async fn link(
             artifact_id,
         }
     };
-    state
-        .command::<PublicLink>(
-            link_aggregate_id(run.id, object, artifact_id),
-            command,
-            &ctx.metadata(principal),
-        )
+    caller
+        .command::<PublicLink>(link_aggregate_id(run.id, object, artifact_id), command)
         .await?;
-    let link = runs::newest_link(&state.pool, run.id, object, artifact_id)
+    let link = runs::newest_link(caller.pool(), run.id, object, artifact_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(Json(link_response(
-        state,
+        &caller.state,
         run.id,
         object,
         artifact_id,
@@ -104,11 +96,11 @@ macro_rules! run_object_link_routes {
             params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
             responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
         async fn $mint(
-            Caller { state, ctx, principal }: Caller,
+            caller: Caller,
             Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
         ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
-            let run = Run::in_room(&state, &principal, chatroom_id, run_id).await?.row;
-            link(&state, &ctx, &principal, &run, $object, None, false).await
+            let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
+            link(&caller, &run, $object, None, false).await
         }
 
         /// Revokes the public link of the run's object.
@@ -116,11 +108,11 @@ macro_rules! run_object_link_routes {
             params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
             responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
         async fn $revoke(
-            Caller { state, ctx, principal }: Caller,
+            caller: Caller,
             Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
         ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
-            let run = Run::in_room(&state, &principal, chatroom_id, run_id).await?.row;
-            link(&state, &ctx, &principal, &run, $object, None, true).await
+            let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
+            link(&caller, &run, $object, None, true).await
         }
     };
 }
@@ -143,25 +135,12 @@ run_object_link_routes!(
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
     responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
 async fn mint_artifact_link(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
-    let (run, _) = artifact(&state, &principal, chatroom_id, run_id, artifact_id).await?;
+    let (run, _) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let object = LinkedObject::Artifact;
-    link(
-        &state,
-        &ctx,
-        &principal,
-        &run,
-        object,
-        Some(artifact_id),
-        false,
-    )
-    .await
+    link(&caller, &run, object, Some(artifact_id), false).await
 }
 
 /// Revokes the public link of one artifact file.
@@ -169,23 +148,10 @@ async fn mint_artifact_link(
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
     responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
 async fn revoke_artifact_link(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
-    let (run, _) = artifact(&state, &principal, chatroom_id, run_id, artifact_id).await?;
+    let (run, _) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let object = LinkedObject::Artifact;
-    link(
-        &state,
-        &ctx,
-        &principal,
-        &run,
-        object,
-        Some(artifact_id),
-        true,
-    )
-    .await
+    link(&caller, &run, object, Some(artifact_id), true).await
 }

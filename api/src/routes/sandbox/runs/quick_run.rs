@@ -23,7 +23,6 @@ use bytes::Bytes;
 use domain::environments::environment::OwnerScope;
 use domain::environments::version::VersionState;
 use domain::error::Code;
-use domain::principal::{EventMetadata, Principal};
 use domain::runs::run::SubmissionSource;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputLimits};
@@ -48,12 +47,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// A ready environment version the company may run Quick Runs on: its own
 /// company-owned ones and curated ones (404 otherwise; 409 when not ready).
-async fn quick_run_environment(state: &AppState, principal: &Principal, id: Uuid) -> ApiResult<()> {
+async fn quick_run_environment(caller: &Caller, id: Uuid) -> ApiResult<()> {
     let usable = |e: &projections::read_models::environments::EnvironmentRow| {
         e.curated()
-            || (e.company_id == Some(principal.company_id) && e.owner_scope == OwnerScope::Company)
+            || (e.company_id == Some(caller.principal.company_id)
+                && e.owner_scope == OwnerScope::Company)
     };
-    let pinned = environments::version_with_environment(&state.pool, id).await?;
+    let pinned = environments::version_with_environment(caller.pool(), id).await?;
     match pinned.filter(|(_, e)| usable(e)) {
         None => Err(ApiError::NotFound),
         Some((v, _)) if v.state == VersionState::Ready => Ok(()),
@@ -66,9 +66,7 @@ async fn quick_run_environment(state: &AppState, principal: &Principal, id: Uuid
 
 /// Creates (or finds, on a replay) the hidden task and its published version 1.
 async fn hidden_task(
-    state: &AppState,
-    meta: &EventMetadata,
-    principal: &Principal,
+    caller: &Caller,
     ids: (Uuid, Uuid),
     name: String,
     contents: VersionContents,
@@ -76,15 +74,16 @@ async fn hidden_task(
     let (task_id, version_id) = ids;
     let created = TaskCreated {
         task_id,
-        company_id: principal.company_id,
+        company_id: caller.principal.company_id,
         owner_scope: OwnerScope::Company,
-        owner_id: principal.company_id,
+        owner_id: caller.principal.company_id,
         name,
         description: String::new(),
         agent_enabled: false,
         hidden: true,
     };
-    let bus = &state.bus;
+    let bus = &caller.state.bus;
+    let meta = &caller.metadata();
     match bus
         .execute::<Task>(&task_id.to_string(), TaskCommand::Create(created), meta)
         .await
@@ -103,7 +102,7 @@ async fn hidden_task(
         let drafted = TaskVersionDrafted {
             version_id,
             task_id,
-            company_id: principal.company_id,
+            company_id: caller.principal.company_id,
             version_number: 1,
             contents,
         };
@@ -133,16 +132,12 @@ async fn hidden_task(
               (status = 422, description = "timeout_exceeds_ceiling, input_not_stageable, validation error"),
               (status = 429, description = "queue_full")))]
 async fn quick_run(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     key: IdempotencyKey,
     Path(chatroom_id): Path<Uuid>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxQuickRunResponse>> {
-    let room = Room::managed(&state, &principal, chatroom_id).await?;
+    let room = Room::managed(&caller, chatroom_id).await?;
     let limits = InputLimits {
         max_bytes: QUICK_RUN_BODY_LIMIT,
         max_depth: InputLimits::default().max_depth + 2,
@@ -150,8 +145,8 @@ async fn quick_run(
     };
     input::parse_value(&body, limits).map_err(not_stageable)?;
     let request: SandboxQuickRunRequest = parse_json(&body)?;
-    let staged = stage(&state, &principal, request.input).await?;
-    quick_run_environment(&state, &principal, request.environment_version_id).await?;
+    let staged = stage(&caller, request.input).await?;
+    quick_run_environment(&caller, request.environment_version_id).await?;
     let facts = input::digest(
         serde_json::json!([
             &request.name,
@@ -179,21 +174,18 @@ async fn quick_run(
         output_policy: None,
     };
     check_fields(&contents)?;
-    check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
-    let run_id = key.target(&principal, &format!("runs.quick_run.{chatroom_id}"));
-    let task_id = domain::ids::derive("quick_run_task", &[&run_id.to_string()]);
-    let version_id = domain::ids::derive("quick_run_version", &[&run_id.to_string()]);
-    let meta = ctx.metadata(&principal);
-    hidden_task(
-        &state,
-        &meta,
-        &principal,
-        (task_id, version_id),
-        request.name,
-        contents,
+    check_ceiling(
+        &caller.state,
+        caller.principal.company_id,
+        contents.timeout_seconds,
     )
     .await?;
-    let version = RunnableVersion::runnable(&state, &principal, version_id).await?;
+    let run_id = key.target(&caller.principal, &format!("runs.quick_run.{chatroom_id}"));
+    let task_id = domain::ids::derive("quick_run_task", &[&run_id.to_string()]);
+    let version_id = domain::ids::derive("quick_run_version", &[&run_id.to_string()]);
+    let _meta = caller.metadata();
+    hidden_task(&caller, (task_id, version_id), request.name, contents).await?;
+    let version = RunnableVersion::runnable(&caller, version_id).await?;
     let admission = Admission {
         run_id,
         room: &room,
@@ -205,7 +197,7 @@ async fn quick_run(
         share_required: false,
         request_facts: Some(facts),
     };
-    let run = admit(&state, &ctx, &principal, admission).await?;
+    let run = admit(&caller, admission).await?;
     Ok(Json(SandboxQuickRunResponse {
         task_id,
         task_version_id: version_id,

@@ -53,27 +53,23 @@ fn envelope_limits() -> InputLimits {
               (status = 429, description = "sandbox_queued_run_limit or queue_full"),
               (status = 503, description = "input_staging_unavailable")))]
 async fn submit_run(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     key: IdempotencyKey,
     Path(chatroom_id): Path<Uuid>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
     input::parse_value(&body, envelope_limits()).map_err(not_stageable)?;
     let request: SandboxManualRunSubmitRequest = parse_json(&body)?;
-    let staged = stage(&state, &principal, request.input).await?;
-    let room = Room::visible(&state, &principal, chatroom_id).await?;
-    let version = TaskVersion::runnable(&state, &principal, request.task_version_id).await?;
+    let staged = stage(&caller, request.input).await?;
+    let room = Room::visible(&caller, chatroom_id).await?;
+    let version = TaskVersion::runnable(&caller, request.task_version_id).await?;
     let timeout = check_timeout(
         request
             .timeout_seconds
             .unwrap_or(version.contents.timeout_seconds),
     )?;
     let admission = Admission {
-        run_id: key.target(&principal, "runs.submit"),
+        run_id: key.target(&caller.principal, "runs.submit"),
         room: &room,
         version: &version,
         input: &staged,
@@ -83,7 +79,7 @@ async fn submit_run(
         share_required: true,
         request_facts: None,
     };
-    Ok(Json(admit(&state, &ctx, &principal, admission).await?))
+    Ok(Json(admit(&caller, admission).await?))
 }
 
 fn retry_input_unavailable() -> ApiError {
@@ -124,11 +120,7 @@ async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<
               (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required"),
               (status = 429, description = "sandbox_queued_run_limit or queue_full")))]
 async fn retry_run(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     key: IdempotencyKey,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
     body: Bytes,
@@ -140,10 +132,10 @@ async fn retry_run(
         parse_json(&body)?
     };
     let fresh = match request.input {
-        Some(value) if !value.is_null() => Some(stage(&state, &principal, value).await?),
+        Some(value) if !value.is_null() => Some(stage(&caller, value).await?),
         _ => None,
     };
-    let Run { room, row: source } = Run::in_room(&state, &principal, chatroom_id, run_id).await?;
+    let Run { room, row: source } = Run::in_room(&caller, chatroom_id, run_id).await?;
     let quick_run = source.submission_source == SubmissionSource::QuickRun;
     if quick_run && !room.manager {
         // A Quick Run is a room manager's; so is running its scripts again.
@@ -155,14 +147,14 @@ async fn retry_run(
             "only a run in a terminal state can be retried",
         ));
     }
-    let version = TaskVersion::runnable(&state, &principal, source.task_version_id).await?;
+    let version = TaskVersion::runnable(&caller, source.task_version_id).await?;
     let staged = match fresh {
         Some(staged) => staged,
         None if !source.content_active() => return Err(retry_input_unavailable()),
-        None => retained_input(&state, &source.input_key, &source.input_digest).await?,
+        None => retained_input(&caller.state, &source.input_key, &source.input_digest).await?,
     };
     let admission = Admission {
-        run_id: key.target(&principal, &format!("runs.retry.{run_id}")),
+        run_id: key.target(&caller.principal, &format!("runs.retry.{run_id}")),
         room: &room,
         version: &version,
         input: &staged,
@@ -172,5 +164,5 @@ async fn retry_run(
         share_required: !quick_run,
         request_facts: None,
     };
-    Ok(Json(admit(&state, &ctx, &principal, admission).await?))
+    Ok(Json(admit(&caller, admission).await?))
 }

@@ -8,14 +8,12 @@ use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::pagination::{LifecycleQuery, finish};
 use crate::request::Caller;
-use crate::request::Context;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::Lifecycle;
-use domain::principal::Principal;
 use domain::runs::run::{Run, RunCommand};
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand};
@@ -37,15 +35,19 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/tasks", tag = "tasks", params(LifecycleQuery),
     responses((status = 200, body = SandboxTaskListResponse)))]
 async fn list_tasks(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
     let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::tasks(&state.pool, principal.company_id, lifecycle, page.window()).await?;
+    let rows = query::tasks(
+        caller.pool(),
+        caller.principal.company_id,
+        lifecycle,
+        page.window(),
+    )
+    .await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.task.created_at, r.task.id));
     Ok(Json(SandboxTaskListResponse {
         items: rows.into_iter().map(Into::into).collect(),
@@ -59,19 +61,15 @@ async fn list_tasks(
               (status = 403, description = "owner_scope_forbidden"),
               (status = 422, description = "validation error (owner_scope chatroom included)")))]
 async fn create_task(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<SandboxTaskCreateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     check_text(Some(&body.name), Some(&body.description))?;
-    let owner_id = resolve_owner(&state, &principal, body.owner_scope, body.owner_id).await?;
+    let owner_id = resolve_owner(&caller, body.owner_scope, body.owner_id).await?;
     let id = Uuid::new_v4();
     let created = TaskCreated {
         task_id: id,
-        company_id: principal.company_id,
+        company_id: caller.principal.company_id,
         owner_scope: body.owner_scope,
         owner_id,
         name: body.name,
@@ -80,21 +78,17 @@ async fn create_task(
         hidden: false,
     };
     let command = TaskCommand::Create(created);
-    changed(&state, &ctx, &principal, id, command).await
+    changed(&caller, id, command).await
 }
 
 /// One task.
 #[utoipa::path(get, path = "/tasks/{task_id}", tag = "tasks", params(("task_id" = Uuid, Path)),
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found")))]
 async fn get_task(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    Ok(Json(
-        Task::read(&state, &principal, task_id).await?.row.into(),
-    ))
+    Ok(Json(Task::read(&caller, task_id).await?.row.into()))
 }
 
 /// Changes name, description or the legacy flag (owner managers only).
@@ -103,15 +97,11 @@ async fn get_task(
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
               (status = 409, description = "task_archived"), (status = 422, description = "no_fields")))]
 async fn update_task(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskUpdateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    Task::owned(&state, &principal, task_id).await?;
+    Task::owned(&caller, task_id).await?;
     if body.name.is_none() && body.description.is_none() && body.agent_enabled.is_none() {
         return Err(no_fields());
     }
@@ -121,7 +111,7 @@ async fn update_task(
         description: body.description,
         agent_enabled: body.agent_enabled,
     };
-    changed(&state, &ctx, &principal, task_id, command).await
+    changed(&caller, task_id, command).await
 }
 
 /// Archives the task and every version of it, then cancels its queued runs.
@@ -131,46 +121,33 @@ async fn update_task(
     responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
               (status = 409, description = "already_archived")))]
 async fn archive_task(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    let meta = ctx.metadata(&principal);
+    let task = Task::owned(&caller, task_id).await?;
     if task.row.task.lifecycle == Lifecycle::Active {
-        for version_id in query::unarchived_version_ids(&state.pool, task_id).await? {
-            state
-                .command::<TaskVersion>(version_id, TaskVersionCommand::Archive, &meta)
+        for version_id in query::unarchived_version_ids(caller.pool(), task_id).await? {
+            caller
+                .command::<TaskVersion>(version_id, TaskVersionCommand::Archive)
                 .await?;
         }
     }
-    state
-        .command::<TaskAggregate>(task_id, TaskCommand::Archive, &meta)
+    caller
+        .command::<TaskAggregate>(task_id, TaskCommand::Archive)
         .await?;
-    for run_id in runs::queued_of_task(&state.pool, task_id).await? {
+    for run_id in runs::queued_of_task(caller.pool(), task_id).await? {
         // A run a worker claimed meanwhile runs to its end.
-        let _ = state
-            .command::<Run>(run_id, RunCommand::Cancel, &meta)
-            .await;
+        let _ = caller.command::<Run>(run_id, RunCommand::Cancel).await;
     }
-    Ok(Json(
-        Task::read(&state, &principal, task_id).await?.row.into(),
-    ))
+    Ok(Json(Task::read(&caller, task_id).await?.row.into()))
 }
 
 /// Runs a command on a task and answers it as it stands afterwards.
 async fn changed(
-    state: &AppState,
-    ctx: &Context,
-    principal: &Principal,
+    caller: &Caller,
     id: Uuid,
     command: TaskCommand,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
-    state
-        .command::<TaskAggregate>(id, command, &ctx.metadata(principal))
-        .await?;
-    Ok(Json(Task::read(state, principal, id).await?.row.into()))
+    caller.command::<TaskAggregate>(id, command).await?;
+    Ok(Json(Task::read(caller, id).await?.row.into()))
 }

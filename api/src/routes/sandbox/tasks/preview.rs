@@ -46,14 +46,12 @@ pub fn runtime_contract(work_command: Option<String>) -> RuntimeContract {
     responses((status = 200, body = SandboxInputPreviewResponse), (status = 404, description = "not found"),
               (status = 422, description = "input_not_stageable or validation error")))]
 async fn input_preview(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxInputPreviewResponse>> {
-    let task = Task::read(&state, &principal, task_id).await?;
-    let version = task.version(&state, version_id).await?.row.version;
+    let task = Task::read(&caller, task_id).await?;
+    let version = task.version(&caller, version_id).await?.row.version;
     let limits = InputLimits::default();
     // The envelope `{"input": ...}` gets the bounds of the input plus a little room.
     let envelope = InputLimits {

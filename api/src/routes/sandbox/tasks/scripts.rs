@@ -112,46 +112,44 @@ async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
               (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul"),
               (status = 429, description = "upload_rate_limited")))]
 async fn upload_script(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxScriptUploadResponse>> {
-    Task::owned(&state, &principal, task_id).await?;
+    Task::owned(&caller, task_id).await?;
     let text = read_script(multipart).await?;
     let object_id = Uuid::new_v4();
-    let key = format!("scripts/{}/{task_id}/{object_id}", principal.company_id);
+    let key = format!(
+        "scripts/{}/{task_id}/{object_id}",
+        caller.principal.company_id
+    );
     let digest = input::digest(text.as_bytes());
     let byte_size = text.len();
     {
-        let _lock = admission::lock(&state.pool, principal.company_id, "uploads").await?;
-        check_upload_rate(&state, principal.company_id, ctx.time).await?;
-        state
+        let _lock = admission::lock(caller.pool(), caller.principal.company_id, "uploads").await?;
+        check_upload_rate(&caller.state, caller.principal.company_id, caller.ctx.time).await?;
+        caller
+            .state
             .objects
             .put_bytes(&key, Bytes::from(text))
             .await
             .map_err(ApiError::Internal)?;
         let stored = StoredObject {
             object_id,
-            company_id: Some(principal.company_id),
+            company_id: Some(caller.principal.company_id),
             kind: ObjectKind::Script,
             digest: digest.clone(),
             byte_size: byte_size as u64,
             key,
         };
         let command = ObjectCommand::Record(stored);
-        state
-            .command::<OwnedObject>(object_id, command, &ctx.metadata(&principal))
-            .await?;
+        caller.command::<OwnedObject>(object_id, command).await?;
     }
     Ok(Json(SandboxScriptUploadResponse {
         script_id: object_id,
         byte_size: byte_size as i64,
         digest,
-        expires_at: ctx.time + chrono::Duration::hours(HANDLE_TTL_HOURS),
+        expires_at: caller.ctx.time + chrono::Duration::hours(HANDLE_TTL_HOURS),
     }))
 }
 
@@ -216,25 +214,20 @@ pub enum Target {
               (status = 413, description = "request_too_large"),
               (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul")))]
 async fn script_file(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<ScriptTarget>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    let version = task.version(&state, version_id).await?.row.version;
+    let task = Task::owned(&caller, task_id).await?;
+    let version = task.version(&caller, version_id).await?.row.version;
     let text = read_script(multipart).await?;
     let mut request = SandboxTaskVersionRequest::default();
     match query.target {
         Target::Startup => request.startup_script = Some(Some(text)),
         Target::Work => request.work_script = Some(Some(text)),
     }
-    let contents = draft::update(&state, &task, version.contents.0, request).await?;
+    let contents = draft::update(&caller.state, &task, version.contents.0, request).await?;
     let command = TaskVersionCommand::Edit(contents);
-    let meta = ctx.metadata(&principal);
-    super::versions::changed(&state, &task, version_id, command, &meta).await
+    super::versions::changed(&caller, &task, version_id, command).await
 }

@@ -15,7 +15,6 @@ use axum::Json;
 use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::error::Code;
-use domain::principal::Principal;
 use domain::sharing::policy::parse_policies;
 use domain::sharing::share::{Share, ShareCommand, ShareTargetKind, share_id};
 use projections::read_models::directory::query as directory;
@@ -41,20 +40,15 @@ async fn grant(state: &AppState, task: Uuid, id: Uuid) -> ApiResult<SandboxShare
 }
 
 /// Whether the target is live in the caller's company.
-async fn target_is_live(
-    state: &AppState,
-    principal: &Principal,
-    kind: ShareTargetKind,
-    id: Uuid,
-) -> ApiResult<bool> {
-    let company = principal.company_id;
+async fn target_is_live(caller: &Caller, kind: ShareTargetKind, id: Uuid) -> ApiResult<bool> {
+    let company = caller.principal.company_id;
     Ok(match kind {
         ShareTargetKind::Company => id == company,
         ShareTargetKind::Department => {
-            directory::department_in_company(&state.pool, company, id).await?
+            directory::department_in_company(caller.pool(), company, id).await?
         }
         ShareTargetKind::Chatroom => {
-            directory::live_room_in_company(&state.pool, company, id).await?
+            directory::live_room_in_company(caller.pool(), company, id).await?
         }
     })
 }
@@ -64,17 +58,15 @@ async fn target_is_live(
     params(("task_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxShareGrantListResponse), (status = 404, description = "not found")))]
 async fn list_shares(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxShareGrantListResponse>> {
     let page = query.page::<(DateTime<Utc>, Uuid)>(20)?;
     let size = page.size;
-    Task::owned(&state, &principal, task_id).await?;
+    Task::owned(&caller, task_id).await?;
     let lifecycle = query.lifecycle.unwrap_or(LifecycleFilter::All);
-    let rows = sharing::grants(&state.pool, task_id, lifecycle, page.window()).await?;
+    let rows = sharing::grants(caller.pool(), task_id, lifecycle, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
     Ok(Json(SandboxShareGrantListResponse {
         items: rows.into_iter().map(Into::into).collect(),
@@ -90,15 +82,11 @@ async fn list_shares(
               (status = 409, description = "share_already_live, version_not_runnable, task_archived"),
               (status = 422, description = "secret_slot_policies_invalid or validation error")))]
 async fn create_share(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxShareCreateRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
+    let task = Task::owned(&caller, task_id).await?;
     let secret_slot_policies =
         parse_policies(body.secret_slot_policies.as_ref()).map_err(|problems| {
             ApiError::code(Code::SecretSlotPoliciesInvalid, "secret_slot_policies must map at most 100 valid slot names to borrower, owner or owner_overridable",
@@ -106,10 +94,10 @@ async fn create_share(
             .with("errors", json!(problems))
         })?;
     task.require_enableable()?;
-    if !target_is_live(&state, &principal, body.target_kind, body.target_id).await? {
+    if !target_is_live(&caller, body.target_kind, body.target_id).await? {
         return Err(ApiError::NotFound);
     }
-    if !tasks::has_runnable_version(&state.pool, task_id).await? {
+    if !tasks::has_runnable_version(caller.pool(), task_id).await? {
         return Err(not_runnable());
     }
     let aggregate = share_id(task_id, body.target_kind, body.target_id);
@@ -120,11 +108,9 @@ async fn create_share(
         target_id: body.target_id,
         secret_slot_policies,
     };
-    let committed = state
-        .command::<Share>(aggregate, command, &ctx.metadata(&principal))
-        .await?;
+    let committed = caller.command::<Share>(aggregate, command).await?;
     let id = committed.state.live.ok_or(ApiError::NotFound)?;
-    Ok(Json(grant(&state, task_id, id).await?))
+    Ok(Json(grant(&caller.state, task_id, id).await?))
 }
 
 /// Revokes a live grant; the bindings it carried stop applying.
@@ -133,20 +119,14 @@ async fn create_share(
     responses((status = 200, body = SandboxShareGrantResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition (already revoked)")))]
 async fn revoke_share(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((task_id, grant_id)): Path<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
-    let current = ShareGrant::owned(&state, &principal, task_id, grant_id).await?;
+    let current = ShareGrant::owned(&caller, task_id, grant_id).await?;
     let reason = check_reason(&body.reason)?;
     let aggregate = share_id(task_id, current.row.target_kind, current.row.target_id);
     let command = ShareCommand::Revoke { grant_id, reason };
-    state
-        .command::<Share>(aggregate, command, &ctx.metadata(&principal))
-        .await?;
-    Ok(Json(grant(&state, task_id, grant_id).await?))
+    caller.command::<Share>(aggregate, command).await?;
+    Ok(Json(grant(&caller.state, task_id, grant_id).await?))
 }

@@ -15,7 +15,6 @@ use axum::extract::Path;
 use domain::environments::environment::OwnerScope;
 use domain::environments::version::VersionState;
 use domain::error::Code;
-use domain::principal::EventMetadata;
 use domain::tasks::contents::OutputPolicy;
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand};
 use domain::tasks::version::{
@@ -42,18 +41,22 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(("task_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxTaskVersionListResponse), (status = 404, description = "not found")))]
 async fn list_versions(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskVersionListResponse>> {
-    let task = Task::read(&state, &principal, task_id).await?;
+    let task = Task::read(&caller, task_id).await?;
     let page = query.page::<i64>(50)?;
     let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows =
-        query::versions(&state.pool, task_id, task.owner(), lifecycle, page.window()).await?;
+    let rows = query::versions(
+        caller.pool(),
+        task_id,
+        task.owner(),
+        lifecycle,
+        page.window(),
+    )
+    .await?;
     let (rows, next_page_token) = finish(rows, size, |r| r.version.version_number);
     Ok(Json(SandboxTaskVersionListResponse {
         items: rows
@@ -77,22 +80,15 @@ async fn list_versions(
               (status = 409, description = "task_archived"),
               (status = 422, description = "validation error, job_contract_invalid or an output policy error")))]
 async fn create_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(task_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    let contents = draft::create(&state, &task, body).await?;
-    let meta = ctx.metadata(&principal);
+    let task = Task::owned(&caller, task_id).await?;
+    let contents = draft::create(&caller.state, &task, body).await?;
     let version_id = Uuid::new_v4();
     let command = TaskCommand::AllocateVersion { version_id };
-    let allocated = state
-        .command::<TaskAggregate>(task_id, command, &meta)
-        .await?;
+    let allocated = caller.command::<TaskAggregate>(task_id, command).await?;
     let drafted = TaskVersionDrafted {
         version_id,
         task_id,
@@ -101,7 +97,7 @@ async fn create_version(
         contents,
     };
     let command = TaskVersionCommand::Draft(drafted);
-    changed(&state, &task, version_id, command, &meta).await
+    changed(&caller, &task, version_id, command).await
 }
 
 /// One version, in the caller's view.
@@ -109,13 +105,11 @@ async fn create_version(
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
     responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found")))]
 async fn get_version(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::read(&state, &principal, task_id).await?;
-    Ok(Json(task.version(&state, version_id).await?.into()))
+    let task = Task::read(&caller, task_id).await?;
+    Ok(Json(task.version(&caller, version_id).await?.into()))
 }
 
 /// Changes a draft.
@@ -125,29 +119,18 @@ async fn get_version(
               (status = 409, description = "illegal_state_transition (not a draft)"),
               (status = 422, description = "validation error or job_contract_invalid")))]
 async fn update_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    let version = task.version(&state, version_id).await?.row.version;
+    let task = Task::owned(&caller, task_id).await?;
+    let version = task.version(&caller, version_id).await?.row.version;
     if version.state != TaskVersionState::Draft {
         return Err(not_a_draft(version.state, "changed"));
     }
-    let contents = draft::update(&state, &task, version.contents.0, body).await?;
+    let contents = draft::update(&caller.state, &task, version.contents.0, body).await?;
     let command = TaskVersionCommand::Edit(contents);
-    changed(
-        &state,
-        &task,
-        version_id,
-        command,
-        &ctx.metadata(&principal),
-    )
-    .await
+    changed(&caller, &task, version_id, command).await
 }
 
 /// Checked before anything else a request would refuse, so that a published
@@ -162,16 +145,13 @@ pub fn not_a_draft(state: TaskVersionState, verb: &str) -> ApiError {
 /// Runs a command on a version of the task and answers the version as the caller
 /// sees it afterwards.
 pub async fn changed(
-    state: &AppState,
+    caller: &Caller,
     task: &Task,
     version_id: Uuid,
     command: TaskVersionCommand,
-    metadata: &EventMetadata,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    state
-        .command::<TaskVersion>(version_id, command, metadata)
-        .await?;
-    Ok(Json(task.version(state, version_id).await?.into()))
+    caller.command::<TaskVersion>(version_id, command).await?;
+    Ok(Json(task.version(caller, version_id).await?.into()))
 }
 
 /// Publishes a draft: its environment version must be `ready` and its timeout
@@ -182,21 +162,17 @@ pub async fn changed(
               (status = 409, description = "illegal_state_transition, environment_version_not_ready, output_policy_owner_scope_unsupported or output_policy_unsatisfiable"),
               (status = 422, description = "timeout_exceeds_ceiling")))]
 async fn publish_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    let version = task.version(&state, version_id).await?.row.version;
+    let task = Task::owned(&caller, task_id).await?;
+    let version = task.version(&caller, version_id).await?.row.version;
     if version.state != TaskVersionState::Draft {
         return Err(not_a_draft(version.state, "published"));
     }
     let contents = &version.contents.0;
     let pinned =
-        environments::version_with_environment(&state.pool, contents.environment_version_id)
+        environments::version_with_environment(caller.pool(), contents.environment_version_id)
             .await?;
     if pinned.is_none_or(|(v, _)| v.state != VersionState::Ready) {
         return Err(ApiError::code(
@@ -204,7 +180,12 @@ async fn publish_version(
             "the environment version is not ready",
         ));
     }
-    check_ceiling(&state, principal.company_id, contents.timeout_seconds).await?;
+    check_ceiling(
+        &caller.state,
+        caller.principal.company_id,
+        contents.timeout_seconds,
+    )
+    .await?;
     if let Some(policy) = &contents.output_policy {
         if task.row.task.owner_scope != OwnerScope::Department {
             return Err(ApiError::code(
@@ -214,7 +195,8 @@ async fn publish_version(
         }
         let satisfiable = match policy {
             OutputPolicy::CustomTableWriteback { table_id, .. } => {
-                draft::writeback_table_exists(&state, task.row.task.company_id, *table_id).await?
+                draft::writeback_table_exists(&caller.state, task.row.task.company_id, *table_id)
+                    .await?
             }
             OutputPolicy::CustomTableCommand { .. } => false,
         };
@@ -226,14 +208,7 @@ async fn publish_version(
         }
     }
     let command = TaskVersionCommand::Publish;
-    changed(
-        &state,
-        &task,
-        version_id,
-        command,
-        &ctx.metadata(&principal),
-    )
-    .await
+    changed(&caller, &task, version_id, command).await
 }
 
 /// Archives a version.
@@ -242,24 +217,13 @@ async fn publish_version(
     responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
               (status = 409, description = "illegal_state_transition (already archived)")))]
 async fn archive_version(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
-    let task = Task::owned(&state, &principal, task_id).await?;
-    task.version(&state, version_id).await?;
+    let task = Task::owned(&caller, task_id).await?;
+    task.version(&caller, version_id).await?;
     let command = TaskVersionCommand::Archive;
-    changed(
-        &state,
-        &task,
-        version_id,
-        command,
-        &ctx.metadata(&principal),
-    )
-    .await
+    changed(&caller, &task, version_id, command).await
 }
 
 /// Refuses a timeout above the company's ceiling (checked at publish and by Quick

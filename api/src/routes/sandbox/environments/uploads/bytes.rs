@@ -36,16 +36,12 @@ fn context_too_large(declared: i64) -> ApiError {
               (status = 413, description = "context_too_large"),
               (status = 422, description = "missing capability header or empty body")))]
 pub(super) async fn put_upload(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Json<SandboxContextUploadPutResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
+    let environment = Environment::managed(&caller, environment_id).await?;
     let capability = headers
         .get(CAPABILITY_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -71,7 +67,7 @@ pub(super) async fn put_upload(
             Some(content_type.into()),
         ));
     }
-    let upload = session(&state, &environment, session_id).await?;
+    let upload = session(&caller.state, &environment, session_id).await?;
     let declared = upload.initiated.as_ref().map_or(0, |i| i.declared_bytes);
     let length = declared_length(&headers)?;
     if length.is_some_and(|l| l > declared as u64) {
@@ -82,10 +78,11 @@ pub(super) async fn put_upload(
     }
     let capability_sha256 = hex::encode(Sha256::digest(capability.as_bytes()));
     upload
-        .admit_put(&capability_sha256, ctx.time)
+        .admit_put(&capability_sha256, caller.ctx.time)
         .map_err(|e| crate::error::from_spec(&e))?;
     let key = staging_key(session_id);
-    let written = match state
+    let written = match caller
+        .state
         .objects
         .put_stream(&key, body.into_data_stream(), declared as u64)
         .await
@@ -104,7 +101,8 @@ pub(super) async fn put_upload(
         }
     };
     if written.byte_size == 0 {
-        state
+        caller
+            .state
             .objects
             .delete(&key)
             .await
@@ -118,12 +116,10 @@ pub(super) async fn put_upload(
     };
     let command = UploadCommand::ReceiveBytes {
         capability_sha256,
-        now: ctx.time,
+        now: caller.ctx.time,
         staged,
     };
-    state
-        .command::<ContextUpload>(session_id, command, &ctx.metadata(&principal))
-        .await?;
+    caller.command::<ContextUpload>(session_id, command).await?;
     Ok(Json(SandboxContextUploadPutResponse {
         session_id,
         state: "uploading".into(),

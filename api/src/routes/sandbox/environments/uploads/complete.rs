@@ -28,31 +28,31 @@ use uuid::Uuid;
               (status = 409, description = "the session is not open"),
               (status = 422, description = "context_invalid, with error_detail naming the rule")))]
 pub(super) async fn complete_upload(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<SandboxContextUploadCompleteResponse>> {
     if !body.iter().all(u8::is_ascii_whitespace) {
         crate::extract::parse_json::<SandboxContextUploadCompleteRequest>(&body)?;
     }
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
-    let upload = session(&state, &environment, session_id).await?;
-    let meta = ctx.metadata(&principal);
+    let environment = Environment::managed(&caller, environment_id).await?;
+    let upload = session(&caller.state, &environment, session_id).await?;
     if let (UploadState::Completed, Some(object_id)) = (upload.state, upload.owned_object_id) {
-        return completed(&state, session_id, object_id).await.map(Json);
+        return completed(&caller.state, session_id, object_id)
+            .await
+            .map(Json);
     }
     let initiated = upload.initiated.clone().ok_or(ApiError::NotFound)?;
-    let command = UploadCommand::BeginCompletion { now: ctx.time };
-    let upload = state
-        .command::<ContextUpload>(session_id, command, &meta)
+    let command = UploadCommand::BeginCompletion {
+        now: caller.ctx.time,
+    };
+    let upload = caller
+        .command::<ContextUpload>(session_id, command)
         .await?
         .state;
     let staged = upload.staged.clone().ok_or(ApiError::NotFound)?;
-    let spooled = state
+    let spooled = caller
+        .state
         .objects
         .spool(&staged.staging_key)
         .await
@@ -78,42 +78,42 @@ pub(super) async fn complete_upload(
             error_detail: rejection.error_detail().into(),
             message: rejection.to_string(),
         };
-        state
-            .command::<ContextUpload>(session_id, command, &meta)
-            .await?;
+        caller.command::<ContextUpload>(session_id, command).await?;
         return Err(ApiError::code(Code::ContextInvalid, rejection.to_string())
             .with("error_detail", rejection.error_detail()));
     }
     let object_id = Uuid::new_v4();
-    let key = format!("context/{}/{object_id}", principal.company_id);
-    state
+    let key = format!("context/{}/{object_id}", caller.principal.company_id);
+    caller
+        .state
         .objects
         .copy(&staged.staging_key, &key)
         .await
         .map_err(ApiError::Internal)?;
     let stored = StoredObject {
         object_id,
-        company_id: Some(principal.company_id),
+        company_id: Some(caller.principal.company_id),
         kind: ObjectKind::Context,
         digest: staged.digest.clone(),
         byte_size: staged.byte_size as u64,
         key,
     };
-    state
-        .command::<OwnedObject>(object_id, ObjectCommand::Record(stored), &meta)
+    caller
+        .command::<OwnedObject>(object_id, ObjectCommand::Record(stored))
         .await?;
     let command = UploadCommand::Complete {
         owned_object_id: object_id,
     };
-    state
-        .command::<ContextUpload>(session_id, command, &meta)
-        .await?;
-    state
+    caller.command::<ContextUpload>(session_id, command).await?;
+    caller
+        .state
         .objects
         .delete(&staged.staging_key)
         .await
         .map_err(ApiError::Internal)?;
-    completed(&state, session_id, object_id).await.map(Json)
+    completed(&caller.state, session_id, object_id)
+        .await
+        .map(Json)
 }
 
 async fn completed(

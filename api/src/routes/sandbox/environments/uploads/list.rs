@@ -17,17 +17,15 @@ use uuid::Uuid;
     params(("environment_id" = Uuid, Path), LifecycleQuery),
     responses((status = 200, body = SandboxContextObjectListResponse), (status = 404, description = "not found")))]
 pub(super) async fn list_uploads(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxContextObjectListResponse>> {
-    Environment::managed(&state, &principal, environment_id).await?;
+    Environment::managed(&caller, environment_id).await?;
     let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
     let size = page.size;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = uploads::completed(&state.pool, environment_id, lifecycle, page.window()).await?;
+    let rows = uploads::completed(caller.pool(), environment_id, lifecycle, page.window()).await?;
     let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.session_id));
     Ok(Json(SandboxContextObjectListResponse {
         items: rows.into_iter().map(Into::into).collect(),

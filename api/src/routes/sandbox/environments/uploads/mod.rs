@@ -102,15 +102,11 @@ fn require_active(environment: &Environment) -> ApiResult<()> {
     responses((status = 200, body = SandboxContextUploadInitResponse), (status = 404, description = "not found"),
               (status = 429, description = "staging_slot_exhausted or upload_rate_limited")))]
 async fn init_upload(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path(environment_id): Path<Uuid>,
     ApiJson(body): ApiJson<SandboxContextUploadInitRequest>,
 ) -> ApiResult<Json<SandboxContextUploadInitResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
+    let environment = Environment::managed(&caller, environment_id).await?;
     if body.declared_bytes < 1 {
         let kind = ViolationKind::GreaterThanEqual(1);
         return Err(ApiError::invalid(
@@ -130,11 +126,11 @@ async fn init_upload(
     require_active(&environment)?;
     let session_id = Uuid::new_v4();
     let capability = crate::auth::api_key::generate_secret().replacen("sbx_", "cap_", 1);
-    let now = ctx.time;
+    let now = caller.ctx.time;
     let initiated = UploadInitiated {
         session_id,
         environment_id,
-        company_id: principal.company_id,
+        company_id: caller.principal.company_id,
         declared_bytes: body.declared_bytes,
         archive_format: body.archive_format,
         capability_sha256: hex::encode(Sha256::digest(capability.as_bytes())),
@@ -142,9 +138,9 @@ async fn init_upload(
         expires_at: now + chrono::Duration::seconds(SESSION_TTL_SECONDS),
     };
     {
-        let _lock = admission::lock(&state.pool, principal.company_id, "uploads").await?;
+        let _lock = admission::lock(caller.pool(), caller.principal.company_id, "uploads").await?;
         let (live, declared) =
-            uploads::live_staging(&state.pool, principal.company_id, now).await?;
+            uploads::live_staging(caller.pool(), caller.principal.company_id, now).await?;
         if live >= STAGING_SLOTS || declared + body.declared_bytes > STAGING_BYTES {
             return Err(ApiError::code(
                 Code::StagingSlotExhausted,
@@ -153,13 +149,11 @@ async fn init_upload(
                 ),
             ));
         }
-        check_upload_rate(&state, principal.company_id, now).await?;
+        check_upload_rate(&caller.state, caller.principal.company_id, now).await?;
         let command = UploadCommand::Initiate(initiated.clone());
-        state
-            .command::<ContextUpload>(session_id, command, &ctx.metadata(&principal))
-            .await?;
+        caller.command::<ContextUpload>(session_id, command).await?;
     }
-    let session = session_row(&state, environment_id, session_id).await?;
+    let session = session_row(&caller.state, environment_id, session_id).await?;
     Ok(Json(SandboxContextUploadInitResponse {
         session,
         capability,
@@ -167,7 +161,7 @@ async fn init_upload(
         capability_expires_at: initiated.capability_expires_at,
         upload_url: format!(
             "{}{PREFIX}/environments/{environment_id}/context-uploads/{session_id}",
-            state.deployment.base_url
+            caller.state.deployment.base_url
         ),
         upload_mode: "single_part",
     }))
@@ -198,13 +192,13 @@ pub async fn check_upload_rate(
     params(("environment_id" = Uuid, Path), ("session_id" = Uuid, Path)),
     responses((status = 200, body = SandboxContextUploadSessionResponse), (status = 404, description = "not found")))]
 async fn get_upload(
-    Caller {
-        state, principal, ..
-    }: Caller,
+    caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxContextUploadSessionResponse>> {
-    Environment::managed(&state, &principal, environment_id).await?;
-    Ok(Json(session_row(&state, environment_id, session_id).await?))
+    Environment::managed(&caller, environment_id).await?;
+    Ok(Json(
+        session_row(&caller.state, environment_id, session_id).await?,
+    ))
 }
 
 /// Aborts the session and frees its staging slot.
@@ -213,23 +207,21 @@ async fn get_upload(
     responses((status = 200, body = SandboxContextUploadSessionResponse), (status = 404, description = "not found"),
               (status = 409, description = "the session is completed")))]
 async fn abort_upload(
-    Caller {
-        state,
-        ctx,
-        principal,
-    }: Caller,
+    caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxContextUploadSessionResponse>> {
-    let environment = Environment::managed(&state, &principal, environment_id).await?;
-    session(&state, &environment, session_id).await?;
-    let meta = ctx.metadata(&principal);
-    state
-        .command::<ContextUpload>(session_id, UploadCommand::Abort, &meta)
+    let environment = Environment::managed(&caller, environment_id).await?;
+    session(&caller.state, &environment, session_id).await?;
+    caller
+        .command::<ContextUpload>(session_id, UploadCommand::Abort)
         .await?;
-    state
+    caller
+        .state
         .objects
         .delete(&staging_key(session_id))
         .await
         .map_err(ApiError::Internal)?;
-    Ok(Json(session_row(&state, environment_id, session_id).await?))
+    Ok(Json(
+        session_row(&caller.state, environment_id, session_id).await?,
+    ))
 }
