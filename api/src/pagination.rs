@@ -74,6 +74,69 @@ impl<C> Page<C> {
     }
 }
 
+impl<C: Serialize> Page<C> {
+    /// Reads this page: `fetch` runs the read model's query over the window, and
+    /// `cursor` says where a row stands (the next page token is the last row's).
+    pub async fn fetch<R>(
+        self,
+        fetch: impl AsyncFnOnce(Window<C>) -> sqlx::Result<Vec<R>>,
+        cursor: impl Fn(&R) -> C,
+    ) -> Result<Listed<R>, ApiError> {
+        let size = self.size;
+        let rows = fetch(self.window()).await?;
+        let (items, next_page_token) = finish(rows, size, cursor);
+        Ok(Listed {
+            items,
+            next_page_token,
+        })
+    }
+}
+
+/// One page of a list: its items and the token of the next page (`None` on the
+/// last). Every list response converts from it (see [`list_response`]).
+#[derive(Debug)]
+pub struct Listed<T> {
+    /// The page's items.
+    pub items: Vec<T>,
+    /// Cursor of the next page.
+    pub next_page_token: Option<String>,
+}
+
+impl<T> Listed<T> {
+    /// The same page with every item turned into something else.
+    pub fn map<V>(self, item: impl FnMut(T) -> V) -> Listed<V> {
+        Listed {
+            items: self.items.into_iter().map(item).collect(),
+            next_page_token: self.next_page_token,
+        }
+    }
+}
+
+/// Declares a list response of the specs' shape, `{items, next_page_token}`, that
+/// converts from a [`Listed`] page of anything that converts into its item.
+macro_rules! list_response {
+    ($(#[$doc:meta])* $name:ident of $item:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+        pub struct $name {
+            /// The page.
+            pub items: Vec<$item>,
+            /// Cursor of the next page (`null` on the last page).
+            pub next_page_token: Option<String>,
+        }
+
+        impl<T: Into<$item>> From<$crate::pagination::Listed<T>> for $name {
+            fn from(page: $crate::pagination::Listed<T>) -> Self {
+                Self {
+                    items: page.items.into_iter().map(Into::into).collect(),
+                    next_page_token: page.next_page_token,
+                }
+            }
+        }
+    };
+}
+pub(crate) use list_response;
+
 impl PageQuery {
     /// Validates the parameters, using `default_size` when none is given.
     pub fn page<C: DeserializeOwned>(&self, default_size: i64) -> Result<Page<C>, ApiError> {

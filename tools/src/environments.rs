@@ -51,7 +51,7 @@ pub async fn run(target: &Target, command: EnvironmentCommand) -> anyhow::Result
         curated::publish(&state, &operator_name(), &name, &description, format, bytes).await?;
     let mut result = serde_json::to_value(&published)?;
     if !no_wait {
-        api::runtime::builder::Builder::new(state.runtime.clone()).spawn();
+        api::runtime::worker::spawn(api::runtime::builder::Builder::new(state.runtime.clone()));
         let final_state = loop {
             let version_state: String =
                 sqlx::query_scalar("SELECT state FROM environment_versions WHERE id = $1")

@@ -10,6 +10,7 @@ pub mod executor;
 pub mod heartbeat;
 pub mod janitor;
 pub mod migrations;
+pub mod worker;
 
 use crate::objects::Objects;
 use crate::state::BuilderSettings;
@@ -73,10 +74,10 @@ impl Runtime {
 /// Starts the workers of this process: the builder, the janitor, the completion of
 /// migrations a previous process left, and (with run slots) the executor.
 pub fn start(runtime: &Arc<Runtime>) {
-    builder::Builder::new(runtime.clone()).spawn();
+    worker::spawn(builder::Builder::new(runtime.clone()));
     janitor::spawn(runtime.clone(), Duration::from_secs(60));
     runtime.spawn(migrations::resume(runtime.clone()));
     if runtime.builder.run_slots > 0 {
-        executor::Executor::new(runtime.clone()).spawn();
+        worker::spawn(executor::Executor::new(runtime.clone()));
     }
 }

@@ -14,6 +14,7 @@ use crate::limits::company_limits;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
+use crate::runtime::worker::{Running, Worker};
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
 };
@@ -32,7 +33,7 @@ pub struct Builder {
     worker_id: String,
     buildah: Buildah,
     slots: Arc<Semaphore>,
-    running: Arc<Mutex<HashMap<Uuid, CancellationToken>>>,
+    running: Running,
 }
 
 #[derive(sqlx::FromRow)]
@@ -66,32 +67,93 @@ impl Builder {
         }
     }
 
-    /// Runs the worker loop until shutdown.
-    pub fn spawn(self) {
-        let runtime = self.state.clone();
-        runtime.spawn(async move {
-            let shutdown = self.state.shutdown.clone();
-            loop {
-                if let Err(error) = self.tick().await {
-                    tracing::error!(error = format!("{error:#}"), "build worker tick failed");
+    /// Claims one attempt if its company is under its active-build limit.
+    async fn claim_one(&self, attempt: &Queued) -> anyhow::Result<bool> {
+        let company_lock = match attempt.company_id {
+            Some(company) => {
+                let lock = admission::lock(&self.state.pool, company, "active-builds").await?;
+                let limit = company_limits(&self.state.pool, company)
+                    .await
+                    .map_err(api_error)?
+                    .active_build_limit;
+                let active: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM build_attempts
+                      WHERE company_id = $1 AND status IN ('validating', 'build_queued', 'building', 'verifying', 'cancelling')",
+                )
+                .bind(company)
+                .fetch_one(&self.state.pool)
+                .await?;
+                if active >= limit {
+                    return Ok(false);
                 }
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-                }
+                Some(lock)
             }
-            for token in self.running.lock().expect("running lock").values() {
-                token.cancel();
-            }
-        })
+            None => None,
+        };
+        let command = VersionCommand::Claim {
+            attempt_id: attempt.id,
+            worker_id: self.worker_id.clone(),
+            now: chrono::Utc::now(),
+        };
+        let claimed = self
+            .state
+            .bus
+            .record::<EnvironmentVersion>(
+                &attempt.version_id.to_string(),
+                command,
+                &metadata(&self.worker_id, attempt.company_id),
+            )
+            .await
+            .is_ok();
+        drop(company_lock);
+        Ok(claimed)
     }
 
-    /// One pass: heartbeat, recovery, cancels, claims.
-    pub async fn tick(&self) -> anyhow::Result<()> {
-        heartbeat::beat(&self.state.pool, &self.worker_id, "builder").await?;
-        self.recover().await?;
-        self.dispatch_cancels().await?;
-        self.claim().await
+    /// Issues a command on a version, logging a refusal (another worker or a cancel
+    /// may have moved the attempt on).
+    async fn command(
+        &self,
+        version_id: Uuid,
+        company: Option<Uuid>,
+        command: VersionCommand,
+    ) -> bool {
+        let result = self
+            .state
+            .bus
+            .record::<EnvironmentVersion>(
+                &version_id.to_string(),
+                command,
+                &metadata(&self.worker_id, company),
+            )
+            .await;
+        match result {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::info!(%version_id, %error, "build step not recorded");
+                false
+            }
+        }
+    }
+}
+
+fn api_error(error: crate::error::ApiError) -> anyhow::Error {
+    anyhow::anyhow!("{error:?}")
+}
+
+impl Worker for Builder {
+    const KIND: &'static str = "builder";
+    const INTERVAL: Duration = Duration::from_millis(500);
+
+    fn runtime(&self) -> &Arc<Runtime> {
+        &self.state
+    }
+
+    fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    fn running(&self) -> &Running {
+        &self.running
     }
 
     /// Ends attempts claimed by workers that are gone.
@@ -206,76 +268,4 @@ impl Builder {
         }
         Ok(())
     }
-
-    /// Claims one attempt if its company is under its active-build limit.
-    async fn claim_one(&self, attempt: &Queued) -> anyhow::Result<bool> {
-        let company_lock = match attempt.company_id {
-            Some(company) => {
-                let lock = admission::lock(&self.state.pool, company, "active-builds").await?;
-                let limit = company_limits(&self.state.pool, company)
-                    .await
-                    .map_err(api_error)?
-                    .active_build_limit;
-                let active: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM build_attempts
-                      WHERE company_id = $1 AND status IN ('validating', 'build_queued', 'building', 'verifying', 'cancelling')",
-                )
-                .bind(company)
-                .fetch_one(&self.state.pool)
-                .await?;
-                if active >= limit {
-                    return Ok(false);
-                }
-                Some(lock)
-            }
-            None => None,
-        };
-        let command = VersionCommand::Claim {
-            attempt_id: attempt.id,
-            worker_id: self.worker_id.clone(),
-            now: chrono::Utc::now(),
-        };
-        let claimed = self
-            .state
-            .bus
-            .record::<EnvironmentVersion>(
-                &attempt.version_id.to_string(),
-                command,
-                &metadata(&self.worker_id, attempt.company_id),
-            )
-            .await
-            .is_ok();
-        drop(company_lock);
-        Ok(claimed)
-    }
-
-    /// Issues a command on a version, logging a refusal (another worker or a cancel
-    /// may have moved the attempt on).
-    async fn command(
-        &self,
-        version_id: Uuid,
-        company: Option<Uuid>,
-        command: VersionCommand,
-    ) -> bool {
-        let result = self
-            .state
-            .bus
-            .record::<EnvironmentVersion>(
-                &version_id.to_string(),
-                command,
-                &metadata(&self.worker_id, company),
-            )
-            .await;
-        match result {
-            Ok(_) => true,
-            Err(error) => {
-                tracing::info!(%version_id, %error, "build step not recorded");
-                false
-            }
-        }
-    }
-}
-
-fn api_error(error: crate::error::ApiError) -> anyhow::Error {
-    anyhow::anyhow!("{error:?}")
 }

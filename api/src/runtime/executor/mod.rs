@@ -17,6 +17,7 @@ use crate::limits::company_limits;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
+use crate::runtime::worker::{Running, Worker};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
 use limits::HostLimits;
@@ -35,7 +36,7 @@ pub struct Executor {
     buildah: Buildah,
     host: HostLimits,
     slots: Arc<Semaphore>,
-    running: Arc<Mutex<HashMap<Uuid, CancellationToken>>>,
+    running: Running,
 }
 
 /// Event metadata of the executor's commands.
@@ -71,33 +72,71 @@ impl Executor {
         }
     }
 
-    /// Runs the worker loop until shutdown; running runs are killed at shutdown and
-    /// recovered by the next start.
-    pub fn spawn(self) {
-        let runtime = self.state.clone();
-        runtime.spawn(async move {
-            let shutdown = self.state.shutdown.clone();
-            loop {
-                if let Err(error) = self.tick().await {
-                    tracing::error!(error = format!("{error:#}"), "executor tick failed");
-                }
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                }
-            }
-            for token in self.running.lock().expect("running lock").values() {
-                token.cancel();
-            }
-        })
+    /// Claims one run if its company is under its run concurrency.
+    async fn claim_one(&self, run_id: Uuid, company: Uuid) -> anyhow::Result<bool> {
+        let _lock = admission::lock(&self.state.pool, company, "run-concurrency").await?;
+        let limit = company_limits(&self.state.pool, company)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?
+            .run_concurrency_limit;
+        let active: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM runs
+              WHERE company_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",
+        )
+        .bind(company)
+        .fetch_one(&self.state.pool)
+        .await?;
+        if active >= limit {
+            return Ok(false);
+        }
+        let command = RunCommand::Claim {
+            worker_id: self.worker_id.clone(),
+        };
+        Ok(self.command(run_id, company, command).await)
     }
 
-    /// One pass: heartbeat, recovery, cancels, claims.
-    pub async fn tick(&self) -> anyhow::Result<()> {
-        heartbeat::beat(&self.state.pool, &self.worker_id, "executor").await?;
-        self.recover().await?;
-        self.dispatch_cancels().await?;
-        self.claim().await
+    /// Issues a command on a run, logging a refusal (a cancel or another worker may
+    /// have moved the run on).
+    async fn command(&self, run_id: Uuid, company: Uuid, command: RunCommand) -> bool {
+        let result = self
+            .state
+            .bus
+            .record::<Run>(
+                &run_id.to_string(),
+                command,
+                &metadata(&self.worker_id, company),
+            )
+            .await;
+        match result {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::info!(%run_id, %error, "run step not recorded");
+                false
+            }
+        }
+    }
+
+    /// Ends a run without objects.
+    async fn finish_bare(&self, run_id: Uuid, company: Uuid, class: TerminalClass, code: &str) {
+        let command = RunCommand::Finish(Box::new(RunEnded::bare(class, code)));
+        self.command(run_id, company, command).await;
+    }
+}
+
+impl Worker for Executor {
+    const KIND: &'static str = "executor";
+    const INTERVAL: Duration = Duration::from_millis(250);
+
+    fn runtime(&self) -> &Arc<Runtime> {
+        &self.state
+    }
+
+    fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    fn running(&self) -> &Running {
+        &self.running
     }
 
     /// Ends runs held by workers that are gone, and runs of this worker whose job
@@ -214,55 +253,5 @@ impl Executor {
             });
         }
         Ok(())
-    }
-
-    /// Claims one run if its company is under its run concurrency.
-    async fn claim_one(&self, run_id: Uuid, company: Uuid) -> anyhow::Result<bool> {
-        let _lock = admission::lock(&self.state.pool, company, "run-concurrency").await?;
-        let limit = company_limits(&self.state.pool, company)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?
-            .run_concurrency_limit;
-        let active: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM runs
-              WHERE company_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",
-        )
-        .bind(company)
-        .fetch_one(&self.state.pool)
-        .await?;
-        if active >= limit {
-            return Ok(false);
-        }
-        let command = RunCommand::Claim {
-            worker_id: self.worker_id.clone(),
-        };
-        Ok(self.command(run_id, company, command).await)
-    }
-
-    /// Issues a command on a run, logging a refusal (a cancel or another worker may
-    /// have moved the run on).
-    async fn command(&self, run_id: Uuid, company: Uuid, command: RunCommand) -> bool {
-        let result = self
-            .state
-            .bus
-            .record::<Run>(
-                &run_id.to_string(),
-                command,
-                &metadata(&self.worker_id, company),
-            )
-            .await;
-        match result {
-            Ok(_) => true,
-            Err(error) => {
-                tracing::info!(%run_id, %error, "run step not recorded");
-                false
-            }
-        }
-    }
-
-    /// Ends a run without objects.
-    async fn finish_bare(&self, run_id: Uuid, company: Uuid, class: TerminalClass, code: &str) {
-        let command = RunCommand::Finish(Box::new(RunEnded::bare(class, code)));
-        self.command(run_id, company, command).await;
     }
 }

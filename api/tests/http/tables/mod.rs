@@ -4,6 +4,7 @@ mod channels;
 mod columns;
 mod coverage;
 mod fixture;
+mod grant_refusals;
 mod matrix;
 mod migrations;
 mod policies;

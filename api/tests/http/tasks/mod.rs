@@ -1,6 +1,7 @@
 //! Catalog tasks and task versions over HTTP.
 
 mod catalog;
+mod drafts;
 mod preview;
 mod scripts;
 mod versions;

@@ -1,6 +1,7 @@
 //! Bodies of the sharing and enablement routes: share grants, bindings, granted
 //! jobs and the room menu.
 
+use crate::pagination::list_response;
 use crate::routes::sandbox::tasks::views::RuntimeContract;
 use chrono::{DateTime, Utc};
 use domain::sharing::binding::SlotAssignment;
@@ -84,14 +85,10 @@ impl From<GrantRow> for SandboxShareGrantResponse {
     }
 }
 
-/// `SandboxShareGrantListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxShareGrantListResponse {
-    /// One page, newest first.
-    pub items: Vec<SandboxShareGrantResponse>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxShareGrantListResponse`.
+    SandboxShareGrantListResponse of SandboxShareGrantResponse
+);
 
 /// `SandboxBindingCreateRequest`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -301,11 +298,7 @@ pub struct SandboxMenuItem {
     pub secret_use_risk_warning: Option<String>,
 }
 
-/// `SandboxMenuResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxMenuResponse {
-    /// One page, by task name.
-    pub items: Vec<SandboxMenuItem>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxMenuResponse`.
+    SandboxMenuResponse of SandboxMenuItem
+);

@@ -6,7 +6,6 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, parse_json};
 use crate::limits::company_limits;
-use crate::pagination::finish;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -180,14 +179,10 @@ async fn list_builds(
         page_size: query.page_size,
         page_token: query.page_token,
     }
-    .page::<i64>(50)?;
-    let size = page.size;
-    let rows = query::attempts(caller.pool(), version_id, &query.status, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| r.attempt_number);
-    Ok(Json(SandboxBuildAttemptListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+    .page(50)?;
+    let attempts = async |w| query::attempts(caller.pool(), version_id, &query.status, w).await;
+    let listed = page.fetch(attempts, |r| r.attempt_number).await?;
+    Ok(Json(listed.into()))
 }
 
 /// One attempt.

@@ -8,13 +8,12 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
-use chrono::{DateTime, Utc};
 use domain::environments::environment::{
     Environment as EnvironmentAggregate, EnvironmentCommand, EnvironmentCreated, OwnerKind,
     OwnerScope,
@@ -40,21 +39,14 @@ async fn list_environments(
     caller: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentListResponse>> {
-    let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
-    let size = page.size;
-    let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::environments(
-        caller.pool(),
+    let page = query.page(50)?;
+    let (company, lifecycle) = (
         caller.principal.company_id,
-        lifecycle,
-        page.window(),
-    )
-    .await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
-    Ok(Json(SandboxEnvironmentListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+        query.lifecycle.unwrap_or_default(),
+    );
+    let environments = async |w| query::environments(caller.pool(), company, lifecycle, w).await;
+    let listed = page.fetch(environments, |r| (r.created_at, r.id)).await?;
+    Ok(Json(listed.into()))
 }
 
 /// Creates a company- or department-owned environment.

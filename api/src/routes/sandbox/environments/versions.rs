@@ -1,12 +1,12 @@
 //! Environment versions: create, list, get, archive, retry-provisioning.
 
 use super::views::*;
-use crate::access::Environment;
+use crate::access::{Environment, EnvironmentVersion as VersionHandle};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::{capacity_retained_limit, company_limits};
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -49,25 +49,14 @@ async fn list_versions(
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionListResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
-    let page = query.page::<i64>(50)?;
-    let size = page.size;
+    let page = query.page(50)?;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::versions(caller.pool(), environment_id, lifecycle, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| r.version.version_number);
-    let items = rows
-        .into_iter()
-        .map(|row| {
-            crate::access::EnvironmentVersion {
-                row,
-                manager: environment.manager,
-            }
-            .into()
-        })
-        .collect();
-    Ok(Json(SandboxEnvironmentVersionListResponse {
-        items,
-        next_page_token,
-    }))
+    let versions = async |w| query::versions(caller.pool(), environment_id, lifecycle, w).await;
+    let listed = page.fetch(versions, |r| r.version.version_number).await?;
+    let manager = environment.manager;
+    Ok(Json(
+        listed.map(|row| VersionHandle { row, manager }).into(),
+    ))
 }
 
 /// Checks the create body; returns the digest of the named object, if any.

@@ -2,6 +2,7 @@
 //! models' rows.
 
 use crate::access::EnvironmentVersion;
+use crate::pagination::list_response;
 use chrono::{DateTime, Utc};
 use domain::catalog::ResourceProfile;
 use domain::environments::archive::ArchiveFormat;
@@ -85,14 +86,10 @@ impl From<EnvironmentRow> for SandboxEnvironmentResponse {
     }
 }
 
-/// `SandboxEnvironmentListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxEnvironmentListResponse {
-    /// The page.
-    pub items: Vec<SandboxEnvironmentResponse>,
-    /// Cursor of the next page.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxEnvironmentListResponse`.
+    SandboxEnvironmentListResponse of SandboxEnvironmentResponse
+);
 
 /// `SandboxContextUploadInitRequest`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -237,14 +234,10 @@ impl From<CompletedUpload> for SandboxContextObject {
     }
 }
 
-/// `SandboxContextObjectListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxContextObjectListResponse {
-    /// The page.
-    pub items: Vec<SandboxContextObject>,
-    /// Cursor of the next page.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxContextObjectListResponse`.
+    SandboxContextObjectListResponse of SandboxContextObject
+);
 
 /// `SandboxEnvironmentVersionCreateRequest`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -326,14 +319,10 @@ impl From<EnvironmentVersion> for SandboxEnvironmentVersionResponse {
     }
 }
 
-/// `SandboxEnvironmentVersionListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxEnvironmentVersionListResponse {
-    /// The page.
-    pub items: Vec<SandboxEnvironmentVersionResponse>,
-    /// Cursor of the next page.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxEnvironmentVersionListResponse`.
+    SandboxEnvironmentVersionListResponse of SandboxEnvironmentVersionResponse
+);
 
 /// `SandboxBuildAttemptCreateRequest`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -403,11 +392,7 @@ impl From<AttemptRow> for SandboxBuildAttemptResponse {
     }
 }
 
-/// `SandboxBuildAttemptListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxBuildAttemptListResponse {
-    /// The page.
-    pub items: Vec<SandboxBuildAttemptResponse>,
-    /// Cursor of the next page.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxBuildAttemptListResponse`.
+    SandboxBuildAttemptListResponse of SandboxBuildAttemptResponse
+);

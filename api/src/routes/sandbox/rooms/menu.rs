@@ -5,7 +5,7 @@
 use crate::access::Room;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
-use crate::pagination::{PageQuery, finish};
+use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::views::{SandboxMenuItem, SandboxMenuResponse, secret_slots};
 use crate::routes::sandbox::tasks::preview::runtime_contract;
@@ -59,13 +59,11 @@ async fn menu(
     Path(chatroom_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<SandboxMenuResponse>> {
-    let page = query.page::<(String, Uuid)>(50)?;
-    let size = page.size;
+    let page = query.page(50)?;
     let room = Room::visible(&caller, chatroom_id).await?;
-    let rows = sharing::menu(caller.pool(), room.id, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.task_name.clone(), r.task_id));
-    Ok(Json(SandboxMenuResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+    let menu = async |w| sharing::menu(caller.pool(), room.id, w).await;
+    let listed = page
+        .fetch(menu, |r| (r.task_name.clone(), r.task_id))
+        .await?;
+    Ok(Json(listed.into()))
 }

@@ -5,7 +5,7 @@ use super::views::*;
 use crate::access::Run;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -35,23 +35,19 @@ async fn list_artifacts(
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxRunArtifactListResponse>> {
-    let page = query.page::<String>(20)?;
-    let size = page.size;
+    let page = query.page(20)?;
     let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
     // A run's artifacts are active until its contents expire, retired after.
-    let lifecycle = query.lifecycle.unwrap_or_default();
-    if !lifecycle.admits(run.content_active()) {
-        return Ok(Json(SandboxRunArtifactListResponse {
-            items: Vec::new(),
-            next_page_token: None,
-        }));
-    }
-    let rows = runs::artifacts(caller.pool(), run_id, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |a| a.relative_path.clone());
-    Ok(Json(SandboxRunArtifactListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+    let held = query
+        .lifecycle
+        .unwrap_or_default()
+        .admits(run.content_active());
+    let artifacts = async |w| match held {
+        true => runs::artifacts(caller.pool(), run_id, w).await,
+        false => Ok(Vec::new()),
+    };
+    let listed = page.fetch(artifacts, |a| a.relative_path.clone()).await?;
+    Ok(Json(listed.into()))
 }
 
 /// An artifact of a run the caller reads, while the run's contents are held.

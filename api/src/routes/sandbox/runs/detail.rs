@@ -1,7 +1,8 @@
 //! The run detail as the routes answer it, with its queue position and ETA.
 
-use super::views::SandboxRunDetailResponse;
+use super::views::{SandboxRunDetailResponse, SandboxRunListResponse};
 use crate::error::{ApiError, ApiResult};
+use crate::pagination::Listed;
 use crate::state::AppState;
 use domain::catalog::Provider;
 use domain::runs::run::RunStatus;
@@ -59,16 +60,16 @@ pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetail
     })
 }
 
-/// The details of runs, in order.
-pub async fn details(
-    state: &AppState,
-    rows: Vec<RunRow>,
-) -> ApiResult<Vec<SandboxRunDetailResponse>> {
-    let mut items = Vec::with_capacity(rows.len());
-    for row in rows {
+/// A page of runs with their details, in order.
+pub async fn details(state: &AppState, page: Listed<RunRow>) -> ApiResult<SandboxRunListResponse> {
+    let mut items = Vec::with_capacity(page.items.len());
+    for row in page.items {
         items.push(detail(state, row).await?);
     }
-    Ok(items)
+    Ok(SandboxRunListResponse {
+        items,
+        next_page_token: page.next_page_token,
+    })
 }
 
 /// Loads a run by id (after the caller's own command) and answers its detail.

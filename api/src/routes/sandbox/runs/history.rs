@@ -7,7 +7,7 @@ use super::views::SandboxRunListResponse;
 use crate::access::{Task, require_company_manager};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::pagination::{PageQuery, finish};
+use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -77,8 +77,7 @@ async fn list_all_runs(
         page_size: query.page_size,
         page_token: query.page_token.clone(),
     }
-    .page::<(DateTime<Utc>, Uuid)>(20)?;
-    let size = page.size;
+    .page(20)?;
     let filters = RunFilters {
         rooms: query.chatroom_id,
         tasks: query.task_id,
@@ -87,15 +86,11 @@ async fn list_all_runs(
         queued_after: query.queued_after,
         queued_before: query.queued_before,
     };
-    let rows =
-        runs::visible_runs(caller.pool(), &caller.principal, &filters, page.window()).await?;
+    let visible = async |w| runs::visible_runs(caller.pool(), &caller.principal, &filters, w).await;
+    let listed = page.fetch(visible, |r| (r.queued_at, r.id)).await?;
     let total = runs::visible_run_count(caller.pool(), &caller.principal, &filters).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.queued_at, r.id));
     Ok(Json(SandboxAllRunsResponse {
-        page: SandboxRunListResponse {
-            items: details(&caller.state, rows).await?,
-            next_page_token,
-        },
+        page: details(&caller.state, listed).await?,
         total,
     }))
 }

@@ -7,12 +7,11 @@ use super::views::*;
 use crate::access::{Room, Run};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::pagination::{PageQuery, finish};
+use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
-use chrono::{DateTime, Utc};
 use domain::runs::run::{Run as RunAggregate, RunCommand, RunStatus};
 use domain::wire::{from_wire, wire};
 use projections::read_models::runs::query as runs;
@@ -58,7 +57,7 @@ async fn list_runs(
         page_size: query.page_size,
         page_token: query.page_token.clone(),
     }
-    .page::<(DateTime<Utc>, Uuid)>(20)?;
+    .page(20)?;
     let statuses = query
         .status
         .iter()
@@ -79,21 +78,11 @@ async fn list_runs(
         .principal
         .is_restricted()
         .then_some(caller.principal.api_key_id);
-    let size = page.size;
-    let rows = runs::room_runs(
-        caller.pool(),
-        caller.principal.company_id,
-        room.id,
-        &statuses,
-        own_key,
-        page.window(),
-    )
-    .await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.queued_at, r.id));
-    Ok(Json(SandboxRunListResponse {
-        items: details(&caller.state, rows).await?,
-        next_page_token,
-    }))
+    let company = caller.principal.company_id;
+    let room_runs =
+        async |w| runs::room_runs(caller.pool(), company, room.id, &statuses, own_key, w).await;
+    let listed = page.fetch(room_runs, |r| (r.queued_at, r.id)).await?;
+    Ok(Json(details(&caller.state, listed).await?))
 }
 
 /// One run (poll until `terminal_at`).

@@ -1,5 +1,6 @@
 //! Bodies of the run routes.
 
+use crate::pagination::list_response;
 use chrono::{DateTime, Utc};
 use projections::read_models::runs::query::ArtifactRow;
 use serde::{Deserialize, Serialize};
@@ -78,14 +79,10 @@ pub struct SandboxRunDetailResponse {
     pub secret_slot_provenance: Option<Value>,
 }
 
-/// `SandboxRunListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxRunListResponse {
-    /// Newest first.
-    pub items: Vec<SandboxRunDetailResponse>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxRunListResponse`.
+    SandboxRunListResponse of SandboxRunDetailResponse
+);
 
 /// `SandboxRunContentResponse`: flags only, no bytes.
 #[derive(Debug, Serialize, ToSchema)]
@@ -134,14 +131,10 @@ impl From<ArtifactRow> for SandboxRunArtifact {
     }
 }
 
-/// `SandboxRunArtifactListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxRunArtifactListResponse {
-    /// By relative path.
-    pub items: Vec<SandboxRunArtifact>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxRunArtifactListResponse`.
+    SandboxRunArtifactListResponse of SandboxRunArtifact
+);
 
 /// `SandboxArtifactDownloadCapabilityResponse`.
 #[derive(Debug, Serialize, ToSchema)]

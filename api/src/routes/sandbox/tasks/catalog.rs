@@ -6,13 +6,12 @@ use crate::access::Task;
 use crate::access::scope::resolve_owner;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
-use chrono::{DateTime, Utc};
 use domain::environments::environment::Lifecycle;
 use domain::runs::run::{Run, RunCommand};
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
@@ -38,21 +37,16 @@ async fn list_tasks(
     caller: Caller,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskListResponse>> {
-    let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
-    let size = page.size;
-    let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::tasks(
-        caller.pool(),
+    let page = query.page(50)?;
+    let (company, lifecycle) = (
         caller.principal.company_id,
-        lifecycle,
-        page.window(),
-    )
-    .await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.task.created_at, r.task.id));
-    Ok(Json(SandboxTaskListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+        query.lifecycle.unwrap_or_default(),
+    );
+    let tasks = async |w| query::tasks(caller.pool(), company, lifecycle, w).await;
+    let listed = page
+        .fetch(tasks, |r| (r.task.created_at, r.task.id))
+        .await?;
+    Ok(Json(listed.into()))
 }
 
 /// Creates a department- or company-owned task.

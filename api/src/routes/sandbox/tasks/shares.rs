@@ -6,14 +6,13 @@
 use crate::access::{ShareGrant, Task, not_runnable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, OptionalJson};
-use crate::pagination::{LifecycleFilter, LifecycleQuery, finish};
+use crate::pagination::{LifecycleFilter, LifecycleQuery};
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::check_reason;
 use crate::routes::sandbox::bindings::views::*;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
-use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::sharing::policy::parse_policies;
 use domain::sharing::share::{Share, ShareCommand, ShareTargetKind, share_id};
@@ -62,16 +61,12 @@ async fn list_shares(
     Path(task_id): Path<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxShareGrantListResponse>> {
-    let page = query.page::<(DateTime<Utc>, Uuid)>(20)?;
-    let size = page.size;
+    let page = query.page(20)?;
     Task::owned(&caller, task_id).await?;
     let lifecycle = query.lifecycle.unwrap_or(LifecycleFilter::All);
-    let rows = sharing::grants(caller.pool(), task_id, lifecycle, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.id));
-    Ok(Json(SandboxShareGrantListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+    let grants = async |w| sharing::grants(caller.pool(), task_id, lifecycle, w).await;
+    let listed = page.fetch(grants, |r| (r.created_at, r.id)).await?;
+    Ok(Json(listed.into()))
 }
 
 /// Shares the task with a live room, department or the company (owners only).

@@ -3,11 +3,11 @@
 
 use super::draft;
 use super::views::*;
-use crate::access::Task;
+use crate::access::{Task, TaskVersion as TaskVersionHandle};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -46,31 +46,14 @@ async fn list_versions(
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskVersionListResponse>> {
     let task = Task::read(&caller, task_id).await?;
-    let page = query.page::<i64>(50)?;
-    let size = page.size;
-    let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = query::versions(
-        caller.pool(),
-        task_id,
-        task.owner(),
-        lifecycle,
-        page.window(),
-    )
-    .await?;
-    let (rows, next_page_token) = finish(rows, size, |r| r.version.version_number);
-    Ok(Json(SandboxTaskVersionListResponse {
-        items: rows
-            .into_iter()
-            .map(|row| {
-                crate::access::TaskVersion {
-                    row,
-                    viewer: task.viewer,
-                }
-                .into()
-            })
-            .collect(),
-        next_page_token,
-    }))
+    let page = query.page(50)?;
+    let (owner, lifecycle) = (task.owner(), query.lifecycle.unwrap_or_default());
+    let versions = async |w| query::versions(caller.pool(), task_id, owner, lifecycle, w).await;
+    let listed = page.fetch(versions, |r| r.version.version_number).await?;
+    let viewer = task.viewer;
+    Ok(Json(
+        listed.map(|row| TaskVersionHandle { row, viewer }).into(),
+    ))
 }
 
 /// Creates a draft version.

@@ -3,6 +3,7 @@
 //! rule 6).
 
 use crate::access::{TaskVersion, Viewer};
+use crate::pagination::list_response;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::OwnerScope;
 use domain::tasks::contents::{OutputPolicy, SlotDeclaration};
@@ -93,14 +94,10 @@ impl From<TaskSummary> for SandboxTaskResponse {
     }
 }
 
-/// `SandboxTaskListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxTaskListResponse {
-    /// One page.
-    pub items: Vec<SandboxTaskResponse>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxTaskListResponse`.
+    SandboxTaskListResponse of SandboxTaskResponse
+);
 
 /// A field of a PATCH: absent (`None`), `null` (`Some(None)`) or a value.
 pub type Patch<T> = Option<Option<T>>;
@@ -273,14 +270,10 @@ pub struct OwnerFields {
     pub source_digest: String,
 }
 
-/// `SandboxTaskVersionListResponse`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxTaskVersionListResponse {
-    /// One page.
-    pub items: Vec<SandboxTaskVersionResponse>,
-    /// The next page, if any.
-    pub next_page_token: Option<String>,
-}
+list_response!(
+    /// `SandboxTaskVersionListResponse`.
+    SandboxTaskVersionListResponse of SandboxTaskVersionResponse
+);
 
 /// The one serializer of a task version: a borrower never sees scripts,
 /// `work_command` (`null`), `source_digest`, `secret_slot_declarations` or

@@ -3,12 +3,11 @@
 use crate::access::Environment;
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
-use crate::pagination::{LifecycleQuery, finish};
+use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::views::SandboxContextObjectListResponse;
 use axum::Json;
 use axum::extract::Path;
-use chrono::{DateTime, Utc};
 use projections::read_models::context_uploads::query as uploads;
 use uuid::Uuid;
 
@@ -22,13 +21,11 @@ pub(super) async fn list_uploads(
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxContextObjectListResponse>> {
     Environment::managed(&caller, environment_id).await?;
-    let page = query.page::<(DateTime<Utc>, Uuid)>(50)?;
-    let size = page.size;
+    let page = query.page(50)?;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    let rows = uploads::completed(caller.pool(), environment_id, lifecycle, page.window()).await?;
-    let (rows, next_page_token) = finish(rows, size, |r| (r.created_at, r.session_id));
-    Ok(Json(SandboxContextObjectListResponse {
-        items: rows.into_iter().map(Into::into).collect(),
-        next_page_token,
-    }))
+    let completed = async |w| uploads::completed(caller.pool(), environment_id, lifecycle, w).await;
+    let listed = page
+        .fetch(completed, |r| (r.created_at, r.session_id))
+        .await?;
+    Ok(Json(listed.into()))
 }
