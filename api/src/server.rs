@@ -23,7 +23,8 @@ use utoipa_axum::router::OpenApiRouter;
 
 /// Every route with its layers, and the OpenAPI document at `/openapi.json`.
 pub fn app(state: AppState) -> Router {
-    let (router, openapi) = api_router(&state).split_for_parts();
+    let (router, mut openapi) = api_router(&state).split_for_parts();
+    crate::openapi::refusals::add(&mut openapi);
     let router = router.route("/openapi.json", get(move || async move { Json(openapi) }));
     router.fallback(not_found).layer(
         ServiceBuilder::new()

@@ -118,7 +118,7 @@ async fn profiles() -> Json<SandboxPublicProfileListResponse> {
 
 /// The public key secret values are encrypted to; 503 when none is configured.
 #[utoipa::path(get, path = "/public/info/model_key/public_key", tag = "general",
-    responses((status = 200, body = PublicKeyResponse), (status = 503, description = "no key pair is configured")))]
+    responses((status = 200, body = PublicKeyResponse)))]
 async fn public_key(State(state): State<AppState>) -> ApiResult<Json<PublicKeyResponse>> {
     let key = state.transit.as_ref().ok_or_else(|| {
         ApiError::code(

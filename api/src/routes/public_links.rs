@@ -39,7 +39,7 @@ fn attachment_response(body: Body, content_type: &str, disposition: String) -> R
 /// The object behind a public link.
 #[utoipa::path(get, path = "/public/sandbox/artifacts/{token}", tag = "general",
     params(("token" = String, Path)),
-    responses((status = 200, description = "the bytes, as an attachment"), (status = 404, description = "not found")))]
+    responses((status = 200, description = "the bytes, as an attachment")))]
 async fn public_object(
     State(state): State<AppState>,
     Path(token): Path<String>,

@@ -132,3 +132,51 @@ fn every_code_of_the_specs_error_tables_is_a_typed_variant() {
     }
     println!("{walked} codes of the specs' error tables are typed variants");
 }
+
+/// The words of a refusal's description that look like codes (`snake_case`).
+fn named_codes(answer: &str) -> impl Iterator<Item = &str> {
+    answer
+        .split(|c: char| !(c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()))
+        .filter(|word| word.contains('_') && !word.starts_with('_') && !word.ends_with('_'))
+}
+
+#[tokio::test]
+async fn every_documented_refusal_names_real_codes_and_a_real_route() {
+    use api::openapi::refusals::{REFUSALS, route_of};
+    let app = crate::support::TestApp::spawn().await;
+    let request = app.request(reqwest::Method::GET, "/openapi.json");
+    let (status, doc) = crate::support::json(request.send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    let mut documented: BTreeSet<(String, String)> = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let (area, route) = route_of(path);
+        for (method, operation) in item.as_object().unwrap() {
+            let key = format!("{} {route}", method.to_uppercase());
+            documented.insert((area.to_string(), key.clone()));
+            let refusals = REFUSALS.get(area).and_then(|r| r.get(&key));
+            for (status, answer) in refusals.into_iter().flatten() {
+                assert_eq!(
+                    operation["responses"][status]["description"], *answer,
+                    "{path} {method}: the document carries refusal {status}"
+                );
+            }
+        }
+    }
+    for (area, routes) in REFUSALS.iter() {
+        for (route, refusals) in routes {
+            assert!(
+                documented.contains(&(area.clone(), route.clone())),
+                "refusals.json names {area} {route}, which is not a route"
+            );
+            for (status, answer) in refusals {
+                assert!(status.parse::<u16>().is_ok_and(|s| (400..600).contains(&s)));
+                for code in named_codes(answer) {
+                    assert!(
+                        Code::parse(code).is_some(),
+                        "{area} {route} {status} names `{code}`, which is no error code"
+                    );
+                }
+            }
+        }
+    }
+}

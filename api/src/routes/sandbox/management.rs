@@ -158,7 +158,7 @@ async fn binding_list(
 /// it manages.
 #[utoipa::path(get, path = "/tasks/{task_id}/bindings", tag = "bindings",
     params(("task_id" = Uuid, Path), BindingListQuery),
-    responses((status = 200, body = SandboxBindingListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxBindingListResponse)))]
 async fn task_bindings(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -182,8 +182,7 @@ async fn task_bindings(
 /// A room's binding history (room managers).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/bindings", tag = "bindings",
     params(("chatroom_id" = Uuid, Path), BindingListQuery),
-    responses((status = 200, body = SandboxBindingListResponse),
-              (status = 403, description = "not a manager of the room"), (status = 404, description = "room not visible")))]
+    responses((status = 200, body = SandboxBindingListResponse)))]
 async fn room_bindings(
     caller: Caller,
     Path(chatroom_id): Path<Uuid>,

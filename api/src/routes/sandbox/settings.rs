@@ -114,8 +114,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The company's settings; the first read records the default policy.
 #[utoipa::path(get, path = "/settings", tag = "settings",
-    responses((status = 200, body = SandboxCompanySettingsResponse),
-              (status = 403, description = "Insufficient permissions.")))]
+    responses((status = 200, body = SandboxCompanySettingsResponse)))]
 async fn get_settings(caller: Caller) -> ApiResult<Json<SandboxCompanySettingsResponse>> {
     require_company_manager(&caller.principal)?;
     let row = recorded(&caller).await?;
@@ -134,10 +133,7 @@ async fn get_settings(caller: Caller) -> ApiResult<Json<SandboxCompanySettingsRe
 
 /// Replaces the writable settings when `policy_version` is current.
 #[utoipa::path(put, path = "/settings", tag = "settings", request_body = SandboxCompanySettingsUpdate,
-    responses((status = 200, body = SandboxCompanySettingsResponse),
-              (status = 403, description = "Insufficient permissions."),
-              (status = 409, description = "policy_version_conflict"),
-              (status = 422, description = "validation error")))]
+    responses((status = 200, body = SandboxCompanySettingsResponse)))]
 async fn put_settings(
     caller: Caller,
     ApiJson(update): ApiJson<SandboxCompanySettingsUpdate>,

@@ -91,8 +91,7 @@ async fn link_facts(
 /// The table's columns (spec: `ColumnResponse[]`).
 #[utoipa::path(get, path = "/tables/{table_id}/columns", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = Vec<ColumnResponse>), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = Vec<ColumnResponse>)))]
 async fn list_columns(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<ColumnResponse>>> {
     let table = open_table(&caller, &mount, Operation::ListColumns).await?;
     let times = times(&caller.state, table.row.id).await?;
@@ -109,10 +108,7 @@ async fn list_columns(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<Column
 /// Adds a column; a `default_value` is written into existing rows.
 #[utoipa::path(post, path = "/tables/{table_id}/columns", tag = "custom_tables", request_body = ColumnCreate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = ColumnCreateResponse),
-              (status = 400, description = "Invalid column config, duplicate or reserved name, or existing rows need a default"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
-              (status = 409, description = "Concurrent write; resend"), (status = 423, description = "A migration holds the table")))]
+    responses((status = 200, body = ColumnCreateResponse)))]
 async fn create_column(
     caller: Caller,
     mount: Mount,
@@ -175,8 +171,7 @@ async fn create_column(
 /// Validates a ColumnCreate and shows what it would do, writing nothing.
 #[utoipa::path(post, path = "/tables/{table_id}/columns/preview", tag = "custom_tables", request_body = ColumnCreate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = ColumnPreviewResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = ColumnPreviewResponse)))]
 async fn preview_column(
     caller: Caller,
     mount: Mount,
@@ -379,10 +374,7 @@ async fn change_column(
 /// Renames, re-describes, re-types (migrating every row) or re-options a column.
 #[utoipa::path(patch, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables", request_body = ColumnUpdate,
     params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
-    responses((status = 200, body = ColumnUpdateResponse), (status = 400, description = "Invalid change"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
-              (status = 409, description = "A removed option is in use (usage count included)"),
-              (status = 423, description = "A migration holds the table")))]
+    responses((status = 200, body = ColumnUpdateResponse)))]
 async fn update_column(
     caller: Caller,
     mount: Mount,
@@ -394,11 +386,7 @@ async fn update_column(
 /// Deprecated: the same as PATCH, on the company mount only.
 #[utoipa::path(put, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables", request_body = ColumnUpdate,
     params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
-    responses((status = 200, body = ColumnUpdateResponse), (status = 400, description = "Invalid change"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found"),
-              (status = 405, description = "Not the company mount"),
-              (status = 409, description = "A removed option is in use (usage count included)"),
-              (status = 423, description = "A migration holds the table")))]
+    responses((status = 200, body = ColumnUpdateResponse)))]
 async fn put_column(
     caller: Caller,
     mount: Mount,
@@ -410,10 +398,7 @@ async fn put_column(
 /// Removes the column and permanently deletes its values in all rows.
 #[utoipa::path(delete, path = "/tables/{table_id}/columns/{column_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("column_id" = String, Path, description = "`col_<hex>`")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found"),
-              (status = 409, description = "column_used_by_view: a saved view filters, sorts or projects by it"),
-              (status = 423, description = "A migration holds the table")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn delete_column(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&caller, &mount, Operation::ManageColumns).await?;
     let key = mount.param("column_id")?.to_string();

@@ -213,8 +213,7 @@ impl std::io::Write for ChannelWriter {
 /// Exports every matching record (spec: CSV and XLSX, streamed).
 #[utoipa::path(post, path = "/tables/{table_id}/records/export", tag = "custom_tables", request_body = RecordExport,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, description = "The file (text/csv or XLSX)", content_type = "text/csv"),
-              (status = 400, description = "Invalid filter or sort"), (status = 404, description = "Not found")))]
+    responses((status = 200, description = "The file (text/csv or XLSX)", content_type = "text/csv")))]
 async fn export_records(
     caller: Caller,
     mount: Mount,

@@ -116,7 +116,7 @@ struct Row {
 /// migration id and the caller is re-authorized on its owning scope.
 #[utoipa::path(get, path = "/migrations/{migration_id}/status", tag = "custom_tables",
     params(("migration_id" = Uuid, Path, description = "From `migration_info.migration_id`")),
-    responses((status = 200, body = MigrationStatusResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = MigrationStatusResponse)))]
 async fn migration_status(
     caller: Caller,
     mount: Mount,

@@ -127,8 +127,7 @@ impl EffectivePermission {
 /// Every grant of the table (table managers).
 #[utoipa::path(get, path = "/tables/{table_id}/permissions", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = PermissionListResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = PermissionListResponse)))]
 async fn list_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<PermissionListResponse>> {
     let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let permissions = table
@@ -147,8 +146,7 @@ async fn list_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<Permis
 /// Sets the grant of a user, department or chatroom (replacing its previous one).
 #[utoipa::path(post, path = "/tables/{table_id}/permissions", tag = "custom_tables", request_body = PermissionCreate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy, column or scope values"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 200, body = GrantResponse)))]
 async fn set_permission(
     caller: Caller,
     mount: Mount,
@@ -170,7 +168,7 @@ async fn set_permission(
 /// The caller's effective permission on the table.
 #[utoipa::path(get, path = "/tables/{table_id}/permissions/me", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = EffectivePermission), (status = 404, description = "Not found")))]
+    responses((status = 200, body = EffectivePermission)))]
 async fn my_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<EffectivePermission>> {
     let table = open_table(&caller, &mount, Operation::ReadTable).await?;
     EffectivePermission::of(&table.access)
@@ -183,8 +181,7 @@ async fn my_permissions(caller: Caller, mount: Mount) -> ApiResult<Json<Effectiv
     params(("table_id" = Uuid, Path, description = "The table"),
            ("subject_type" = String, Path, description = "user, department or chatroom"),
            ("subject_id" = Uuid, Path, description = "The subject")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn revoke_permission(grant: SubjectGrant) -> ApiResult<Json<SuccessResponse>> {
     grant.revoke().await
 }
@@ -192,8 +189,7 @@ async fn revoke_permission(grant: SubjectGrant) -> ApiResult<Json<SuccessRespons
 /// Sets the grant of a social media client.
 #[utoipa::path(put, path = "/tables/{table_id}/client-permissions/{client_id}", tag = "custom_tables", request_body = GrantBody,
     params(("table_id" = Uuid, Path, description = "The table"), ("client_id" = Uuid, Path, description = "The social media client")),
-    responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 200, body = GrantResponse)))]
 async fn set_client_permission(
     grant: SubjectGrant,
     ApiJson(body): ApiJson<GrantBody>,
@@ -204,8 +200,7 @@ async fn set_client_permission(
 /// Revokes the grant of a social media client.
 #[utoipa::path(delete, path = "/tables/{table_id}/client-permissions/{client_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("client_id" = Uuid, Path, description = "The social media client")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn revoke_client_permission(grant: SubjectGrant) -> ApiResult<Json<SuccessResponse>> {
     grant.revoke().await
 }
@@ -234,8 +229,7 @@ pub struct DefaultPermissionsPatch {
 /// matches).
 #[utoipa::path(patch, path = "/tables/{table_id}/default-permissions", tag = "custom_tables", request_body = DefaultPermissionsPatch,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = GrantResponse), (status = 400, description = "Invalid row policy or column"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 200, body = GrantResponse)))]
 async fn patch_default_permissions(
     grant: SubjectGrant,
     ApiJson(body): ApiJson<DefaultPermissionsPatch>,
@@ -264,8 +258,7 @@ pub struct ClientAccess {
 /// Lets social media clients reach the table, or refuses them all.
 #[utoipa::path(patch, path = "/tables/{table_id}/client-access", tag = "custom_tables", request_body = ClientAccess,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = ClientAccess), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = ClientAccess)))]
 async fn patch_client_access(
     caller: Caller,
     mount: Mount,

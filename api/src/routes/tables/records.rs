@@ -113,7 +113,7 @@ pub async fn page(
 /// Records of the table, one page.
 #[utoipa::path(get, path = "/tables/{table_id}/records", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ListQuery),
-    responses((status = 200, body = RecordListResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = RecordListResponse)))]
 async fn list_records(
     caller: Caller,
     mount: Mount,
@@ -219,8 +219,7 @@ fn unlocked(table: &OpenTable) -> ApiResult<()> {
 /// Creates a record; every value is checked against its column.
 #[utoipa::path(post, path = "/tables/{table_id}/records", tag = "custom_tables", request_body = RecordWrite,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 201, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
-              (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
+    responses((status = 201, body = RecordResponse)))]
 async fn create_record(
     caller: Caller,
     mount: Mount,
@@ -253,7 +252,7 @@ async fn create_record(
 /// One record.
 #[utoipa::path(get, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
-    responses((status = 200, body = RecordResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = RecordResponse)))]
 async fn get_record(caller: Caller, mount: Mount) -> ApiResult<Json<RecordResponse>> {
     let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     Ok(Json(
@@ -277,8 +276,7 @@ async fn editable(
 /// Changes the named cells of a record.
 #[utoipa::path(put, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables", request_body = RecordWrite,
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
-    responses((status = 200, body = RecordResponse), (status = 400, description = "A value does not fit its column"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 200, body = RecordResponse)))]
 async fn put_record(
     caller: Caller,
     mount: Mount,
@@ -306,8 +304,7 @@ async fn put_record(
 /// Deletes a record.
 #[utoipa::path(delete, path = "/tables/{table_id}/records/{record_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("record_id" = Uuid, Path, description = "The record")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn delete_record(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&caller, &mount, Operation::EditRows).await?;
     within_floor(&table, None)?;

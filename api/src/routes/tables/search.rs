@@ -60,8 +60,7 @@ pub struct RecordSearch {
 /// Searches records: filter, search, sort, paging.
 #[utoipa::path(post, path = "/tables/{table_id}/records/search", tag = "custom_tables", request_body = RecordSearch,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = RecordListResponse), (status = 400, description = "Invalid filter or sort"),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = RecordListResponse)))]
 async fn search_records(
     caller: Caller,
     mount: Mount,
@@ -163,8 +162,7 @@ fn invalid(message: String) -> ApiError {
 /// Groups and aggregates matching records.
 #[utoipa::path(post, path = "/tables/{table_id}/records/aggregate", tag = "custom_tables", request_body = RecordAggregate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = RecordAggregateResponse), (status = 400, description = "Invalid aggregation"),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = RecordAggregateResponse)))]
 async fn aggregate_records(
     caller: Caller,
     mount: Mount,

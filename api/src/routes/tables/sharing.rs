@@ -100,7 +100,7 @@ cross_scope_grant_routes!(
 /// Department tables granted to this chatroom, as the caller sees them (its own
 /// `record_count`, hidden columns absent); read them through the department mount.
 #[utoipa::path(get, path = "/tables/shared", tag = "custom_tables", params(TablePage),
-    responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = TableListResponse)))]
 async fn shared_tables(
     caller: Caller,
     mount: Mount,

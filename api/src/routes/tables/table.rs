@@ -283,7 +283,7 @@ async fn detail(table: OpenTable) -> ApiResult<TableResponse> {
 
 /// The tables of the scope.
 #[utoipa::path(get, path = "/tables", tag = "custom_tables", params(TablePage),
-    responses((status = 200, body = TableListResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = TableListResponse)))]
 async fn list_tables(
     caller: Caller,
     mount: Mount,
@@ -319,8 +319,7 @@ async fn list_tables(
 
 /// Creates a table owned by the mount's scope.
 #[utoipa::path(post, path = "/tables", tag = "custom_tables", request_body = TableCreate,
-    responses((status = 201, body = TableResponse), (status = 400, description = "Invalid name"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 201, body = TableResponse)))]
 async fn create_table(
     caller: Caller,
     mount: Mount,
@@ -352,7 +351,7 @@ async fn create_table(
 /// One table with its columns.
 #[utoipa::path(get, path = "/tables/{table_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = TableResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = TableResponse)))]
 async fn get_table(caller: Caller, mount: Mount) -> ApiResult<Json<TableResponse>> {
     let table = open_table(&caller, &mount, Operation::ReadTable).await?;
     Ok(Json(detail(table).await?))
@@ -361,8 +360,7 @@ async fn get_table(caller: Caller, mount: Mount) -> ApiResult<Json<TableResponse
 /// Renames a table or changes its description (table managers).
 #[utoipa::path(patch, path = "/tables/{table_id}", tag = "custom_tables", request_body = TableUpdate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = TableResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = TableResponse)))]
 async fn update_table(
     caller: Caller,
     mount: Mount,
@@ -382,8 +380,7 @@ async fn update_table(
 /// Deletes a table and all its records (table managers).
 #[utoipa::path(delete, path = "/tables/{table_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found"), (status = 423, description = "A migration holds the table")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn delete_table(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     table.execute(TableCommand::Delete).await?;

@@ -157,7 +157,7 @@ async fn one(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<Vi
 /// The table's views.
 #[utoipa::path(get, path = "/tables/{table_id}/views", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = Vec<ViewResponse>), (status = 404, description = "Not found")))]
+    responses((status = 200, body = Vec<ViewResponse>)))]
 async fn list_views(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<ViewResponse>>> {
     let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     Ok(Json(views(&caller.state, &table, None).await?))
@@ -166,8 +166,7 @@ async fn list_views(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<ViewResp
 /// Saves a view (table managers).
 #[utoipa::path(post, path = "/tables/{table_id}/views", tag = "custom_tables", request_body = ViewCreate,
     params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 201, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 201, body = ViewResponse)))]
 async fn create_view(
     caller: Caller,
     mount: Mount,
@@ -193,7 +192,7 @@ async fn create_view(
 /// One view.
 #[utoipa::path(get, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
-    responses((status = 200, body = ViewResponse), (status = 404, description = "Not found")))]
+    responses((status = 200, body = ViewResponse)))]
 async fn get_view(caller: Caller, mount: Mount) -> ApiResult<Json<ViewResponse>> {
     let table = open_table(&caller, &mount, Operation::ReadRows).await?;
     Ok(Json(
@@ -204,8 +203,7 @@ async fn get_view(caller: Caller, mount: Mount) -> ApiResult<Json<ViewResponse>>
 /// Changes a view (table managers).
 #[utoipa::path(patch, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables", request_body = ViewUpdate,
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
-    responses((status = 200, body = ViewResponse), (status = 400, description = "Invalid filter, sort or columns"),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "Not found")))]
+    responses((status = 200, body = ViewResponse)))]
 async fn update_view(
     caller: Caller,
     mount: Mount,
@@ -239,8 +237,7 @@ async fn update_view(
 /// Deletes a view (table managers).
 #[utoipa::path(delete, path = "/tables/{table_id}/views/{view_id}", tag = "custom_tables",
     params(("table_id" = Uuid, Path, description = "The table"), ("view_id" = Uuid, Path, description = "The view")),
-    responses((status = 200, body = SuccessResponse), (status = 403, description = "Insufficient permissions."),
-              (status = 404, description = "Not found")))]
+    responses((status = 200, body = SuccessResponse)))]
 async fn delete_view(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&caller, &mount, Operation::ManageTable).await?;
     let view_id = mount.uuid("view_id")?;

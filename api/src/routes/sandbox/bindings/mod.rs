@@ -59,10 +59,7 @@ pub fn check_reason(reason: &Option<String>) -> ApiResult<String> {
 /// Enables a task in a room at an exact version (409 `binding_already_live` when a
 /// binding of the task in the room is live).
 #[utoipa::path(post, path = "/bindings", tag = "bindings", request_body = SandboxBindingCreateRequest,
-    responses((status = 200, body = SandboxBindingResponse),
-              (status = 403, description = "not a manager of the room"),
-              (status = 404, description = "room, task or version not visible"),
-              (status = 409, description = "task_not_shared_to_room, binding_already_live, version_not_runnable, task_archived")))]
+    responses((status = 200, body = SandboxBindingResponse)))]
 async fn create_binding(
     caller: Caller,
     ApiJson(body): ApiJson<SandboxBindingCreateRequest>,
@@ -89,7 +86,7 @@ async fn current(caller: &Caller, id: Uuid) -> ApiResult<SandboxBindingResponse>
 
 /// One binding (room managers and the task's owners).
 #[utoipa::path(get, path = "/bindings/{binding_id}", tag = "bindings", params(("binding_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxBindingResponse)))]
 async fn get_binding(
     caller: Caller,
     Path(binding_id): Path<Uuid>,
@@ -102,8 +99,7 @@ async fn get_binding(
 /// `update_available`.
 #[utoipa::path(post, path = "/bindings/{binding_id}/accept-version", tag = "bindings",
     params(("binding_id" = Uuid, Path)), request_body = SandboxBindingAcceptVersionRequest,
-    responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
-              (status = 409, description = "illegal_state_transition, task_not_shared_to_room, version_not_runnable")))]
+    responses((status = 200, body = SandboxBindingResponse)))]
 async fn accept_version(
     caller: Caller,
     Path(binding_id): Path<Uuid>,
@@ -126,8 +122,7 @@ async fn accept_version(
 /// Revokes an enabled binding; the share stays.
 #[utoipa::path(post, path = "/bindings/{binding_id}/revoke", tag = "bindings",
     params(("binding_id" = Uuid, Path)), request_body = SandboxRevokeRequest,
-    responses((status = 200, body = SandboxBindingResponse), (status = 404, description = "not found"),
-              (status = 409, description = "illegal_state_transition")))]
+    responses((status = 200, body = SandboxBindingResponse)))]
 async fn revoke_binding(
     caller: Caller,
     Path(binding_id): Path<Uuid>,

@@ -102,10 +102,7 @@ async fn managed_version(caller: &Caller, environment_id: Uuid, version_id: Uuid
 #[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/builds", tag = "environments",
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
     request_body = SandboxBuildAttemptCreateRequest,
-    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
-              (status = 409, description = "build_not_eligible or nonterminal_exists"),
-              (status = 422, description = "enum error or build_region_unavailable"),
-              (status = 429, description = "build_queue_full")))]
+    responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn create_build(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
@@ -133,8 +130,7 @@ async fn create_build(
 /// profile are not reused.
 #[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/retry-build", tag = "environments",
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
-              (status = 409, description = "retry_window_expired or retry_not_eligible")))]
+    responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn retry_build(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
@@ -167,7 +163,7 @@ pub struct BuildListQuery {
 /// Attempts of a version, newest first.
 #[utoipa::path(get, path = "/environments/{environment_id}/versions/{version_id}/builds", tag = "environments",
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), BuildListQuery),
-    responses((status = 200, body = SandboxBuildAttemptListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxBuildAttemptListResponse)))]
 async fn list_builds(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
@@ -188,7 +184,7 @@ async fn list_builds(
 /// One attempt.
 #[utoipa::path(get, path = "/environments/{environment_id}/versions/{version_id}/builds/{attempt_id}",
     tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn get_build(
     caller: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
@@ -203,8 +199,7 @@ async fn get_build(
 /// is 409 `not_cancellable`.
 #[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/builds/{attempt_id}/cancel",
     tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path), ("attempt_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxBuildAttemptResponse), (status = 404, description = "not found"),
-              (status = 409, description = "not_cancellable")))]
+    responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn cancel_build(
     caller: Caller,
     Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,

@@ -51,10 +51,7 @@ async fn list_environments(
 
 /// Creates a company- or department-owned environment.
 #[utoipa::path(post, path = "/environments", tag = "environments", request_body = SandboxEnvironmentCreateRequest,
-    responses((status = 200, body = SandboxEnvironmentResponse),
-              (status = 403, description = "owner_scope_forbidden"),
-              (status = 409, description = "active_environment_limit"),
-              (status = 422, description = "validation error")))]
+    responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn create_environment(
     caller: Caller,
     ApiJson(body): ApiJson<SandboxEnvironmentCreateRequest>,
@@ -96,7 +93,7 @@ async fn create_environment(
 /// One environment.
 #[utoipa::path(get, path = "/environments/{environment_id}", tag = "environments",
     params(("environment_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn get_environment(
     caller: Caller,
     Path(environment_id): Path<Uuid>,
@@ -108,8 +105,7 @@ async fn get_environment(
 /// Changes name or description.
 #[utoipa::path(patch, path = "/environments/{environment_id}", tag = "environments",
     params(("environment_id" = Uuid, Path)), request_body = SandboxEnvironmentUpdateRequest,
-    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
-              (status = 409, description = "environment_archived"), (status = 422, description = "no_fields")))]
+    responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn update_environment(
     caller: Caller,
     Path(environment_id): Path<Uuid>,
@@ -130,8 +126,7 @@ async fn update_environment(
 /// Archives the environment (it stops counting toward the active limit).
 #[utoipa::path(post, path = "/environments/{environment_id}/archive", tag = "environments",
     params(("environment_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxEnvironmentResponse), (status = 404, description = "not found"),
-              (status = 409, description = "already_archived")))]
+    responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn archive_environment(
     caller: Caller,
     Path(environment_id): Path<Uuid>,

@@ -42,7 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Versions of an environment, newest first.
 #[utoipa::path(get, path = "/environments/{environment_id}/versions", tag = "environments",
     params(("environment_id" = Uuid, Path), LifecycleQuery),
-    responses((status = 200, body = SandboxEnvironmentVersionListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxEnvironmentVersionListResponse)))]
 async fn list_versions(
     caller: Caller,
     Path(environment_id): Path<Uuid>,
@@ -139,9 +139,7 @@ fn is_sha256_digest(text: &str) -> bool {
 /// Creates a draft version from a completed upload.
 #[utoipa::path(post, path = "/environments/{environment_id}/versions", tag = "environments",
     params(("environment_id" = Uuid, Path)), request_body = SandboxEnvironmentVersionCreateRequest,
-    responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "version_allocation_exhausted or environment_archived"),
-              (status = 422, description = "validation error")))]
+    responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn create_version(
     caller: Caller,
     Path(environment_id): Path<Uuid>,
@@ -202,7 +200,7 @@ async fn create_version(
 /// One version (poll until `ready`).
 #[utoipa::path(get, path = "/environments/{environment_id}/versions/{version_id}", tag = "environments",
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn get_version(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
@@ -214,8 +212,7 @@ async fn get_version(
 /// Archives a version (it stops occupying capacity).
 #[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/archive", tag = "environments",
     params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "already_archived or nonterminal_exists")))]
+    responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn archive_version(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
@@ -232,8 +229,7 @@ async fn archive_version(
 /// built, so an eligible version is returned as it is.
 #[utoipa::path(post, path = "/environments/{environment_id}/versions/{version_id}/retry-provisioning",
     tag = "environments", params(("environment_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxEnvironmentVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "provisioning_retry_not_eligible")))]
+    responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn retry_provisioning(
     caller: Caller,
     Path((environment_id, version_id)): Path<(Uuid, Uuid)>,

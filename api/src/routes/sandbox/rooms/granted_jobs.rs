@@ -98,8 +98,7 @@ async fn item(
 /// The tasks granted to the room and their enablement (room managers).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/granted-jobs", tag = "runs",
     params(("chatroom_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxGrantedJobListResponse),
-              (status = 403, description = "not a manager of the room"), (status = 404, description = "room not visible")))]
+    responses((status = 200, body = SandboxGrantedJobListResponse)))]
 async fn list_granted_jobs(
     caller: Caller,
     Path(chatroom_id): Path<Uuid>,
@@ -116,10 +115,7 @@ async fn list_granted_jobs(
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/granted-jobs/{task_id}/enable", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("task_id" = Uuid, Path)),
     request_body = SandboxGrantedJobEnableRequest,
-    responses((status = 200, body = SandboxGrantedJobItemResponse),
-              (status = 403, description = "not a manager of the room"),
-              (status = 404, description = "room, task or version not visible"),
-              (status = 409, description = "task_not_shared_to_room, version_not_runnable, task_archived")))]
+    responses((status = 200, body = SandboxGrantedJobItemResponse)))]
 async fn enable_granted_job(
     caller: Caller,
     Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,
@@ -134,10 +130,7 @@ async fn enable_granted_job(
 /// task that is not enabled changes nothing.
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/granted-jobs/{task_id}/disable", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("task_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxGrantedJobItemResponse),
-              (status = 403, description = "not a manager of the room"),
-              (status = 404, description = "room or task not visible"),
-              (status = 409, description = "task_not_shared_to_room")))]
+    responses((status = 200, body = SandboxGrantedJobItemResponse)))]
 async fn disable_granted_job(
     caller: Caller,
     Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,

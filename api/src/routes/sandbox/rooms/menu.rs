@@ -53,7 +53,7 @@ impl From<MenuRow> for SandboxMenuItem {
 /// The room's menu: only granted and enabled tasks, by name.
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/menu", tag = "runs",
     params(("chatroom_id" = Uuid, Path), PageQuery),
-    responses((status = 200, body = SandboxMenuResponse), (status = 404, description = "room not visible")))]
+    responses((status = 200, body = SandboxMenuResponse)))]
 async fn menu(
     caller: Caller,
     Path(chatroom_id): Path<Uuid>,

@@ -29,7 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The run's artifact files by relative path.
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/runs/{run_id}/artifacts", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), LifecycleQuery),
-    responses((status = 200, body = SandboxRunArtifactListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxRunArtifactListResponse)))]
 async fn list_artifacts(
     caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
@@ -85,7 +85,7 @@ pub fn attachment(path: &str) -> String {
 /// redemption route: public links hand files to others).
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/artifacts/{artifact_id}/download", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxArtifactDownloadCapabilityResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxArtifactDownloadCapabilityResponse)))]
 async fn download_artifact(
     caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,

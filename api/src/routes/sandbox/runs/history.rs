@@ -226,8 +226,7 @@ async fn history_task(caller: &Caller, id: Uuid, query: &TaskRunsQuery) -> ApiRe
 /// The task's run history (company managers).
 #[utoipa::path(get, path = "/tasks/{task_id}/runs", tag = "tasks",
     params(("task_id" = Uuid, Path), TaskRunsQuery),
-    responses((status = 200, body = Vec<SandboxTaskRunHistoryItem>),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
+    responses((status = 200, body = Vec<SandboxTaskRunHistoryItem>)))]
 async fn task_runs(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -266,8 +265,7 @@ async fn task_runs(
 /// How many rows the task's run history has with these filters.
 #[utoipa::path(get, path = "/tasks/{task_id}/runs/numOfData", tag = "tasks",
     params(("task_id" = Uuid, Path), TaskRunsQuery),
-    responses((status = 200, body = NumOfData),
-              (status = 403, description = "Insufficient permissions."), (status = 404, description = "not found")))]
+    responses((status = 200, body = NumOfData)))]
 async fn task_runs_count(
     caller: Caller,
     Path(task_id): Path<Uuid>,

@@ -46,8 +46,7 @@ pub struct RunListQuery {
 /// The room's runs, newest first (a restricted key sees only its own).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/runs", tag = "runs",
     params(("chatroom_id" = Uuid, Path), RunListQuery),
-    responses((status = 200, body = SandboxRunListResponse), (status = 404, description = "room not visible"),
-              (status = 422, description = "unknown status")))]
+    responses((status = 200, body = SandboxRunListResponse)))]
 async fn list_runs(
     caller: Caller,
     Path(chatroom_id): Path<Uuid>,
@@ -88,7 +87,7 @@ async fn list_runs(
 /// One run (poll until `terminal_at`).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/runs/{run_id}", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn get_run(
     caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
@@ -100,7 +99,7 @@ async fn get_run(
 /// Which contents the run has (flags only).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/runs/{run_id}/content", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxRunContentResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxRunContentResponse)))]
 async fn run_content(
     caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
@@ -121,8 +120,7 @@ async fn run_content(
 /// killing its container (`cancel_requested` until the worker reports).
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/cancel", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found"),
-              (status = 409, description = "not_cancellable")))]
+    responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn cancel_run(
     caller: Caller,
     Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,

@@ -133,7 +133,7 @@ run_object_link_routes!(
 /// Mints (idempotently) the public link of one artifact file.
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/artifacts/{artifact_id}/public-link", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxPublicLinkResponse)))]
 async fn mint_artifact_link(
     caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
@@ -146,7 +146,7 @@ async fn mint_artifact_link(
 /// Revokes the public link of one artifact file.
 #[utoipa::path(delete, path = "/chatrooms/{chatroom_id}/runs/{run_id}/artifacts/{artifact_id}/public-link", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxPublicLinkResponse)))]
 async fn revoke_artifact_link(
     caller: Caller,
     Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,

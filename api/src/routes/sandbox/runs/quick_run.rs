@@ -125,12 +125,7 @@ async fn hidden_task(
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/quick-run", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
     request_body = SandboxQuickRunRequest,
-    responses((status = 200, body = SandboxQuickRunResponse),
-              (status = 403, description = "not a manager of the room"),
-              (status = 404, description = "room or environment version not visible"),
-              (status = 409, description = "environment_version_not_ready, idempotency_conflict"),
-              (status = 422, description = "timeout_exceeds_ceiling, input_not_stageable, validation error"),
-              (status = 429, description = "queue_full")))]
+    responses((status = 200, body = SandboxQuickRunResponse)))]
 async fn quick_run(
     caller: Caller,
     key: IdempotencyKey,

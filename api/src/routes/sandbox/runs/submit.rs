@@ -45,13 +45,7 @@ fn envelope_limits() -> InputLimits {
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
     request_body = SandboxManualRunSubmitRequest,
-    responses((status = 200, body = SandboxRunDetailResponse),
-              (status = 404, description = "room or version not visible"),
-              (status = 409, description = "task_not_shared_to_room, version_not_runnable, content_scrubbed_irreversible, idempotency_conflict"),
-              (status = 413, description = "request_too_large"),
-              (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required, validation error"),
-              (status = 429, description = "sandbox_queued_run_limit or queue_full"),
-              (status = 503, description = "input_staging_unavailable")))]
+    responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn submit_run(
     caller: Caller,
     key: IdempotencyKey,
@@ -115,10 +109,7 @@ async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/retry", tag = "runs",
     params(("chatroom_id" = Uuid, Path), ("run_id" = Uuid, Path), ("Idempotency-Key" = String, Header)),
     request_body = SandboxRunRetryRequest,
-    responses((status = 200, body = SandboxRunDetailResponse), (status = 404, description = "not found"),
-              (status = 409, description = "retry_not_eligible, retry_input_unavailable, version_not_runnable"),
-              (status = 422, description = "input_not_stageable, input_schema_violation, idempotency_key_required"),
-              (status = 429, description = "sandbox_queued_run_limit or queue_full")))]
+    responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn retry_run(
     caller: Caller,
     key: IdempotencyKey,

@@ -51,9 +51,7 @@ async fn list_tasks(
 
 /// Creates a department- or company-owned task.
 #[utoipa::path(post, path = "/tasks", tag = "tasks", request_body = SandboxTaskCreateRequest,
-    responses((status = 200, body = SandboxTaskResponse),
-              (status = 403, description = "owner_scope_forbidden"),
-              (status = 422, description = "validation error (owner_scope chatroom included)")))]
+    responses((status = 200, body = SandboxTaskResponse)))]
 async fn create_task(
     caller: Caller,
     ApiJson(body): ApiJson<SandboxTaskCreateRequest>,
@@ -77,7 +75,7 @@ async fn create_task(
 
 /// One task.
 #[utoipa::path(get, path = "/tasks/{task_id}", tag = "tasks", params(("task_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxTaskResponse)))]
 async fn get_task(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -88,8 +86,7 @@ async fn get_task(
 /// Changes name, description or the legacy flag (owner managers only).
 #[utoipa::path(patch, path = "/tasks/{task_id}", tag = "tasks", params(("task_id" = Uuid, Path)),
     request_body = SandboxTaskUpdateRequest,
-    responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
-              (status = 409, description = "task_archived"), (status = 422, description = "no_fields")))]
+    responses((status = 200, body = SandboxTaskResponse)))]
 async fn update_task(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -112,8 +109,7 @@ async fn update_task(
 /// Versions are archived first, so an interrupted archive can simply be repeated;
 /// share records are kept, and the bindings stop applying (the `sharing` projection).
 #[utoipa::path(post, path = "/tasks/{task_id}/archive", tag = "tasks", params(("task_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxTaskResponse), (status = 404, description = "not found"),
-              (status = 409, description = "already_archived")))]
+    responses((status = 200, body = SandboxTaskResponse)))]
 async fn archive_task(
     caller: Caller,
     Path(task_id): Path<Uuid>,

@@ -43,8 +43,7 @@ pub fn runtime_contract(work_command: Option<String>) -> RuntimeContract {
 /// Previews the inputs file of a run of this version.
 #[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/input-preview", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)), request_body = SandboxInputPreviewRequest,
-    responses((status = 200, body = SandboxInputPreviewResponse), (status = 404, description = "not found"),
-              (status = 422, description = "input_not_stageable or validation error")))]
+    responses((status = 200, body = SandboxInputPreviewResponse)))]
 async fn input_preview(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,

@@ -107,10 +107,7 @@ async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
 #[utoipa::path(post, path = "/tasks/{task_id}/script-uploads", tag = "tasks",
     params(("task_id" = Uuid, Path)),
     request_body(content_type = "multipart/form-data", description = "`file`: UTF-8, up to 1 MiB"),
-    responses((status = 200, body = SandboxScriptUploadResponse), (status = 404, description = "not found"),
-              (status = 413, description = "request_too_large"),
-              (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul"),
-              (status = 429, description = "upload_rate_limited")))]
+    responses((status = 200, body = SandboxScriptUploadResponse)))]
 async fn upload_script(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -209,10 +206,7 @@ pub enum Target {
 #[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/script-file", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path), ScriptTarget),
     request_body(content_type = "multipart/form-data", description = "`file`: UTF-8, up to 1 MiB"),
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "the version is not a draft"),
-              (status = 413, description = "request_too_large"),
-              (status = 422, description = "script_too_large, script_not_utf8 or script_contains_nul")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn script_file(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,

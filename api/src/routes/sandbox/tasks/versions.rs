@@ -39,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Versions of a task, newest first (borrowers never see drafts).
 #[utoipa::path(get, path = "/tasks/{task_id}/versions", tag = "tasks",
     params(("task_id" = Uuid, Path), LifecycleQuery),
-    responses((status = 200, body = SandboxTaskVersionListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxTaskVersionListResponse)))]
 async fn list_versions(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -59,9 +59,7 @@ async fn list_versions(
 /// Creates a draft version.
 #[utoipa::path(post, path = "/tasks/{task_id}/versions", tag = "tasks",
     params(("task_id" = Uuid, Path)), request_body = SandboxTaskVersionRequest,
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "task_archived"),
-              (status = 422, description = "validation error, job_contract_invalid or an output policy error")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn create_version(
     caller: Caller,
     Path(task_id): Path<Uuid>,
@@ -86,7 +84,7 @@ async fn create_version(
 /// One version, in the caller's view.
 #[utoipa::path(get, path = "/tasks/{task_id}/versions/{version_id}", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn get_version(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
@@ -98,9 +96,7 @@ async fn get_version(
 /// Changes a draft.
 #[utoipa::path(patch, path = "/tasks/{task_id}/versions/{version_id}", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)), request_body = SandboxTaskVersionRequest,
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "illegal_state_transition (not a draft)"),
-              (status = 422, description = "validation error or job_contract_invalid")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn update_version(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
@@ -141,9 +137,7 @@ pub async fn changed(
 /// within the company ceiling; it is immutable afterwards.
 #[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/publish", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "illegal_state_transition, environment_version_not_ready, output_policy_owner_scope_unsupported or output_policy_unsatisfiable"),
-              (status = 422, description = "timeout_exceeds_ceiling")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn publish_version(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,
@@ -197,8 +191,7 @@ async fn publish_version(
 /// Archives a version.
 #[utoipa::path(post, path = "/tasks/{task_id}/versions/{version_id}/archive", tag = "tasks",
     params(("task_id" = Uuid, Path), ("version_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxTaskVersionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "illegal_state_transition (already archived)")))]
+    responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn archive_version(
     caller: Caller,
     Path((task_id, version_id)): Path<(Uuid, Uuid)>,

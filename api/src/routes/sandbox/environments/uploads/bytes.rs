@@ -31,10 +31,7 @@ fn context_too_large(declared: i64) -> ApiError {
     params(("environment_id" = Uuid, Path), ("session_id" = Uuid, Path),
            ("X-Sandbox-Upload-Capability" = String, Header, description = "the capability from init")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"),
-    responses((status = 200, body = SandboxContextUploadPutResponse),
-              (status = 409, description = "capability_fenced"),
-              (status = 413, description = "context_too_large"),
-              (status = 422, description = "missing capability header or empty body")))]
+    responses((status = 200, body = SandboxContextUploadPutResponse)))]
 pub(super) async fn put_upload(
     caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,

@@ -24,9 +24,7 @@ use uuid::Uuid;
 #[utoipa::path(post, path = "/environments/{environment_id}/context-uploads/{session_id}/complete",
     tag = "environments", params(("environment_id" = Uuid, Path), ("session_id" = Uuid, Path)),
     request_body = SandboxContextUploadCompleteRequest,
-    responses((status = 200, body = SandboxContextUploadCompleteResponse),
-              (status = 409, description = "the session is not open"),
-              (status = 422, description = "context_invalid, with error_detail naming the rule")))]
+    responses((status = 200, body = SandboxContextUploadCompleteResponse)))]
 pub(super) async fn complete_upload(
     caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,

@@ -14,7 +14,7 @@ use uuid::Uuid;
 /// Completed uploads of the environment, with the versions built from each.
 #[utoipa::path(get, path = "/environments/{environment_id}/context-uploads", tag = "environments",
     params(("environment_id" = Uuid, Path), LifecycleQuery),
-    responses((status = 200, body = SandboxContextObjectListResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxContextObjectListResponse)))]
 pub(super) async fn list_uploads(
     caller: Caller,
     Path(environment_id): Path<Uuid>,

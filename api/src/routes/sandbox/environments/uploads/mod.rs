@@ -99,8 +99,7 @@ fn require_active(environment: &Environment) -> ApiResult<()> {
 /// Opens an upload session and returns its PUT capability.
 #[utoipa::path(post, path = "/environments/{environment_id}/context-uploads", tag = "environments",
     params(("environment_id" = Uuid, Path)), request_body = SandboxContextUploadInitRequest,
-    responses((status = 200, body = SandboxContextUploadInitResponse), (status = 404, description = "not found"),
-              (status = 429, description = "staging_slot_exhausted or upload_rate_limited")))]
+    responses((status = 200, body = SandboxContextUploadInitResponse)))]
 async fn init_upload(
     caller: Caller,
     Path(environment_id): Path<Uuid>,
@@ -190,7 +189,7 @@ pub async fn check_upload_rate(
 /// One session.
 #[utoipa::path(get, path = "/environments/{environment_id}/context-uploads/{session_id}", tag = "environments",
     params(("environment_id" = Uuid, Path), ("session_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxContextUploadSessionResponse), (status = 404, description = "not found")))]
+    responses((status = 200, body = SandboxContextUploadSessionResponse)))]
 async fn get_upload(
     caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
@@ -204,8 +203,7 @@ async fn get_upload(
 /// Aborts the session and frees its staging slot.
 #[utoipa::path(post, path = "/environments/{environment_id}/context-uploads/{session_id}/abort", tag = "environments",
     params(("environment_id" = Uuid, Path), ("session_id" = Uuid, Path)),
-    responses((status = 200, body = SandboxContextUploadSessionResponse), (status = 404, description = "not found"),
-              (status = 409, description = "the session is completed")))]
+    responses((status = 200, body = SandboxContextUploadSessionResponse)))]
 async fn abort_upload(
     caller: Caller,
     Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
