@@ -19,6 +19,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# A one-off build needs no incremental cache; leaving it out halves the disk it takes.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo build --workspace --all-targets
 
 sandboxctl="${CARGO_TARGET_DIR:-target}/debug/sandboxctl"

@@ -18,6 +18,7 @@ use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand};
 use projections::read_models::runs::query as runs;
 use projections::read_models::tasks::query;
+use projections::store::CommandError;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -126,10 +127,31 @@ async fn archive_task(
         .command::<TaskAggregate>(task_id, TaskCommand::Archive)
         .await?;
     for run_id in runs::queued_of_task(caller.pool(), task_id).await? {
-        // A run a worker claimed meanwhile runs to its end.
-        let _ = caller.command::<Run>(run_id, RunCommand::Cancel).await;
+        cancel_queued(&caller, run_id).await?;
     }
     Ok(Json(Task::read(&caller, task_id).await?.row.into()))
+}
+
+/// Cancels a run that was queued. A run a worker claimed meanwhile runs to its end
+/// (the refusal is its answer); a concurrent change to the run is tried again, so
+/// no queued run outlives the archive unnoticed.
+async fn cancel_queued(caller: &Caller, run_id: Uuid) -> ApiResult<()> {
+    let id = run_id.to_string();
+    let metadata = caller.metadata();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match caller
+            .state
+            .bus
+            .execute::<Run>(&id, RunCommand::Cancel, &metadata)
+            .await
+        {
+            Ok(_) | Err(CommandError::Rejected(_)) => return Ok(()),
+            Err(CommandError::Conflict) if attempts < 5 => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 /// Runs a command on a task and answers it as it stands afterwards.
