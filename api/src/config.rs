@@ -28,6 +28,15 @@ pub enum TransitKeyMode {
     Off,
 }
 
+/// Where a key of the secret store comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecretKeyMode {
+    /// A file in the data directory, generated at first start.
+    DataDir,
+    /// None: secret writes answer 503.
+    Off,
+}
+
 /// Everything `sandbox-api serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -72,6 +81,26 @@ pub struct Config {
         default_value = "generate"
     )]
     pub transit_key: TransitKeyMode,
+
+    /// Key-encryption key of the secret store (`secret_kek` in the data directory);
+    /// `off` answers secret writes 503 `sandbox_secretstore_unconfigured`.
+    #[arg(
+        long,
+        env = "SANDBOX_SECRET_STORE",
+        value_enum,
+        default_value = "data-dir"
+    )]
+    pub secret_store: SecretKeyMode,
+
+    /// Pepper of the secret store's value digests (`secret_pepper` in the data
+    /// directory); `off` answers secret writes 503 `sandbox_secret_pepper_missing`.
+    #[arg(
+        long,
+        env = "SANDBOX_SECRET_PEPPER",
+        value_enum,
+        default_value = "data-dir"
+    )]
+    pub secret_pepper: SecretKeyMode,
 
     /// Log format.
     #[arg(long, env = "SANDBOX_LOG_FORMAT", value_enum, default_value = "text")]

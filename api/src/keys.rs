@@ -1,11 +1,14 @@
-//! Secrets the service keeps in its data directory: the JWT signing secret and the
-//! RSA transit key pair for encrypted secret writes. Each is generated at first use,
-//! written with mode 0600 and reused afterwards.
+//! Secrets the service keeps in its data directory: the JWT signing secret, the
+//! RSA transit key pair for encrypted secret writes, and the secret store's
+//! key-encryption key and pepper. Each is generated at first use, written with mode
+//! 0600 and reused afterwards.
 
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce};
 use anyhow::Context;
 use rand::RngCore;
+use rsa::PrivateKey;
 use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey, LineEnding};
-use rsa::{RsaPrivateKey, RsaPublicKey};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -16,11 +19,15 @@ pub const TRANSIT_KEY_BITS: usize = 3072;
 /// The name of the encryption scheme clients use with the transit key.
 pub const TRANSIT_ALGORITHM: &str = "RSA-OAEP-SHA256+AES-256-GCM";
 
+/// Length of the AES-256-GCM nonce of an envelope (`iv`).
+pub const ENVELOPE_IV_BYTES: usize = 12;
+
 /// The RSA key pair secret values are encrypted to.
 #[derive(Clone)]
 pub struct TransitKey {
-    /// Private half, for decrypting envelopes.
-    pub private: RsaPrivateKey,
+    /// Private half, for decrypting envelopes. rsa 0.10's operations on it are
+    /// constant-time (0.9's were open to the Marvin timing attack).
+    pub private: PrivateKey,
     /// Public half as SPKI PEM.
     pub public_pem: String,
 }
@@ -30,18 +37,59 @@ impl TransitKey {
     pub fn load_or_generate(dir: &Path) -> anyhow::Result<Self> {
         let path = dir.join("transit_key.pem");
         let pem = load_or_create(&path, || {
-            let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, TRANSIT_KEY_BITS)?;
+            let key = PrivateKey::new(&mut getrandom::SysRng, TRANSIT_KEY_BITS)?;
             Ok(key.to_pkcs8_pem(LineEnding::LF)?.as_bytes().to_vec())
         })?;
         let pem = String::from_utf8(pem).context("the transit key file is not text")?;
-        let private = RsaPrivateKey::from_pkcs8_pem(&pem)
+        let private = PrivateKey::from_pkcs8_pem(&pem)
             .with_context(|| format!("{} is not a PKCS#8 RSA private key", path.display()))?;
-        let public_pem = RsaPublicKey::from(&private).to_public_key_pem(LineEnding::LF)?;
+        let public_pem = private.to_public_key().to_public_key_pem(LineEnding::LF)?;
         Ok(Self {
             private,
             public_pem,
         })
     }
+
+    /// Opens a hybrid envelope: `encrypted_key` is a 32-byte AES-256 key under
+    /// RSA-OAEP-SHA256 (MGF1-SHA256, empty label), `iv` the 12-byte GCM nonce and
+    /// `ciphertext` the GCM ciphertext with its 16-byte tag. `None` for anything
+    /// that does not open; the reason is not told apart, so a caller learns nothing
+    /// about the padding.
+    pub fn open(
+        &self,
+        encrypted_key: &[u8],
+        iv: &[u8],
+        ciphertext: &[u8],
+    ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+        let key = zeroize::Zeroizing::new(
+            self.private
+                .oaep_decrypt::<rsa::sha2::Sha256>(encrypted_key)
+                .ok()?,
+        );
+        if key.len() != 32 || iv.len() != ENVELOPE_IV_BYTES {
+            return None;
+        }
+        let cipher = Aes256Gcm::new_from_slice(&key).ok()?;
+        cipher
+            .decrypt(Nonce::from_slice(iv), ciphertext)
+            .ok()
+            .map(zeroize::Zeroizing::new)
+    }
+}
+
+/// 32 random bytes in `name` under the directory (hex), generated when missing:
+/// the secret store's key-encryption key and its pepper.
+pub fn random_key(dir: &Path, name: &str) -> anyhow::Result<zeroize::Zeroizing<[u8; 32]>> {
+    let path = dir.join(name);
+    let text = load_or_create(&path, || {
+        let mut bytes = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        Ok(hex::encode(bytes).into_bytes())
+    })?;
+    let mut key = zeroize::Zeroizing::new([0u8; 32]);
+    hex::decode_to_slice(text.trim_ascii(), key.as_mut())
+        .with_context(|| format!("{} does not hold 32 hex-encoded bytes", path.display()))?;
+    Ok(key)
 }
 
 /// The JWT secret: the configured one, or `jwt.secret` in the directory (generated

@@ -19,5 +19,6 @@ pub mod pagination;
 pub mod request;
 pub mod routes;
 pub mod runtime;
+pub mod secrets;
 pub mod server;
 pub mod state;

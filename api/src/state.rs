@@ -1,11 +1,13 @@
 //! The state every handler shares.
 
 use crate::auth::jwt::JwtKeys;
-use crate::config::{Config, TransitKeyMode};
+use crate::config::{Config, SecretKeyMode, TransitKeyMode};
 use crate::error::ApiResult;
 use crate::keys::{self, TransitKey};
 use crate::objects::Objects;
 use crate::runtime::Runtime;
+use crate::secrets::SecretStore;
+use crate::secrets::kek::{KeyEncryptionKey, LocalKek};
 use domain::catalog::Provider;
 use domain::principal::EventMetadata;
 use domain::{AggregateExt, SpecError};
@@ -166,10 +168,12 @@ impl AppState {
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
         };
+        let secrets = Arc::new(secret_store(config)?);
         let runtime = Runtime::new(
             pool.clone(),
             bus.clone(),
             objects.clone(),
+            secrets,
             builder.clone(),
             cancel.clone(),
         );
@@ -190,4 +194,17 @@ impl AppState {
             pump: pump_task,
         })
     }
+}
+
+/// The secret store with the keys the configuration asks for.
+fn secret_store(config: &Config) -> anyhow::Result<SecretStore> {
+    let kek: Option<Arc<dyn KeyEncryptionKey>> = match config.secret_store {
+        SecretKeyMode::Off => None,
+        SecretKeyMode::DataDir => Some(Arc::new(LocalKek::load_or_generate(&config.data_dir)?)),
+    };
+    let pepper = match config.secret_pepper {
+        SecretKeyMode::Off => None,
+        SecretKeyMode::DataDir => Some(keys::random_key(&config.data_dir, "secret_pepper")?),
+    };
+    Ok(SecretStore::new(kek, pepper))
 }

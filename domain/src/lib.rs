@@ -15,6 +15,7 @@ pub mod objects;
 pub mod principal;
 pub mod registry;
 pub mod runs;
+pub mod secrets;
 pub mod settings;
 pub mod sharing;
 pub mod tables;

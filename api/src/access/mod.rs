@@ -12,6 +12,7 @@
 //! same shape in `routes/tables/scope.rs` (`OpenTable`).
 
 mod binding;
+mod consumer;
 mod environment;
 mod room;
 mod run;
@@ -20,6 +21,7 @@ mod share;
 mod task;
 
 pub use binding::Binding;
+pub use consumer::{Consumer, Manageable};
 pub use environment::{Environment, EnvironmentVersion};
 pub use room::{Room, not_shared};
 pub use run::Run;

@@ -13,6 +13,7 @@ pub mod migrations;
 pub mod worker;
 
 use crate::objects::Objects;
+use crate::secrets::SecretStore;
 use crate::state::BuilderSettings;
 use projections::CommandBus;
 use sqlx::PgPool;
@@ -30,6 +31,8 @@ pub struct Runtime {
     pub bus: CommandBus,
     /// The object store.
     pub objects: Objects,
+    /// The secret store (runs open the values they pinned).
+    pub secrets: Arc<SecretStore>,
     /// How builds and runs execute on this machine.
     pub builder: BuilderSettings,
     /// Fires at shutdown.
@@ -43,6 +46,7 @@ impl Runtime {
         pool: PgPool,
         bus: CommandBus,
         objects: Objects,
+        secrets: Arc<SecretStore>,
         builder: BuilderSettings,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
@@ -50,6 +54,7 @@ impl Runtime {
             pool,
             bus,
             objects,
+            secrets,
             builder,
             shutdown,
             tracker: TaskTracker::new(),

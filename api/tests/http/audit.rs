@@ -171,6 +171,8 @@ const SLOT_NAME_FIELDS: &[&str] = &[
     "secret_slot_declarations",
     "secret_slot_policies",
     "secret_slots",
+    // A run's pins by slot name: scopes and value version ids, never a value.
+    "slot_sources",
 ];
 
 /// Fields that would hold a secret must be digests: `*_sha256` with 64 hex digits.
@@ -178,7 +180,12 @@ fn assert_no_secret_fields(value: &Value, event_type: &str) {
     match value {
         Value::Object(fields) => {
             for (name, field) in fields {
+                // The payload's outer key is the event type (`SecretBound`), not a field.
                 if SLOT_NAME_FIELDS.contains(&name.as_str()) {
+                    continue;
+                }
+                if name == event_type {
+                    assert_no_secret_fields(field, event_type);
                     continue;
                 }
                 let lower = name.to_ascii_lowercase();

@@ -13,6 +13,7 @@ mod public;
 mod restricted;
 mod runs;
 mod sandbox;
+mod secrets;
 mod settings;
 mod sharing;
 mod tables;

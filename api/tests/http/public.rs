@@ -110,7 +110,7 @@ async fn public_key_is_an_rsa_key_of_at_least_3072_bits() {
     .await;
     assert_eq!(status, 200);
     let key =
-        rsa::RsaPublicKey::from_public_key_pem(body["public_key_pem"].as_str().unwrap()).unwrap();
+        rsa::PublicKey::from_public_key_pem(body["public_key_pem"].as_str().unwrap()).unwrap();
     assert!(key.size() * 8 >= 3072);
     assert_eq!(body["algorithm"], "RSA-OAEP-SHA256+AES-256-GCM");
 }

@@ -2,7 +2,7 @@
 
 use api::admin::directory::{Applied, Applier, DirectoryFile};
 use api::admin::operator_metadata;
-use api::config::{Config, LogFormat, TransitKeyMode};
+use api::config::{Config, LogFormat, SecretKeyMode, TransitKeyMode};
 use api::state::AppState;
 use domain::catalog::Provider;
 use projections::testing::TestDatabase;
@@ -43,6 +43,10 @@ pub struct Options {
     pub enabled: bool,
     /// Whether the transit key exists.
     pub transit_key: bool,
+    /// Whether the secret store has its key-encryption key.
+    pub secret_store: bool,
+    /// Whether the secret store has its pepper.
+    pub secret_pepper: bool,
     /// Runs executed at once (0: no executor in this server).
     pub run_slots: usize,
     /// How long a command waits for the read models.
@@ -55,6 +59,8 @@ impl Default for Options {
             provider: Provider::Onprem,
             enabled: true,
             transit_key: true,
+            secret_store: true,
+            secret_pepper: true,
             run_slots: 4,
             read_wait_timeout: std::time::Duration::from_secs(10),
         }
@@ -72,6 +78,60 @@ fn cached_transit_key() -> PathBuf {
     .clone()
 }
 
+/// Most bytes of server log kept for the leak checks.
+const CAPTURE_CAP: usize = 64 << 20;
+
+static CAPTURED: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+/// Collects the servers' log lines (see [`captured_log`]).
+struct Capture;
+
+impl std::io::Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut captured = CAPTURED.lock().unwrap_or_else(|e| e.into_inner());
+        if captured.len() + bytes.len() <= CAPTURE_CAP {
+            captured.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Logs `RUST_LOG` (default `warn`) to the test output, and everything the service's
+/// crates log at debug level into a buffer the leak checks read.
+fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer, fmt};
+    let shown = EnvFilter::new(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+    let captured = EnvFilter::new("warn,api=debug,projections=debug,domain=debug,tower_http=debug");
+    let _ = tracing_subscriber::registry()
+        .with(fmt::layer().with_test_writer().with_filter(shown))
+        .with(
+            fmt::layer()
+                .with_ansi(false)
+                .with_writer(|| Capture)
+                .with_filter(captured),
+        )
+        .try_init();
+}
+
+/// Every line the servers of this test process logged so far (debug level and
+/// up, of the service's own crates and its HTTP layer).
+pub fn captured_log() -> String {
+    String::from_utf8_lossy(&CAPTURED.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+}
+
+fn key_mode(present: bool) -> SecretKeyMode {
+    if present {
+        SecretKeyMode::DataDir
+    } else {
+        SecretKeyMode::Off
+    }
+}
+
 impl TestApp {
     /// A server with default options.
     pub async fn spawn() -> Self {
@@ -80,10 +140,7 @@ impl TestApp {
 
     /// A server with the given options.
     pub async fn spawn_with(options: Options) -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_test_writer()
-            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-            .try_init();
+        init_logging();
         let db = TestDatabase::fresh().await;
         let data = tempfile::tempdir().expect("temp dir");
         if options.transit_key {
@@ -108,6 +165,8 @@ impl TestApp {
             } else {
                 TransitKeyMode::Off
             },
+            secret_store: key_mode(options.secret_store),
+            secret_pepper: key_mode(options.secret_pepper),
             log_format: LogFormat::Text,
             region_job_quotas: Vec::new(),
             build_slots: 2,

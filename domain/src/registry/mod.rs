@@ -10,6 +10,7 @@
 mod environment_examples;
 mod examples;
 mod run_examples;
+mod secret_examples;
 mod sharing_examples;
 mod table_examples;
 mod task_examples;
@@ -88,6 +89,9 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::sharing::binding::Binding>(),
         entry::<crate::runs::run::Run>(),
         entry::<crate::runs::link::PublicLink>(),
+        entry::<crate::secrets::binding::SecretBinding>(),
+        entry::<crate::secrets::operation::SecretOperation>(),
+        entry::<crate::secrets::approval::SecretApproval>(),
     ]
 }
 

@@ -7,6 +7,8 @@ use crate::runs::link::{LinkEvent, LinkedObject, PublicLink};
 use crate::runs::run::{
     Artifact, Run, RunEnded, RunEvent, RunSubmitted, StoredObject, SubmissionSource, TerminalClass,
 };
+use crate::secrets::ConsumerScope;
+use crate::secrets::resolve::{ResolvedVia, SlotSource};
 use uuid::Uuid;
 
 const COMPANY: Uuid = Uuid::from_u128(0xa001);
@@ -46,6 +48,18 @@ impl Catalogued for Run {
                 resource_profile: "standard".into(),
                 retry_of_run_id: None,
                 request_hash: format!("sha256:{}", "ef".repeat(32)),
+                slot_sources: Some(
+                    [(
+                        "API_TOKEN".to_string(),
+                        SlotSource {
+                            resolved_via: ResolvedVia::Owner,
+                            consumer_scope: ConsumerScope::Company,
+                            consumer_id: COMPANY,
+                            value_version_id: Uuid::from_u128(0x5e001),
+                        },
+                    )]
+                    .into(),
+                ),
             })),
             RunEvent::RunClaimed {
                 worker_id: "executor-host-1-0a1b2c3d".into(),

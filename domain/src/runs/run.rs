@@ -9,6 +9,7 @@
 use crate::AggregateExt;
 use crate::error::{Code, SpecError};
 use crate::principal::{AuthMethod, PrincipalType};
+use crate::secrets::resolve::SlotSources;
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -174,6 +175,10 @@ pub struct RunSubmitted {
     pub retry_of_run_id: Option<Uuid>,
     /// `sha256:` of the request, for idempotent replays.
     pub request_hash: String,
+    /// The secret value versions the run receives, by slot, pinned at submission
+    /// (absent for a version without slots and for runs recorded before secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_sources: Option<SlotSources>,
 }
 
 /// How a run ended and what it left.
@@ -407,6 +412,7 @@ mod tests {
             resource_profile: "standard".into(),
             retry_of_run_id: None,
             request_hash: hash.into(),
+            slot_sources: None,
         })
     }
 

@@ -9,6 +9,7 @@ pub mod owned_objects;
 pub mod page;
 mod rowset;
 pub mod runs;
+pub mod secrets;
 pub mod sharing;
 mod table;
 pub mod tables;
@@ -33,6 +34,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),
+        Arc::new(secrets::SecretsProjection),
     ]
 }
 

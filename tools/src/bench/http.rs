@@ -8,7 +8,7 @@ use super::raw::Scratch;
 use super::stats::{Summary, summarize};
 use api::admin::directory::{Applier, DirectoryFile};
 use api::admin::operator_metadata;
-use api::config::{Config, LogFormat, TransitKeyMode};
+use api::config::{Config, LogFormat, SecretKeyMode, TransitKeyMode};
 use api::state::AppState;
 use domain::catalog::Provider;
 use serde_json::json;
@@ -109,6 +109,8 @@ pub fn bench_config(
         enabled: true,
         jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
         transit_key: TransitKeyMode::Off,
+        secret_store: SecretKeyMode::DataDir,
+        secret_pepper: SecretKeyMode::DataDir,
         log_format: LogFormat::Text,
         region_job_quotas: Vec::new(),
         build_slots: 1,

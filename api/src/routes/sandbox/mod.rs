@@ -7,6 +7,7 @@ pub mod management;
 pub mod owners;
 pub mod rooms;
 pub mod runs;
+pub mod secrets;
 pub mod settings;
 pub mod tasks;
 
@@ -27,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(rooms::router())
         .merge(management::router())
         .merge(runs::router())
+        .merge(secrets::router())
 }
 
 /// Routes that stream raw bodies or take large ones, and enforce their own size

@@ -9,17 +9,20 @@ use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
 use domain::catalog::ResourceProfile;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
+use domain::secrets::resolve::SlotSources;
 use domain::tasks::contents::VersionContents;
 use sqlx::types::Json;
 use std::path::Path;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+use zeroize::Zeroizing;
 
 /// Where the workspace is mounted in the container.
 pub const WORKSPACE: &str = "/workspace";
-/// The fixed invocation.
-const INVOCATION: &str = ". /workspace/startup.sh && . /workspace/driver.sh";
+/// The fixed invocation. The secrets file is read into the environment and removed
+/// before any script of the task runs.
+const INVOCATION: &str = "set -a && . /workspace/.secrets.env && set +a && rm -f /workspace/.secrets.env && . /workspace/startup.sh && . /workspace/driver.sh";
 
 #[derive(sqlx::FromRow)]
 struct RunFacts {
@@ -28,6 +31,7 @@ struct RunFacts {
     resource_profile: String,
     contents: Json<VersionContents>,
     image: Option<String>,
+    slot_sources: Option<Json<SlotSources>>,
 }
 
 /// How the work ended, before its objects are stored.
@@ -109,7 +113,8 @@ async fn execute(
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
     let facts: RunFacts = sqlx::query_as(
-        "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image
+        "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
+                r.slot_sources
            FROM runs r
            JOIN task_versions v ON v.id = r.task_version_id
            LEFT JOIN environment_versions ev ON ev.id = v.environment_version_id
@@ -126,8 +131,24 @@ async fn execute(
             b"the environment version has no image\n".to_vec(),
         ));
     };
+    let sources = facts.slot_sources.map(|s| s.0).unwrap_or_default();
+    let secrets = match open_secrets(state, &sources).await? {
+        Ok(secrets) => secrets,
+        Err(slot) => {
+            let log =
+                format!("the secret of slot {slot} was revoked after the run was submitted\n");
+            return Ok(ending(
+                TerminalClass::CustomerFailed,
+                "secret_unavailable",
+                None,
+                log.into_bytes(),
+            ));
+        }
+    };
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
+    write_secrets(&workspace, &secrets).await?;
+    drop(secrets);
     let buildah = &executor.buildah;
     let container = match buildah.from_image(&image).await {
         Ok(container) => container,
@@ -163,6 +184,54 @@ async fn execute(
         tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
     }
     result
+}
+
+/// Opens the value of every pinned slot; `Err(slot)` names a slot whose value
+/// was shredded since submission.
+async fn open_secrets(
+    state: &Runtime,
+    sources: &SlotSources,
+) -> anyhow::Result<Result<Vec<(String, Zeroizing<Vec<u8>>)>, String>> {
+    let mut opened = Vec::with_capacity(sources.len());
+    for (slot, source) in sources {
+        match state
+            .secrets
+            .open(&state.pool, source.value_version_id)
+            .await?
+        {
+            Some(value) => opened.push((slot.clone(), value)),
+            None => return Ok(Err(slot.clone())),
+        }
+    }
+    Ok(Ok(opened))
+}
+
+/// Writes `/workspace/.secrets.env` (mode 0600): one `NAME='value'` line per slot,
+/// single-quoted for the shell. The invocation exports and deletes it before the
+/// task's scripts start, so values travel neither on a command line (visible to
+/// every host user) nor in a file the work leaves behind.
+async fn write_secrets(
+    workspace: &Path,
+    secrets: &[(String, Zeroizing<Vec<u8>>)],
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut text = Zeroizing::new(Vec::new());
+    for (name, value) in secrets {
+        let value = String::from_utf8_lossy(value);
+        writeln!(text, "{name}='{}'", value.replace('\'', "'\\''"))?;
+    }
+    let path = workspace.join(".secrets.env");
+    tokio::task::spawn_blocking(move || {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
+        file.write_all(&text)
+    })
+    .await??;
+    Ok(())
 }
 
 /// Writes the scripts, the driver and the inputs file, and makes the artifacts

@@ -92,6 +92,10 @@ pub struct World {
     pub quick_run: String,
     /// The hidden task of that Quick Run.
     pub hidden_task: String,
+    /// A secret binding of [`World::task`]'s slot `API_TOKEN` for room `lab`.
+    pub secret: String,
+    /// An approval of [`World::version`] by room `lab` (revoke consumes it).
+    pub approval: String,
 }
 
 /// Sends a request with an API key.
@@ -167,6 +171,28 @@ async fn built(boss: &Caller<'_>, env: &str, version: &str, attempt: &str) {
 }
 
 impl World {
+    /// A secret of room `lab` for [`World::task`] and an approval of its version.
+    async fn secrets(&mut self, app: &TestApp, boss: &Caller<'_>) {
+        let pem = crate::secrets::public_key(app).await;
+        let sealed = crate::secrets::rust_seal(&pem, b"matrix-secret");
+        let body =
+            crate::secrets::write_body("chatroom", &self.lab, &self.task, "API_TOKEN", sealed);
+        let (status, written) = post_keyed(boss, "/secrets", "setup", Some(body)).await;
+        assert_eq!(status, 200, "{written}");
+        self.secret = written["secret_binding"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (_, version) = boss
+            .get(&format!("/tasks/{}/versions/{}", self.task, self.version))
+            .await;
+        let body = json!({"consumer_scope": "chatroom", "consumer_id": self.lab,
+            "task_id": self.task, "task_version_id": self.version,
+            "task_version_digest": version["canonical_digest"], "slot_names": ["API_TOKEN"],
+            "risk_accepted": true});
+        self.approval = created(boss, "/secret-approvals", body, "id").await;
+    }
+
     /// Applies the matrix directory and builds every resource.
     pub async fn build(app: &TestApp) -> (Seed, World) {
         let seed = Seed(app.apply(matrix_directory()).await);
@@ -184,6 +210,7 @@ impl World {
         w.environments(&boss).await;
         w.tasks(&boss, &seed).await;
         w.runs(app, &boss, &seed).await;
+        w.secrets(app, &boss).await;
         // Its build is queued, not awaited: reading it needs no image.
         let published = api::admin::curated::publish(
             &app.state,

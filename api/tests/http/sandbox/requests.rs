@@ -110,7 +110,12 @@ pub fn request(w: &World, route: &str, case: Option<&str>) -> Request {
         .replace("{binding_id}", ids.binding_id)
         .replace("{chatroom_id}", ids.chatroom_id)
         .replace("{run_id}", ids.run_id)
-        .replace("{artifact_id}", &w.artifact);
+        .replace("{artifact_id}", &w.artifact)
+        .replace("{secret_id}", &w.secret)
+        .replace("{approval_id}", &w.approval);
+    if route == "GET /secrets" {
+        path.push_str(&format!("?consumer_scope=chatroom&consumer_id={}", w.lab));
+    }
     if route.ends_with("/script-file") {
         path.push_str("?target=work");
     }
@@ -190,6 +195,24 @@ fn body(w: &World, route: &str, case: Option<&str>) -> (Payload, bool) {
             ),
             true,
         ),
+        // Secret writes reach authorization with an envelope that does not open,
+        // revocations with an invalid slot name (422 after it either way).
+        "POST /secrets" | "POST /secrets/rotate" => (
+            Payload::Json(json!({"consumer_scope": "chatroom", "consumer_id": w.lab,
+                "task_id": w.task, "slot_name": "API_TOKEN", "encrypted_value":
+                {"encrypted_key": "AAAA", "iv": "AAAA", "ciphertext": "AAAA"}})),
+            true,
+        ),
+        "POST /secrets/revoke" => (
+            Payload::Json(json!({"consumer_scope": "chatroom", "consumer_id": w.lab,
+                "task_id": w.task, "slot_name": "1-invalid"})),
+            true,
+        ),
+        // A wrong digest: 409 after authorization.
+        "POST /secret-approvals" | "POST /shared-task-secret-approvals" => json(json!({
+            "consumer_scope": "chatroom", "consumer_id": w.lab, "task_id": w.task,
+            "task_version_id": w.version, "task_version_digest": format!("sha256:{}", "0".repeat(64)),
+            "slot_names": ["API_TOKEN"], "risk_accepted": true})),
         route if route.starts_with("POST ") => json(json!({})),
         _ => (Payload::Empty, false),
     }

@@ -44,9 +44,10 @@ async fn fold_run(
                 "INSERT INTO runs (id, company_id, chatroom_id, task_id, task_version_id, share_grant_id,
                         principal_type, principal_id, auth_method, api_key_id, submission_source,
                         input_digest, input_key, input_bytes, timeout_seconds, resource_profile,
-                        retry_of_run_id, status, artifact_count, content_state, queued_at, updated_at)
+                        retry_of_run_id, status, artifact_count, content_state, queued_at, updated_at,
+                        slot_sources)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                         'queued', 0, 'active', $18, $18)
+                         'queued', 0, 'active', $18, $18, $19)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(id)
@@ -67,6 +68,7 @@ async fn fold_run(
             .bind(&s.resource_profile)
             .bind(s.retry_of_run_id)
             .bind(at)
+            .bind(s.slot_sources.as_ref().map(sqlx::types::Json))
             .execute(conn)
             .await?;
         }

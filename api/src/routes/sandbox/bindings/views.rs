@@ -4,6 +4,7 @@
 use crate::pagination::list_response;
 use crate::routes::sandbox::tasks::views::RuntimeContract;
 use chrono::{DateTime, Utc};
+use domain::secrets::resolve::SlotResolution;
 use domain::sharing::binding::SlotAssignment;
 use domain::sharing::policy::SlotPolicies;
 use domain::sharing::share::ShareTargetKind;
@@ -134,8 +135,30 @@ pub struct SandboxSecretSlot {
     pub effective_source: String,
 }
 
+impl From<&SlotResolution> for SandboxSecretSlot {
+    fn from(slot: &SlotResolution) -> Self {
+        Self {
+            name: slot.name.clone(),
+            policy: slot.policy.as_str().into(),
+            borrower_bound: slot.borrower.is_some(),
+            owner_bound: slot.owner.is_some(),
+            effective_source: slot
+                .source()
+                .map_or("missing", |source| source.as_str())
+                .into(),
+        }
+    }
+}
+
+/// Replaces room-facing slot views with their resolution (when one is known).
+pub fn resolve_views(views: &mut Vec<SandboxSecretSlot>, resolved: Option<&Vec<SlotResolution>>) {
+    if let Some(resolved) = resolved {
+        *views = resolved.iter().map(Into::into).collect();
+    }
+}
+
 impl From<&SlotAssignment> for SandboxSecretSlot {
-    /// No secret store exists yet, so no slot is bound and every source is `missing`.
+    /// A slot before resolution: nothing bound, `missing`.
     fn from(slot: &SlotAssignment) -> Self {
         Self {
             name: slot.name.clone(),

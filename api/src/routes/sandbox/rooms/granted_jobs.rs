@@ -10,13 +10,16 @@ use crate::request::Caller;
 use crate::routes::sandbox::bindings::enablement::enable;
 use crate::routes::sandbox::bindings::views::{
     SandboxGrantedJobEnableRequest, SandboxGrantedJobItemResponse, SandboxGrantedJobListResponse,
-    SandboxSecretSlot, secret_slots,
+    SandboxSecretSlot, resolve_views, secret_slots,
 };
+use crate::secrets::slots;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::sharing::binding::{Binding, BindingCommand, SlotAssignment, binding_aggregate_id};
+use domain::sharing::policy::SlotPolicy;
 use domain::sharing::policy::policy_of;
+use domain::wire::from_wire;
 use domain::wire::wire;
 use projections::read_models::sharing::query::{self as sharing, GrantedRow};
 use utoipa_axum::router::OpenApiRouter;
@@ -79,7 +82,28 @@ async fn granted(
     limit: i64,
 ) -> ApiResult<Vec<SandboxGrantedJobItemResponse>> {
     let rows = sharing::granted(&state.pool, room.place(), task, limit).await?;
-    Ok(rows.into_iter().map(Into::into).collect())
+    let mut items: Vec<SandboxGrantedJobItemResponse> = rows.into_iter().map(Into::into).collect();
+    let pins: Vec<_> = items
+        .iter()
+        .map(|item| {
+            let slots = item
+                .secret_slots
+                .iter()
+                .filter_map(|slot| {
+                    from_wire::<SlotPolicy>(&slot.policy).map(|policy| SlotAssignment {
+                        name: slot.name.clone(),
+                        policy,
+                    })
+                })
+                .collect();
+            (item.task_id, slots)
+        })
+        .collect();
+    let resolved = slots::resolve(&state.pool, room.place(), &pins).await?;
+    for item in &mut items {
+        resolve_views(&mut item.secret_slots, resolved.get(&item.task_id));
+    }
+    Ok(items)
 }
 
 /// The item of one task, or 409 `task_not_shared_to_room`.

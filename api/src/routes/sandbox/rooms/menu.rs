@@ -7,8 +7,11 @@ use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
-use crate::routes::sandbox::bindings::views::{SandboxMenuItem, SandboxMenuResponse, secret_slots};
+use crate::routes::sandbox::bindings::views::{
+    SandboxMenuItem, SandboxMenuResponse, resolve_views, secret_slots,
+};
 use crate::routes::sandbox::tasks::preview::runtime_contract;
+use crate::secrets::slots;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
@@ -65,5 +68,15 @@ async fn menu(
     let listed = page
         .fetch(menu, |r| (r.task_name.clone(), r.task_id))
         .await?;
-    Ok(Json(listed.into()))
+    let pins: Vec<_> = listed
+        .items
+        .iter()
+        .map(|row| (row.task_id, row.secret_slots.0.clone()))
+        .collect();
+    let resolved = slots::resolve(caller.pool(), room.place(), &pins).await?;
+    let mut response: SandboxMenuResponse = listed.into();
+    for item in &mut response.items {
+        resolve_views(&mut item.secret_slots, resolved.get(&item.task_id));
+    }
+    Ok(Json(response))
 }

@@ -10,11 +10,14 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::limits::company_limits;
 use crate::request::Caller;
+use crate::secrets::slots;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
 use domain::catalog::Provider;
 use domain::error::Code;
 use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
+use domain::sharing::binding::SlotAssignment;
+use domain::sharing::policy::policy_of;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
 use domain::tasks::schema;
@@ -173,20 +176,42 @@ pub async fn admit(
     // schema and the queues.
     let exists = runs::exists(caller.pool(), run_id).await?;
     let grant = if share_required && !exists {
-        Some(room.required_grant(caller, version.task_id).await?.id)
+        Some(room.required_grant(caller, version.task_id).await?)
     } else {
         None
     };
     if !exists {
         check_schema(&version.contents, &input.value)?;
     }
+    let slot_sources = match &grant {
+        Some(grant) => {
+            let slots = version
+                .contents
+                .secret_slot_names()
+                .into_iter()
+                .map(|name| SlotAssignment {
+                    policy: policy_of(&grant.secret_slot_policies, &name),
+                    name,
+                })
+                .collect();
+            slots::pin(
+                caller.pool(),
+                room.place(),
+                version.task_id,
+                &version.contents,
+                slots,
+            )
+            .await?
+        }
+        None => None,
+    };
     let submitted = RunSubmitted {
         run_id,
         company_id: caller.principal.company_id,
         chatroom_id: room.id,
         task_id: version.task_id,
         task_version_id: version.id,
-        share_grant_id: grant,
+        share_grant_id: grant.map(|g| g.id),
         principal_type: caller.principal.principal_type,
         principal_id: caller.principal.principal_id,
         auth_method: caller.principal.auth_method,
@@ -198,6 +223,7 @@ pub async fn admit(
         resource_profile: "standard".into(),
         retry_of_run_id,
         request_hash,
+        slot_sources,
     };
     let onprem = caller.state.deployment.provider == Provider::Onprem;
     let _fleet = if onprem {

@@ -6,8 +6,10 @@ use crate::pagination::Listed;
 use crate::state::AppState;
 use domain::catalog::Provider;
 use domain::runs::run::RunStatus;
+use domain::secrets::resolve::SlotSources;
 use domain::wire::wire;
 use projections::read_models::runs::query::{self as runs, RunRow};
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 /// The queue position and ETA of a run: managed cloud counts the company's queued
@@ -56,8 +58,24 @@ pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetail
         eta_seconds,
         queued_at: Some(row.queued_at),
         terminal_at: row.terminal_at,
-        secret_slot_provenance: None,
+        secret_slot_provenance: row.slot_sources.map(|sources| provenance(&sources)),
     })
+}
+
+/// `{slot: {resolved_via, consumer_scope}}`: whose value each slot used, masked
+/// (no consumer id, no version, no value).
+fn provenance(sources: &SlotSources) -> Value {
+    sources
+        .iter()
+        .map(|(slot, source)| {
+            let masked = json!({
+                "resolved_via": source.resolved_via.as_str(),
+                "consumer_scope": source.consumer_scope.as_str(),
+            });
+            (slot.clone(), masked)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// A page of runs with their details, in order.

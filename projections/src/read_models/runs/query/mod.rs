@@ -10,6 +10,7 @@ use sqlx::PgPool;
 mod history;
 mod objects;
 
+use domain::secrets::resolve::SlotSources;
 pub use history::*;
 pub use objects::*;
 use uuid::Uuid;
@@ -65,6 +66,8 @@ pub struct RunRow {
     pub started_at: Option<DateTime<Utc>>,
     /// Ended.
     pub terminal_at: Option<DateTime<Utc>>,
+    /// The secret value versions pinned at submission, by slot.
+    pub slot_sources: Option<sqlx::types::Json<SlotSources>>,
 }
 
 impl RunRow {
