@@ -163,6 +163,23 @@ impl PageQuery {
     }
 }
 
+/// Most rows a management list returns (spec: "Management lists cap at 2000 rows and
+/// return a `truncated` flag"); queries read one more to tell.
+pub const MANAGEMENT_LIST_CAP: i64 = 2000;
+
+/// The first [`MANAGEMENT_LIST_CAP`] rows the caller may see, and whether the query
+/// had more than the cap (rows read with a limit of the cap plus one).
+pub fn capped<R, T: From<R>>(rows: Vec<R>, keep: impl Fn(&R) -> bool) -> (Vec<T>, bool) {
+    let truncated = rows.len() as i64 > MANAGEMENT_LIST_CAP;
+    let items = rows
+        .into_iter()
+        .take(MANAGEMENT_LIST_CAP as usize)
+        .filter(|row| keep(row))
+        .map(Into::into)
+        .collect();
+    (items, truncated)
+}
+
 /// Encodes a cursor as a page token.
 pub fn encode_token<C: Serialize>(cursor: &C) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(cursor).expect("cursors serialize"))

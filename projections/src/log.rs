@@ -100,6 +100,17 @@ impl StoredEvent {
         serde_json::from_str(&self.metadata).unwrap_or_default()
     }
 
+    /// Who decided the event, as read models show it: `principal_type:principal_id`,
+    /// the principal type alone (operators, workers), or empty.
+    pub fn actor(&self) -> String {
+        let metadata = self.metadata_map();
+        match (metadata.get("principal_type"), metadata.get("principal_id")) {
+            (Some(kind), Some(id)) => format!("{kind}:{id}"),
+            (Some(kind), None) => kind.clone(),
+            _ => String::new(),
+        }
+    }
+
     /// When the event was decided (metadata `time`), falling back to the epoch for
     /// events written without one.
     pub fn time(&self) -> chrono::DateTime<chrono::Utc> {

@@ -9,7 +9,7 @@
 //! binding can outlive its authority, even one enabled concurrently with the revoke.
 
 use super::generation_id;
-use super::policy::SlotPolicy;
+use super::policy::{SlotPolicies, SlotPolicy, policy_of};
 use crate::AggregateExt;
 use crate::error::{Code, SpecError};
 use cqrs_es::event_sink::EventSink;
@@ -41,6 +41,20 @@ pub struct SlotAssignment {
     pub name: String,
     /// The grant's policy for it.
     pub policy: SlotPolicy,
+}
+
+impl SlotAssignment {
+    /// Each named slot with the policy the grant gives it (`borrower` when the
+    /// grant's map leaves it out).
+    pub fn all(names: impl IntoIterator<Item = String>, policies: &SlotPolicies) -> Vec<Self> {
+        names
+            .into_iter()
+            .map(|name| Self {
+                policy: policy_of(policies, &name),
+                name,
+            })
+            .collect()
+    }
 }
 
 /// What a binding pins: the exact version (with the facts the menu shows, copied

@@ -6,9 +6,9 @@
 use crate::access::{Room, Task};
 use crate::error::ApiResult;
 use crate::extract::ApiQuery;
-use crate::pagination::LifecycleFilter;
+use crate::pagination::{LifecycleFilter, MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
-use crate::routes::sandbox::bindings::views::{SandboxBindingListResponse, SandboxBindingResponse};
+use crate::routes::sandbox::bindings::views::SandboxBindingListResponse;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
@@ -21,7 +21,6 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 /// Most rows of a management list.
-const LIST_CAP: i64 = 2000;
 /// Most ids of a capability id list.
 const ID_CAP: i64 = 5000;
 
@@ -77,7 +76,7 @@ pub struct SandboxMeResponse {
     pub creatable_owner_scopes: Vec<CreatableOwnerScope>,
 }
 
-fn capped(mut ids: Vec<Uuid>) -> (Vec<Uuid>, bool) {
+fn capped_ids(mut ids: Vec<Uuid>) -> (Vec<Uuid>, bool) {
     let truncated = ids.len() as i64 > ID_CAP;
     ids.truncate(ID_CAP as usize);
     (ids, truncated)
@@ -95,8 +94,8 @@ async fn me(caller: Caller) -> ApiResult<Json<SandboxMeResponse>> {
     };
     let departments =
         directory::manageable_department_ids(caller.pool(), &caller.principal, ID_CAP + 1).await?;
-    let (chatroom_ids, rooms_truncated) = capped(rooms);
-    let (department_ids, departments_truncated) = capped(departments);
+    let (chatroom_ids, rooms_truncated) = capped_ids(rooms);
+    let (department_ids, departments_truncated) = capped_ids(departments);
     let mut creatable = Vec::new();
     if manager {
         creatable.push(CreatableOwnerScope {
@@ -144,13 +143,8 @@ async fn binding_list(
     of: BindingsOf<'_>,
     lifecycle: LifecycleFilter,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
-    let rows = sharing::bindings(&state.pool, of, lifecycle, LIST_CAP + 1).await?;
-    let truncated = rows.len() as i64 > LIST_CAP;
-    let items: Vec<SandboxBindingResponse> = rows
-        .into_iter()
-        .take(LIST_CAP as usize)
-        .map(Into::into)
-        .collect();
+    let rows = sharing::bindings(&state.pool, of, lifecycle, MANAGEMENT_LIST_CAP + 1).await?;
+    let (items, truncated) = capped(rows, |_| true);
     Ok(Json(SandboxBindingListResponse { items, truncated }))
 }
 

@@ -2,7 +2,9 @@
 //! 409 `task_version_digest_mismatch`, the alias routes, supersession, revocation
 //! and the task's approval list.
 
+use super::{public_key, rust_seal, secret_post, write_body};
 use crate::environments::callers;
+use crate::runs::{runnable, submit};
 use crate::sharing::publish;
 use crate::support::TestApp;
 use crate::tasks::{company_task, draft, ready_environment_version};
@@ -127,4 +129,40 @@ async fn approvals_pin_a_published_digest_and_can_be_revoked() {
         .post(&format!("/secret-approvals/{first}/revoke"), json!({}))
         .await;
     assert_eq!(status, 403);
+}
+
+/// Ordinary plus secret environment stays under 256 KiB: four 64 KiB values are
+/// refused at submission, and nothing is queued.
+#[tokio::test]
+async fn a_run_whose_secrets_exceed_the_environment_limit_is_refused() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let company = seed.company("acme").to_string();
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let slots = ["S1", "S2", "S3", "S4"];
+    let (task, version) = runnable(
+        &boss,
+        &ready,
+        "true\n",
+        json!({"secret_slot_declarations": slots}),
+    )
+    .await;
+    let pem = public_key(&app).await;
+    for slot in slots {
+        let sealed = rust_seal(&pem, &[b'v'; 64 * 1024]);
+        let body = write_body("company", &company, &task, slot, sealed);
+        let (status, written) = secret_post(&boss, "/secrets", slot, body).await;
+        assert_eq!(status, 200, "{written}");
+    }
+    let (status, refused) = submit(
+        &member,
+        &lab,
+        "wide",
+        json!({"task_version_id": version, "input": {}}),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    let (_, runs) = member.get(&format!("/chatrooms/{lab}/runs")).await;
+    assert_eq!(runs["items"], json!([]));
 }

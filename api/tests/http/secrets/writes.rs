@@ -66,6 +66,15 @@ async fn bad_writes_are_refused_and_change_nothing() {
         secret_post(&boss, "/secrets", "k4", body("company", &company, short)).await;
     assert_slug(status, &refused, "sandbox_value_too_short");
 
+    let long = rust_seal(&pem, &[b'x'; 64 * 1024 + 1]);
+    let (status, refused) =
+        secret_post(&boss, "/secrets", "k4b", body("company", &company, long)).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        refused["detail"][0]["type"], "too_long",
+        "values are at most 64 KiB"
+    );
+
     let mut bad_slot = body("company", &company, good.clone());
     bad_slot["slot_name"] = json!("1-bad");
     let (status, _) = secret_post(&boss, "/secrets", "k5", bad_slot).await;

@@ -14,15 +14,6 @@ use sqlx::PgConnection;
 /// Projects [`SecretBinding`] and [`SecretApproval`].
 pub struct SecretsProjection;
 
-fn actor(event: &StoredEvent) -> String {
-    let metadata = event.metadata_map();
-    match (metadata.get("principal_type"), metadata.get("principal_id")) {
-        (Some(kind), Some(id)) => format!("{kind}:{id}"),
-        (Some(kind), None) => kind.clone(),
-        _ => String::new(),
-    }
-}
-
 async fn fold_binding(
     conn: &mut PgConnection,
     at: DateTime<Utc>,
@@ -172,7 +163,7 @@ impl Projection for SecretsProjection {
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
         for event in events {
-            let by = actor(event);
+            let by = event.actor();
             if let Some(e) = event.decode::<SecretBinding>()? {
                 fold_binding(conn, event.time(), &by, e).await?;
             } else if let Some(e) = event.decode::<SecretApproval>()? {

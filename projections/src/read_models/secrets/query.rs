@@ -11,9 +11,6 @@ use sqlx::PgPool;
 use std::collections::HashMap;
 use uuid::Uuid;
 
-/// Most rows a management list returns (one more is read to tell `truncated`).
-pub const MANAGEMENT_LIST_CAP: i64 = 2000;
-
 /// A secret binding (`secret_bindings`), masked: it never holds the value.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SecretBindingRow {
@@ -116,11 +113,12 @@ pub async fn live_binding(
     .await
 }
 
-/// The bindings of a task (newest first, up to one over the cap).
+/// The bindings of a task (newest first, at most `limit`).
 pub async fn task_bindings(
     pool: &PgPool,
     company: Uuid,
     task: Uuid,
+    limit: i64,
 ) -> sqlx::Result<Vec<SecretBindingRow>> {
     sqlx::query_as(
         "SELECT * FROM secret_bindings WHERE company_id = $1 AND task_id = $2
@@ -128,17 +126,18 @@ pub async fn task_bindings(
     )
     .bind(company)
     .bind(task)
-    .bind(MANAGEMENT_LIST_CAP + 1)
+    .bind(limit)
     .fetch_all(pool)
     .await
 }
 
-/// The bindings of one consumer (newest first, up to one over the cap).
+/// The bindings of one consumer (newest first, at most `limit`).
 pub async fn consumer_bindings(
     pool: &PgPool,
     company: Uuid,
     scope: ConsumerScope,
     consumer: Uuid,
+    limit: i64,
 ) -> sqlx::Result<Vec<SecretBindingRow>> {
     sqlx::query_as(
         "SELECT * FROM secret_bindings
@@ -148,7 +147,7 @@ pub async fn consumer_bindings(
     .bind(company)
     .bind(scope.as_str())
     .bind(consumer)
-    .bind(MANAGEMENT_LIST_CAP + 1)
+    .bind(limit)
     .fetch_all(pool)
     .await
 }
@@ -162,11 +161,12 @@ pub async fn approval(pool: &PgPool, company: Uuid, id: Uuid) -> sqlx::Result<Op
         .await
 }
 
-/// The approvals of a task (newest first, up to one over the cap).
+/// The approvals of a task (newest first, at most `limit`).
 pub async fn task_approvals(
     pool: &PgPool,
     company: Uuid,
     task: Uuid,
+    limit: i64,
 ) -> sqlx::Result<Vec<ApprovalRow>> {
     sqlx::query_as(
         "SELECT * FROM secret_approvals WHERE company_id = $1 AND task_id = $2
@@ -174,7 +174,7 @@ pub async fn task_approvals(
     )
     .bind(company)
     .bind(task)
-    .bind(MANAGEMENT_LIST_CAP + 1)
+    .bind(limit)
     .fetch_all(pool)
     .await
 }

@@ -39,15 +39,6 @@ struct Fold<'a> {
     conn: &'a mut PgConnection,
 }
 
-fn actor(event: &StoredEvent) -> String {
-    let metadata = event.metadata_map();
-    match (metadata.get("principal_type"), metadata.get("principal_id")) {
-        (Some(kind), Some(id)) => format!("{kind}:{id}"),
-        (Some(kind), None) => kind.clone(),
-        _ => String::new(),
-    }
-}
-
 async fn fold_task(cx: Fold<'_>, event: TaskEvent) -> anyhow::Result<()> {
     match event {
         TaskEvent::TaskCreated(created) => {
@@ -316,7 +307,7 @@ impl Projection for SharingProjection {
             let cx = Fold {
                 id: Uuid::from_str(&event.aggregate_id).context("aggregate id")?,
                 at: event.time(),
-                actor: actor(event),
+                actor: event.actor(),
                 conn: &mut *conn,
             };
             if let Some(e) = event.decode::<Task>()? {

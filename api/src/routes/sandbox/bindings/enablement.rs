@@ -9,7 +9,6 @@ use crate::state::AppState;
 use domain::sharing::binding::{
     Binding, BindingCommand, Pin, SlotAssignment, binding_aggregate_id,
 };
-use domain::sharing::policy::policy_of;
 use domain::tasks::version::TaskVersionState;
 use projections::read_models::sharing::query::{self as sharing, GrantRow};
 use projections::read_models::tasks::query as tasks;
@@ -34,14 +33,10 @@ pub async fn pin(
         task_version_id: row.id,
         version_number: row.version_number,
         task_version_digest: row.canonical_digest,
-        secret_slots: contents
-            .secret_slot_names()
-            .into_iter()
-            .map(|name| SlotAssignment {
-                policy: policy_of(&grant.secret_slot_policies, &name),
-                name,
-            })
-            .collect(),
+        secret_slots: SlotAssignment::all(
+            contents.secret_slot_names(),
+            &grant.secret_slot_policies,
+        ),
         input_schema: contents.input_schema,
         share_grant_id: grant.id,
     })

@@ -6,28 +6,23 @@
 use crate::access::{Room, Task, not_shared};
 use crate::error::ApiResult;
 use crate::extract::OptionalJson;
+use crate::pagination::{MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::enablement::enable;
 use crate::routes::sandbox::bindings::views::{
     SandboxGrantedJobEnableRequest, SandboxGrantedJobItemResponse, SandboxGrantedJobListResponse,
-    SandboxSecretSlot, resolve_views, secret_slots,
+    resolve_views, secret_slots,
 };
 use crate::secrets::slots;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::sharing::binding::{Binding, BindingCommand, SlotAssignment, binding_aggregate_id};
-use domain::sharing::policy::SlotPolicy;
-use domain::sharing::policy::policy_of;
-use domain::wire::from_wire;
 use domain::wire::wire;
 use projections::read_models::sharing::query::{self as sharing, GrantedRow};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
-
-/// Most granted jobs one list returns.
-const CAP: i64 = 2000;
 
 /// The granted-job routes.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -37,22 +32,23 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(disable_granted_job))
 }
 
+/// The slots of a granted task with the grant's policies: the pinned version's,
+/// else the newest published version's.
+fn assignments(row: &GrantedRow) -> Vec<SlotAssignment> {
+    match (&row.pinned_slots, &row.latest_slots) {
+        (Some(pinned), _) => pinned.0.clone(),
+        (None, Some(latest)) => SlotAssignment::all(
+            latest.iter().map(|d| d.name.clone()),
+            &row.secret_slot_policies,
+        ),
+        (None, None) => Vec::new(),
+    }
+}
+
 impl From<GrantedRow> for SandboxGrantedJobItemResponse {
     fn from(row: GrantedRow) -> Self {
+        let slots = secret_slots(&assignments(&row));
         let policies = row.secret_slot_policies.0;
-        let slots: Vec<SandboxSecretSlot> = match (&row.pinned_slots, &row.latest_slots) {
-            (Some(pinned), _) => secret_slots(pinned),
-            (None, Some(latest)) => latest
-                .iter()
-                .map(|d| {
-                    SandboxSecretSlot::from(&SlotAssignment {
-                        name: d.name.clone(),
-                        policy: policy_of(&policies, &d.name),
-                    })
-                })
-                .collect(),
-            (None, None) => Vec::new(),
-        };
         Self {
             task_id: row.task_id,
             task_name: row.task_name,
@@ -82,23 +78,11 @@ async fn granted(
     limit: i64,
 ) -> ApiResult<Vec<SandboxGrantedJobItemResponse>> {
     let rows = sharing::granted(&state.pool, room.place(), task, limit).await?;
-    let mut items: Vec<SandboxGrantedJobItemResponse> = rows.into_iter().map(Into::into).collect();
-    let pins: Vec<_> = items
+    let pins: Vec<_> = rows
         .iter()
-        .map(|item| {
-            let slots = item
-                .secret_slots
-                .iter()
-                .filter_map(|slot| {
-                    from_wire::<SlotPolicy>(&slot.policy).map(|policy| SlotAssignment {
-                        name: slot.name.clone(),
-                        policy,
-                    })
-                })
-                .collect();
-            (item.task_id, slots)
-        })
+        .map(|row| (row.task_id, assignments(row)))
         .collect();
+    let mut items: Vec<SandboxGrantedJobItemResponse> = rows.into_iter().map(Into::into).collect();
     let resolved = slots::resolve(&state.pool, room.place(), &pins).await?;
     for item in &mut items {
         resolve_views(&mut item.secret_slots, resolved.get(&item.task_id));
@@ -128,9 +112,8 @@ async fn list_granted_jobs(
     Path(chatroom_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxGrantedJobListResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;
-    let mut items = granted(&caller.state, &room, None, CAP + 1).await?;
-    let truncated = items.len() as i64 > CAP;
-    items.truncate(CAP as usize);
+    let items = granted(&caller.state, &room, None, MANAGEMENT_LIST_CAP + 1).await?;
+    let (items, truncated) = capped(items, |_| true);
     Ok(Json(SandboxGrantedJobListResponse { items, truncated }))
 }
 

@@ -17,7 +17,6 @@ use domain::catalog::Provider;
 use domain::error::Code;
 use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
 use domain::sharing::binding::SlotAssignment;
-use domain::sharing::policy::policy_of;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
 use domain::tasks::schema;
@@ -185,15 +184,10 @@ pub async fn admit(
     }
     let slot_sources = match &grant {
         Some(grant) => {
-            let slots = version
-                .contents
-                .secret_slot_names()
-                .into_iter()
-                .map(|name| SlotAssignment {
-                    policy: policy_of(&grant.secret_slot_policies, &name),
-                    name,
-                })
-                .collect();
+            let slots = SlotAssignment::all(
+                version.contents.secret_slot_names(),
+                &grant.secret_slot_policies,
+            );
             slots::pin(
                 caller.pool(),
                 room.place(),

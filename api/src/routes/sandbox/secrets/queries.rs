@@ -6,13 +6,14 @@ use super::views::*;
 use crate::access::{Consumer, Manageable, Task};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
+use crate::pagination::{MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::secrets::ConsumerScope;
 use domain::wire::from_wire;
-use projections::read_models::secrets::query::{self as secrets, MANAGEMENT_LIST_CAP};
+use projections::read_models::secrets::query as secrets;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,18 +27,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(secret))
         .routes(routes!(task_secrets))
         .routes(routes!(task_approvals))
-}
-
-/// Caps a list and keeps what the caller manages.
-fn capped<R, T: From<R>>(rows: Vec<R>, keep: impl Fn(&R) -> bool) -> (Vec<T>, bool) {
-    let truncated = rows.len() as i64 > MANAGEMENT_LIST_CAP;
-    let items = rows
-        .into_iter()
-        .take(MANAGEMENT_LIST_CAP as usize)
-        .filter(|row| keep(row))
-        .map(Into::into)
-        .collect();
-    (items, truncated)
 }
 
 /// `GET /secrets` parameters.
@@ -65,6 +54,7 @@ async fn list_secrets(
         caller.principal.company_id,
         consumer.scope,
         consumer.id,
+        MANAGEMENT_LIST_CAP + 1,
     )
     .await?;
     let (items, truncated) = capped(rows, |_| true);
@@ -97,8 +87,13 @@ async fn task_secrets(
 ) -> ApiResult<Json<SandboxSecretBindingListResponse>> {
     let task = Task::read(&caller, task_id).await?;
     let manageable = Manageable::of(&caller).await?;
-    let rows =
-        secrets::task_bindings(caller.pool(), caller.principal.company_id, task.id()).await?;
+    let rows = secrets::task_bindings(
+        caller.pool(),
+        caller.principal.company_id,
+        task.id(),
+        MANAGEMENT_LIST_CAP + 1,
+    )
+    .await?;
     let (items, truncated) = capped(rows, |r: &secrets::SecretBindingRow| {
         manageable.includes(&r.consumer_scope, r.consumer_id)
     });
@@ -115,8 +110,13 @@ async fn task_approvals(
 ) -> ApiResult<Json<SandboxSecretApprovalListResponse>> {
     let task = Task::read(&caller, task_id).await?;
     let manageable = Manageable::of(&caller).await?;
-    let rows =
-        secrets::task_approvals(caller.pool(), caller.principal.company_id, task.id()).await?;
+    let rows = secrets::task_approvals(
+        caller.pool(),
+        caller.principal.company_id,
+        task.id(),
+        MANAGEMENT_LIST_CAP + 1,
+    )
+    .await?;
     let (items, truncated) = capped(rows, |r: &secrets::ApprovalRow| {
         manageable.includes(&r.consumer_scope, r.consumer_id)
     });
