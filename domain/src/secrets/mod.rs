@@ -14,3 +14,15 @@ pub mod resolve;
 /// Consumer scopes are the share target kinds (spec: `SandboxOwnerScope`,
 /// `ShareTargetKind` and `ConsumerScope` are one enumeration without a user scope).
 pub use crate::sharing::share::ShareTargetKind as ConsumerScope;
+
+use crate::environments::environment::OwnerScope;
+use uuid::Uuid;
+
+/// A task owner as a secret consumer: its values are the `owner` side of a slot.
+pub fn owner_consumer(scope: OwnerScope, id: Uuid) -> (ConsumerScope, Uuid) {
+    let scope = match scope {
+        OwnerScope::Company => ConsumerScope::Company,
+        OwnerScope::Department => ConsumerScope::Department,
+    };
+    (scope, id)
+}

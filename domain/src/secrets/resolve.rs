@@ -115,6 +115,43 @@ pub fn snapshot(slots: &[SlotResolution]) -> SlotSources {
         .collect()
 }
 
+/// The slots one borrowing scope fills with its own values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BorrowedSlots {
+    /// The borrowing scope.
+    pub consumer_scope: ConsumerScope,
+    /// Its room, department or company id.
+    pub consumer_id: Uuid,
+    /// The slots, sorted: what the scope's exact-version approval must name.
+    pub slot_names: Vec<String>,
+}
+
+/// The slots each borrowing scope fills with its own values for a task owned by
+/// `owner` (spec: "at claim time they must equal the borrower's resolved slot
+/// subset"). The owner's own values, whichever side resolved them, need no
+/// approval: the owner scope's managers are the task's authors.
+pub fn borrowed_slots(sources: &SlotSources, owner: (ConsumerScope, Uuid)) -> Vec<BorrowedSlots> {
+    let mut borrowed: Vec<BorrowedSlots> = Vec::new();
+    for (slot, source) in sources {
+        let consumer = (source.consumer_scope, source.consumer_id);
+        if source.resolved_via != ResolvedVia::Borrower || consumer == owner {
+            continue;
+        }
+        match borrowed
+            .iter_mut()
+            .find(|b| (b.consumer_scope, b.consumer_id) == consumer)
+        {
+            Some(entry) => entry.slot_names.push(slot.clone()),
+            None => borrowed.push(BorrowedSlots {
+                consumer_scope: source.consumer_scope,
+                consumer_id: source.consumer_id,
+                slot_names: vec![slot.clone()],
+            }),
+        }
+    }
+    borrowed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +193,57 @@ mod tests {
             let pinned = snapshot(std::slice::from_ref(&slot));
             assert_eq!(pinned.get("S").map(|s| s.resolved_via), expected);
         }
+    }
+
+    #[test]
+    fn borrowed_slots_group_by_scope_and_skip_the_owner() {
+        let source = |via, scope, id: u128| SlotSource {
+            resolved_via: via,
+            consumer_scope: scope,
+            consumer_id: Uuid::from_u128(id),
+            value_version_id: Uuid::from_u128(99),
+        };
+        let sources: SlotSources = [
+            (
+                "A",
+                source(ResolvedVia::Borrower, ConsumerScope::Chatroom, 7),
+            ),
+            (
+                "B",
+                source(ResolvedVia::Owner, ConsumerScope::Department, 5),
+            ),
+            (
+                "C",
+                source(ResolvedVia::Borrower, ConsumerScope::Chatroom, 7),
+            ),
+            (
+                "D",
+                source(ResolvedVia::Borrower, ConsumerScope::Company, 1),
+            ),
+            (
+                "E",
+                source(ResolvedVia::Borrower, ConsumerScope::Department, 5),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, s)| (name.to_string(), s))
+        .collect();
+        let owner = (ConsumerScope::Department, Uuid::from_u128(5));
+        let borrowed = borrowed_slots(&sources, owner);
+        assert_eq!(
+            borrowed,
+            vec![
+                BorrowedSlots {
+                    consumer_scope: ConsumerScope::Chatroom,
+                    consumer_id: Uuid::from_u128(7),
+                    slot_names: vec!["A".into(), "C".into()],
+                },
+                BorrowedSlots {
+                    consumer_scope: ConsumerScope::Company,
+                    consumer_id: Uuid::from_u128(1),
+                    slot_names: vec!["D".into()],
+                },
+            ]
+        );
     }
 }

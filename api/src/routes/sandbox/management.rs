@@ -8,12 +8,13 @@ use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination::{LifecycleFilter, MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
+use crate::routes::sandbox::bindings::resolved;
 use crate::routes::sandbox::bindings::views::SandboxBindingListResponse;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use projections::read_models::directory::query as directory;
-use projections::read_models::sharing::query::{self as sharing, BindingsOf};
+use projections::read_models::sharing::query::{self as sharing, BindingRow, BindingsOf};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -140,11 +141,13 @@ pub struct BindingListQuery {
 /// A capped management list of bindings.
 async fn binding_list(
     state: &AppState,
+    company: Uuid,
     of: BindingsOf<'_>,
     lifecycle: LifecycleFilter,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
     let rows = sharing::bindings(&state.pool, of, lifecycle, MANAGEMENT_LIST_CAP + 1).await?;
-    let (items, truncated) = capped(rows, |_| true);
+    let (rows, truncated) = capped::<BindingRow, BindingRow>(rows, |_| true);
+    let items = resolved::responses(&state.pool, company, rows).await?;
     Ok(Json(SandboxBindingListResponse { items, truncated }))
 }
 
@@ -167,6 +170,7 @@ async fn task_bindings(
     let lifecycle = query.lifecycle.unwrap_or_default();
     binding_list(
         &caller.state,
+        caller.principal.company_id,
         BindingsOf::Task(task_id, rooms.as_deref()),
         lifecycle,
     )
@@ -184,5 +188,11 @@ async fn room_bindings(
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;
     let lifecycle = query.lifecycle.unwrap_or_default();
-    binding_list(&caller.state, BindingsOf::Room(room.id), lifecycle).await
+    binding_list(
+        &caller.state,
+        caller.principal.company_id,
+        BindingsOf::Room(room.id),
+        lifecycle,
+    )
+    .await
 }

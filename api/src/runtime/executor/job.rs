@@ -5,10 +5,13 @@
 use super::Executor;
 use super::collect::{Collected, collect};
 use super::limits::RunCgroups;
+use super::secrets;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
 use domain::catalog::ResourceProfile;
+use domain::environments::environment::OwnerScope;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
+use domain::secrets::owner_consumer;
 use domain::secrets::resolve::SlotSources;
 use domain::tasks::contents::VersionContents;
 use sqlx::types::Json;
@@ -16,7 +19,6 @@ use std::path::Path;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-use zeroize::Zeroizing;
 
 /// Where the workspace is mounted in the container.
 pub const WORKSPACE: &str = "/workspace";
@@ -32,6 +34,9 @@ struct RunFacts {
     contents: Json<VersionContents>,
     image: Option<String>,
     slot_sources: Option<Json<SlotSources>>,
+    task_version_id: Uuid,
+    owner_scope: OwnerScope,
+    owner_id: Uuid,
 }
 
 /// How the work ended, before its objects are stored.
@@ -114,9 +119,10 @@ async fn execute(
     let state = &executor.state;
     let facts: RunFacts = sqlx::query_as(
         "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
-                r.slot_sources
+                r.slot_sources, r.task_version_id, t.owner_scope, t.owner_id
            FROM runs r
            JOIN task_versions v ON v.id = r.task_version_id
+           JOIN tasks t ON t.id = v.task_id
            LEFT JOIN environment_versions ev ON ev.id = v.environment_version_id
           WHERE r.id = $1",
     )
@@ -132,22 +138,21 @@ async fn execute(
         ));
     };
     let sources = facts.slot_sources.map(|s| s.0).unwrap_or_default();
-    let secrets = match open_secrets(state, &sources).await? {
+    let owner = owner_consumer(facts.owner_scope, facts.owner_id);
+    let secrets = match secrets::open(state, facts.task_version_id, owner, &sources).await? {
         Ok(secrets) => secrets,
-        Err(slot) => {
-            let log =
-                format!("the secret of slot {slot} was revoked after the run was submitted\n");
+        Err(refusal) => {
             return Ok(ending(
                 TerminalClass::CustomerFailed,
-                "secret_unavailable",
+                refusal.code(),
                 None,
-                log.into_bytes(),
+                refusal.to_string().into_bytes(),
             ));
         }
     };
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
-    write_secrets(&workspace, &secrets).await?;
+    secrets::write(&workspace, &secrets).await?;
     drop(secrets);
     let buildah = &executor.buildah;
     let container = match buildah.from_image(&image).await {
@@ -184,54 +189,6 @@ async fn execute(
         tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
     }
     result
-}
-
-/// Opens the value of every pinned slot; `Err(slot)` names a slot whose value
-/// was shredded since submission.
-async fn open_secrets(
-    state: &Runtime,
-    sources: &SlotSources,
-) -> anyhow::Result<Result<Vec<(String, Zeroizing<Vec<u8>>)>, String>> {
-    let mut opened = Vec::with_capacity(sources.len());
-    for (slot, source) in sources {
-        match state
-            .secrets
-            .open(&state.pool, source.value_version_id)
-            .await?
-        {
-            Some(value) => opened.push((slot.clone(), value)),
-            None => return Ok(Err(slot.clone())),
-        }
-    }
-    Ok(Ok(opened))
-}
-
-/// Writes `/workspace/.secrets.env` (mode 0600): one `NAME='value'` line per slot,
-/// single-quoted for the shell. The invocation exports and deletes it before the
-/// task's scripts start, so values travel neither on a command line (visible to
-/// every host user) nor in a file the work leaves behind.
-async fn write_secrets(
-    workspace: &Path,
-    secrets: &[(String, Zeroizing<Vec<u8>>)],
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut text = Zeroizing::new(Vec::new());
-    for (name, value) in secrets {
-        let value = String::from_utf8_lossy(value);
-        writeln!(text, "{name}='{}'", value.replace('\'', "'\\''"))?;
-    }
-    let path = workspace.join(".secrets.env");
-    tokio::task::spawn_blocking(move || {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
-        file.write_all(&text)
-    })
-    .await??;
-    Ok(())
 }
 
 /// Writes the scripts, the driver and the inputs file, and makes the artifacts

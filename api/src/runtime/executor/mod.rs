@@ -11,6 +11,7 @@
 mod collect;
 mod job;
 pub mod limits;
+mod secrets;
 
 use crate::admission;
 use crate::limits::company_limits;

@@ -3,6 +3,7 @@
 //! and shredding checks.
 
 mod approvals;
+mod consent;
 mod flow;
 mod writes;
 

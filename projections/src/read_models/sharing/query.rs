@@ -102,6 +102,29 @@ pub struct RoomPlace {
     pub department: Option<Uuid>,
 }
 
+/// Where each of the company's rooms among `rooms` sits (archived ones too).
+pub async fn room_places(
+    pool: &PgPool,
+    company: Uuid,
+    rooms: &[Uuid],
+) -> sqlx::Result<Vec<RoomPlace>> {
+    let rows: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(
+        "SELECT id, department_id FROM chatrooms WHERE company_id = $1 AND id = ANY($2)",
+    )
+    .bind(company)
+    .bind(rooms)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(room, department)| RoomPlace {
+            company,
+            room,
+            department,
+        })
+        .collect())
+}
+
 /// The live grant of `task` that reaches the room, resolved room first.
 pub async fn live_grant(
     pool: &PgPool,

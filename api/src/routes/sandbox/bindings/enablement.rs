@@ -1,11 +1,13 @@
 //! The enablement command: pinning a task's exact published version in a room
-//! under the live grant that reaches it. `POST /bindings`, accept-version and the
-//! granted-job routes all go through here.
+//! under the live grant that reaches it, recording the enabler's secret consent.
+//! `POST /bindings`, accept-version and the granted-job routes all go through here.
 
+use super::consent;
 use crate::access::{Room, Task, not_runnable, not_shared, require_runnable};
 use crate::error::{ApiError, ApiResult};
 use crate::request::Caller;
 use crate::state::AppState;
+use domain::secrets::owner_consumer;
 use domain::sharing::binding::{
     Binding, BindingCommand, Pin, SlotAssignment, binding_aggregate_id,
 };
@@ -60,7 +62,7 @@ pub async fn enable(
         chatroom_id: room.id,
         task_id,
         company_id: task.row.task.company_id,
-        pin,
+        pin: pin.clone(),
         restart: current.is_none(),
         exclusive,
     };
@@ -68,7 +70,11 @@ pub async fn enable(
         .command::<Binding>(binding_aggregate_id(room.id, task_id), command)
         .await?;
     match sharing::live_binding(caller.pool(), room.id, task_id).await? {
-        Some(id) => Ok(id),
+        Some(id) => {
+            let owner = owner_consumer(task.row.task.owner_scope, task.row.task.owner_id);
+            consent::record(caller, room.place(), task_id, owner, &pin).await?;
+            Ok(id)
+        }
         // The grant was revoked or the task archived while this request decided.
         None => {
             Task::enableable(caller, task_id).await?;

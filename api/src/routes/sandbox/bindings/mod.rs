@@ -2,7 +2,9 @@
 //! task at an exact version. Room managers (the chatroom manager ladder) create,
 //! re-pin and revoke them; the task's owners and the room's managers read them.
 
+mod consent;
 pub mod enablement;
+pub mod resolved;
 pub mod views;
 
 use crate::access::{Binding, Room};
@@ -13,12 +15,14 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
 use domain::error::Code;
+use domain::secrets::owner_consumer;
 use domain::sharing::binding::{
     Binding as BindingAggregate, BindingCommand, BindingState, binding_aggregate_id,
 };
 use domain::validation::Violations;
 use enablement::{enable, pin};
 use projections::read_models::sharing::query::{self as sharing, BindingRow};
+use projections::read_models::tasks::query as tasks;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -78,10 +82,11 @@ async fn create_binding(
 
 /// A binding as it stands after the caller's own command.
 async fn current(caller: &Caller, id: Uuid) -> ApiResult<SandboxBindingResponse> {
-    sharing::binding(caller.pool(), caller.principal.company_id, id)
+    let company = caller.principal.company_id;
+    let row = sharing::binding(caller.pool(), company, id)
         .await?
-        .map(Into::into)
-        .ok_or(ApiError::NotFound)
+        .ok_or(ApiError::NotFound)?;
+    resolved::response(caller.pool(), company, row).await
 }
 
 /// One binding (room managers and the task's owners).
@@ -92,7 +97,10 @@ async fn get_binding(
     Path(binding_id): Path<Uuid>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
     let binding = Binding::readable(&caller, binding_id).await?;
-    Ok(Json(binding.row.into()))
+    let company = caller.principal.company_id;
+    Ok(Json(
+        resolved::response(caller.pool(), company, binding.row).await?,
+    ))
 }
 
 /// Re-pins an enabled binding to another published version and recomputes
@@ -115,8 +123,18 @@ async fn accept_version(
         &grant,
     )
     .await?;
-    let command = BindingCommand::AcceptVersion { binding_id, pin };
-    execute(&caller, &row, command).await
+    let command = BindingCommand::AcceptVersion {
+        binding_id,
+        pin: pin.clone(),
+    };
+    let answer = execute(&caller, &row, command).await?;
+    let task = tasks::task(caller.pool(), caller.principal.company_id, row.task_id)
+        .await?
+        .ok_or(ApiError::NotFound)?
+        .task;
+    let owner = owner_consumer(task.owner_scope, task.owner_id);
+    consent::record(&caller, room.place(), row.task_id, owner, &pin).await?;
+    Ok(answer)
 }
 
 /// Revokes an enabled binding; the share stays.
