@@ -22,3 +22,4 @@ pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod state;
+pub mod throttle;

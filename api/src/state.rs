@@ -76,6 +76,8 @@ pub struct Inner {
     pub shutdown: CancellationToken,
     /// Background work: the workers and what routes hand off (migrations, exports).
     pub runtime: Arc<Runtime>,
+    /// Request windows of public read tokens.
+    pub throttle: crate::throttle::Throttle,
 }
 
 /// Cheaply clonable state.
@@ -188,6 +190,7 @@ impl AppState {
             builder,
             shutdown: cancel,
             runtime,
+            throttle: Default::default(),
         }));
         Ok(Started {
             state,

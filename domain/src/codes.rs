@@ -262,6 +262,12 @@ codes! {
     ColumnIsChannelScope = "column_is_channel_scope" => Conflict,
     /// A background migration holds the table.
     TableLocked = "table_locked" => Locked,
+    /// A view, column or row policy that a public read token may not publish.
+    NotPublishable = "not_publishable" => Validation,
+    /// A table governed by a scoped channel policy cannot be published.
+    TableChannelGoverned = "table_channel_governed" => Conflict,
+    /// A public read token exceeded its requests per minute.
+    PublicTokenRateLimited = "public_token_rate_limited" => RateLimited,
     /// A grant names a subject that does not exist in the company.
     SubjectNotFound = "subject_not_found" => NotFound,
     // This service's own codes.

@@ -83,6 +83,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::objects::OwnedObject>(),
         entry::<crate::tables::table::CustomTable>(),
         entry::<crate::tables::record::Record>(),
+        entry::<crate::tables::public_token::PublicReadToken>(),
         entry::<crate::tasks::task::Task>(),
         entry::<crate::tasks::version::TaskVersion>(),
         entry::<crate::sharing::share::Share>(),

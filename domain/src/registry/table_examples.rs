@@ -167,3 +167,31 @@ impl Catalogued for Record {
         ]
     }
 }
+
+impl Catalogued for crate::tables::public_token::PublicReadToken {
+    fn examples() -> Vec<crate::tables::public_token::PublicTokenEvent> {
+        use crate::tables::public_token::{PublicTokenEvent, PublicTokenTerms};
+        let token_id = Uuid::from_u128(0x7301);
+        vec![
+            PublicTokenEvent::PublicReadTokenMinted(Box::new(PublicTokenTerms {
+                token_id,
+                company_id: COMPANY,
+                table_id: TABLE,
+                view_id: VIEW,
+                name: Some("open data".into()),
+                visible_columns: Some(vec!["col_1".into()]),
+                read_filter: Some(json!({"column": "col_1", "op": "gt", "value": 2})),
+                allow_query: true,
+                rpm: 600,
+                secretless: false,
+                secret_sha256: Some("5e".repeat(32)),
+                valid_until: None,
+                created_by: CREATOR.into(),
+            })),
+            PublicTokenEvent::PublicReadTokenRevoked {
+                token_id,
+                table_id: TABLE,
+            },
+        ]
+    }
+}

@@ -13,6 +13,7 @@ pub mod column;
 pub mod error;
 pub mod grants;
 pub mod policy;
+pub mod public_token;
 pub mod query;
 pub mod record;
 pub mod scope;

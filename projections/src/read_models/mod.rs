@@ -7,6 +7,7 @@ pub mod environments;
 pub mod notifications;
 pub mod owned_objects;
 pub mod page;
+pub mod public_tokens;
 mod rowset;
 pub mod runs;
 pub mod secrets;
@@ -31,6 +32,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(environments::EnvironmentsProjection),
         Arc::new(notifications::NotificationsProjection),
         Arc::new(tables::CustomTablesProjection),
+        Arc::new(public_tokens::PublicTokensProjection),
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),

@@ -10,6 +10,7 @@ mod http;
 mod menu;
 mod migration;
 mod permissions;
+mod public;
 mod raw;
 mod rebuild;
 mod runs;
@@ -43,6 +44,8 @@ pub enum BenchCommand {
     /// Custom-table permissions: the table list with per-caller record_count and a
     /// search page under a row policy with hidden columns.
     Permissions(permissions::PermissionsArgs),
+    /// Public reads: pages and `q` queries of a token over 100,000 records.
+    Public(public::PublicArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -98,6 +101,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Runs(args) => runs::run(&target.url()?, &args).await,
         BenchCommand::Permissions(args) => permissions::run(&target.url()?, &args).await,
         BenchCommand::Migration(args) => migration::run(&target.url()?, &args).await,
+        BenchCommand::Public(args) => public::run(&target.url()?, &args).await,
     }
 }
 

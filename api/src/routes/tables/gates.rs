@@ -79,6 +79,8 @@ pub enum Operation {
     /// Rename or delete the table, manage its views (a moderator decision of this
     /// service; the spec does not list them).
     ManageTable,
+    /// Mint, list and revoke public read tokens.
+    PublishTokens,
 }
 
 /// Gates per operation, for (chatroom, department, company); any one of a cell's
@@ -120,6 +122,10 @@ pub const GATES: &[(Operation, [&[Gate]; 3])] = {
         ),
         (
             ManageTable,
+            [&[TableModerator], &[TableModerator], &[TableModerator]],
+        ),
+        (
+            PublishTokens,
             [&[TableModerator], &[TableModerator], &[TableModerator]],
         ),
     ]

@@ -13,7 +13,9 @@ pub mod gates;
 mod grant_body;
 pub mod migrations;
 mod permissions;
-mod records;
+pub mod public_read;
+mod public_tokens;
+pub mod records;
 pub mod scope;
 mod search;
 mod selection;
@@ -47,8 +49,14 @@ fn mount_routes() -> OpenApiRouter<AppState> {
 /// Every custom-table route (relative to [`PREFIX`]).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .nest("/chatroom", migrations::router())
-        .nest("/department", migrations::router())
+        .nest(
+            "/chatroom",
+            migrations::router().merge(public_tokens::router()),
+        )
+        .nest(
+            "/department",
+            migrations::router().merge(public_tokens::router()),
+        )
         .nest(
             "/chatroom/{chatroom_id}",
             mount_routes().merge(sharing::chatroom_router()),
@@ -61,7 +69,8 @@ pub fn router() -> OpenApiRouter<AppState> {
             "/company",
             mount_routes()
                 .merge(columns::company_router())
-                .merge(migrations::router()),
+                .merge(migrations::router())
+                .merge(public_tokens::router()),
         )
 }
 

@@ -7,10 +7,10 @@ use crate::state::AppState;
 use domain::tables::TableError;
 use domain::tables::query::{self, Condition, Field, Order};
 use domain::tables::table::ViewDef;
+use projections::read_models::tables::query as tables;
 use projections::read_models::tables::read::Selection;
 use serde::Deserialize;
 use serde_json::Value;
-use sqlx::types::Json;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -60,13 +60,8 @@ pub fn sort_keys(table: &OpenTable, keys: &[SortSpec]) -> ApiResult<Vec<(Field, 
 }
 
 async fn view(state: &AppState, table: &OpenTable, view_id: Uuid) -> ApiResult<ViewDef> {
-    let row: Option<(Json<ViewDef>,)> =
-        sqlx::query_as("SELECT definition FROM custom_table_views WHERE table_id = $1 AND id = $2")
-            .bind(table.row.id)
-            .bind(view_id)
-            .fetch_optional(&state.pool)
-            .await?;
-    row.map(|(v,)| v.0)
+    tables::view(&state.pool, table.row.id, view_id)
+        .await?
         .filter(|v| table.sees_view(v))
         .ok_or(ApiError::NotFound)
 }

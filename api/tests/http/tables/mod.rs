@@ -8,6 +8,7 @@ mod grant_refusals;
 mod matrix;
 mod migrations;
 mod policies;
+mod public_read;
 mod records;
 mod refusals;
 mod replay;

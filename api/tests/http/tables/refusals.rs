@@ -19,6 +19,7 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
         "POST" if tail("/records/aggregate") => json!({"aggregations": [{"op": "count"}]}),
         "POST" if tail("/records/export") => json!({"format": "csv"}),
         "POST" if tail("/views") => json!({"name": "v"}),
+        "POST" if tail("/public-read-tokens") => json!({"view_id": uuid::Uuid::nil()}),
         "POST" if tail("/permissions") => {
             json!({"subject_type": "user", "subject_id": subject, "can_read": "all"})
         }
@@ -89,6 +90,7 @@ async fn fixtures(t: &Tables) -> Ids {
             ("subject_id", member),
             ("client_id", t.client().to_string()),
             ("migration_id", uuid::Uuid::new_v4().to_string()),
+            ("token_id", uuid::Uuid::new_v4().to_string()),
         ],
         tables: tables.try_into().unwrap(),
     }

@@ -145,3 +145,18 @@ pub async fn columns(pool: &PgPool, table: Uuid) -> sqlx::Result<Vec<ColumnDef>>
     .await?;
     Ok(rows.into_iter().map(|(c,)| c.0).collect())
 }
+
+/// A stored view of a table.
+pub async fn view(
+    pool: &PgPool,
+    table: Uuid,
+    view: Uuid,
+) -> sqlx::Result<Option<domain::tables::table::ViewDef>> {
+    let row: Option<(Json<domain::tables::table::ViewDef>,)> =
+        sqlx::query_as("SELECT definition FROM custom_table_views WHERE table_id = $1 AND id = $2")
+            .bind(table)
+            .bind(view)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(v,)| v.0))
+}

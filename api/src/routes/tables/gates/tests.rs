@@ -86,6 +86,9 @@ fn golden_matrix() {
         (ManageColumns, Department, "YY..Y.."),
         (ManageColumns, Company, "Y...Y.."),
         (ManageTable, Department, "YY..Y.."),
+        (PublishTokens, Chatroom, "YY..Y.."),
+        (PublishTokens, Department, "YY..Y.."),
+        (PublishTokens, Company, "Y...Y.."),
     ];
     for (op, kind, cells) in expected {
         assert_eq!(row(op, kind), cells, "{op:?} in {kind:?}");

@@ -1,0 +1,190 @@
+//! Opening a public read token: authentication, the uniform 404, the token's rate
+//! window, and what the token publishes (the intersection of the table's columns,
+//! the view's projection and the token's allowlist; the view's filter AND the
+//! token's row policy; the view's sort).
+//!
+//! Every failure that could tell a stranger something about a token (unknown,
+//! revoked, expired, a wrong or missing secret, a deleted table, a stale view, a
+//! table now governed by a channel policy) is the same [`ApiError::NotFound`].
+
+use crate::error::{ApiError, ApiResult};
+use crate::routes::tables::public_tokens::never_published;
+use crate::state::AppState;
+use crate::throttle::Admission;
+use axum::http::{HeaderMap, HeaderValue, header};
+use chrono::Utc;
+use domain::error::Code;
+use domain::tables::column::ColumnDef;
+use domain::tables::policy::{self, Mode, Targets, Tokens};
+use domain::tables::public_token::readable;
+use domain::tables::query::{self, Condition, Field, Order};
+use domain::tables::table::ViewDef;
+use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};
+use projections::read_models::tables::query::{self as tables, TableRow};
+use projections::read_models::tables::read::{Selection, TableHandle};
+use sha2::{Digest, Sha256};
+use std::time::Instant;
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+/// What a token publishes.
+pub struct Published {
+    /// The token.
+    pub token: PublicTokenRow,
+    /// Its table.
+    pub table: TableRow,
+    /// The view it publishes.
+    pub view: ViewDef,
+    /// Every column of the table (for reporting computed columns by name).
+    pub all_columns: Vec<ColumnDef>,
+    /// The columns a reader sees, in table order.
+    pub columns: Vec<ColumnDef>,
+    /// The view's filter AND the token's row policy.
+    pub rows: Option<Condition>,
+    /// The view's sort.
+    pub sort: Vec<(Field, Order)>,
+}
+
+impl Published {
+    /// The read handle over the visible columns.
+    pub fn handle(&self) -> TableHandle {
+        TableHandle {
+            company_id: self.table.company_id,
+            table_id: self.table.id,
+            columns: self.columns.clone(),
+        }
+    }
+
+    /// A selection of the published rows with `extra` ANDed on.
+    pub fn selection(&self, extra: Option<Condition>) -> Selection {
+        let condition = match (self.rows.clone(), extra) {
+            (Some(rows), Some(extra)) => Some(Condition::And(vec![rows, extra])),
+            (rows, extra) => rows.or(extra),
+        };
+        Selection {
+            condition,
+            sort: self.sort.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Whether the request carries the token's secret (`Authorization: Bearer`),
+/// compared as SHA-256 digests in constant time.
+fn carries_secret(headers: &HeaderMap, secret_sha256: Option<&str>) -> bool {
+    let Some(expected) = secret_sha256 else {
+        return false;
+    };
+    let Ok(expected) = hex::decode(expected) else {
+        return false;
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let digest = Sha256::digest(presented.as_bytes());
+    digest.as_slice().ct_eq(&expected).into()
+}
+
+/// The token `raw` names, authenticated, inside its rate window.
+async fn authenticate(
+    state: &AppState,
+    raw: &str,
+    headers: &HeaderMap,
+) -> ApiResult<(PublicTokenRow, TableRow)> {
+    let token_id = Uuid::parse_str(raw).map_err(|_| ApiError::NotFound)?;
+    let token = tokens::by_id(&state.pool, token_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let secret_ok = token.secretless || carries_secret(headers, token.secret_sha256.as_deref());
+    if !secret_ok || !readable(token.revoked, token.valid_until, Utc::now()) {
+        return Err(ApiError::NotFound);
+    }
+    let table = tables::table(&state.pool, token.company_id, token.table_id)
+        .await?
+        .filter(|t| t.channel_scope_column.is_none())
+        .ok_or(ApiError::NotFound)?;
+    match state.throttle.admit(token.id, token.rpm, Instant::now()) {
+        Admission::Limited { retry_after } => Err(ApiError::code(
+            Code::PublicTokenRateLimited,
+            format!("rate limit exceeded ({}/min per token)", token.rpm),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after))),
+        Admission::Allowed { first } => {
+            if first {
+                tokens::touch(&state.pool, token.id, Utc::now()).await?;
+            }
+            Ok((token, table))
+        }
+    }
+}
+
+/// Opens the token: authenticated, within its rate, with its view still valid.
+pub async fn open(state: &AppState, raw: &str, headers: &HeaderMap) -> ApiResult<Published> {
+    let (token, table) = authenticate(state, raw, headers).await?;
+    let (view, all_columns) = tokio::try_join!(
+        tables::view(&state.pool, table.id, token.view_id),
+        tables::columns(&state.pool, table.id)
+    )?;
+    let view = view.ok_or(ApiError::NotFound)?;
+    let shown = |c: &&ColumnDef| {
+        !never_published(c.column_type)
+            && view
+                .columns
+                .as_ref()
+                .is_none_or(|keys| keys.contains(&c.key))
+            && token
+                .visible_columns
+                .as_ref()
+                .is_none_or(|keys| keys.contains(&c.key))
+    };
+    let columns: Vec<ColumnDef> = all_columns.iter().filter(shown).cloned().collect();
+    // A view that no longer resolves (a column it names was deleted or changed) is
+    // stale: the token reads nothing.
+    let stale = |_| ApiError::NotFound;
+    let mut conditions = Vec::new();
+    if let Some(filter) = &view.filter {
+        conditions.push(query::resolve_filter(filter, &all_columns).map_err(stale)?);
+    }
+    if let Some(node) = &token.read_filter {
+        let now = Utc::now();
+        let tokens = Tokens {
+            today: now.date_naive(),
+            now,
+            me: None,
+            me_department: None,
+        };
+        let targets = Targets::new();
+        conditions.push(
+            policy::compile(&node.0, &all_columns, &targets, Mode::Read(&tokens)).map_err(stale)?,
+        );
+    }
+    let rows = match conditions.len() {
+        0 => None,
+        1 => conditions.pop(),
+        _ => Some(Condition::And(conditions)),
+    };
+    let sort = view
+        .sort
+        .iter()
+        .map(|key| {
+            let field = query::sort_field(&all_columns, &key.column).map_err(stale)?;
+            let order = if key.order == "desc" {
+                Order::Desc
+            } else {
+                Order::Asc
+            };
+            Ok((field, order))
+        })
+        .collect::<ApiResult<_>>()?;
+    Ok(Published {
+        token,
+        table,
+        view,
+        all_columns,
+        columns,
+        rows,
+        sort,
+    })
+}

@@ -1,0 +1,357 @@
+//! Public read token management (spec `custom-tables.md` section 4): mint, list
+//! and revoke under `/{scopeName}/tables/{table_id}/public-read-tokens` (the mount
+//! without a scope id; the table id names the owning scope). Table moderators only.
+//!
+//! Minting refuses what cannot be published: a table governed by a scoped channel
+//! policy (409), a view that filters or sorts on a computed column, an attachment,
+//! link, rollup or lookup column in the allowlist and a `$me` row policy (422), a
+//! malformed row policy (400).
+
+use super::columns::SuccessResponse;
+use super::gates::Operation;
+use super::public_read::PUBLIC_READ_PREFIX;
+use super::scope::{Mount, OpenTable, open_table};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::request::Caller;
+use crate::state::AppState;
+use axum::Json;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use domain::error::Code;
+use domain::tables::TableError;
+use domain::tables::column::ColumnType;
+use domain::tables::policy::{self, Mode, Targets};
+use domain::tables::public_token::{PublicReadToken, PublicTokenCommand, PublicTokenTerms};
+use domain::tables::table::ViewDef;
+use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};
+use projections::read_models::tables::query as tables;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Default requests per minute of a token.
+pub const DEFAULT_RPM: i64 = 60;
+/// Most requests per minute a token may allow.
+pub const MAX_RPM: i64 = 100_000;
+
+/// The token routes (nested under each scope name).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(mint_token, list_tokens))
+        .routes(routes!(revoke_token))
+}
+
+/// `PublicReadTokenMintPayload`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublicReadTokenMintPayload {
+    /// The view to publish (of this table).
+    pub view_id: Uuid,
+    /// Label.
+    pub name: Option<String>,
+    /// Column allowlist on top of the view's projection (internal keys or names).
+    pub visible_columns: Option<Vec<String>>,
+    /// Row policy ANDed onto the view.
+    #[schema(value_type = Option<Object>)]
+    pub read_filter: Option<Value>,
+    /// Whether `POST .../query` answers (default false).
+    pub allow_query: Option<bool>,
+    /// Requests per minute (default 60, at most 100,000).
+    pub rpm: Option<i64>,
+    /// true: the token id is the capability; false (default): a Bearer secret is
+    /// minted and shown once.
+    pub secretless: Option<bool>,
+    /// UTC expiry (null: none).
+    pub valid_until: Option<DateTime<Utc>>,
+}
+
+/// `PublicReadTokenMintResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublicReadTokenMintResponse {
+    /// The token id.
+    pub token_id: Uuid,
+    /// The Bearer secret, shown once (null when secretless).
+    pub secret: Option<String>,
+    /// The records path of the token.
+    pub url_path: String,
+    /// The table.
+    pub table_id: Uuid,
+    /// The view.
+    pub view_id: Uuid,
+    /// Whether the query route answers.
+    pub allow_query: bool,
+    /// Requests per minute.
+    pub rpm: i64,
+    /// Whether the id alone is the capability.
+    pub secretless: bool,
+    /// Expiry.
+    pub valid_until: Option<DateTime<Utc>>,
+}
+
+/// `PublicReadTokenInfo` (never the secret).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublicReadTokenInfo {
+    /// Token id.
+    pub id: Uuid,
+    /// Label.
+    pub name: Option<String>,
+    /// Table.
+    pub table_id: Uuid,
+    /// View.
+    pub view_id: Uuid,
+    /// Column allowlist (internal keys) or null.
+    pub visible_columns: Option<Vec<String>>,
+    /// Row policy or null.
+    #[schema(value_type = Option<Object>)]
+    pub read_filter: Option<Value>,
+    /// Whether the query route answers.
+    pub allow_query: bool,
+    /// Requests per minute.
+    pub rpm: i64,
+    /// Expiry.
+    pub valid_until: Option<DateTime<Utc>>,
+    /// Whether it is revoked.
+    pub revoked: bool,
+    /// Minted by.
+    pub created_by: String,
+    /// Minted.
+    pub created_at: DateTime<Utc>,
+    /// Last read (at most a minute stale).
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl From<PublicTokenRow> for PublicReadTokenInfo {
+    fn from(row: PublicTokenRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            table_id: row.table_id,
+            view_id: row.view_id,
+            visible_columns: row.visible_columns,
+            read_filter: row.read_filter.map(|f| f.0),
+            allow_query: row.allow_query,
+            rpm: row.rpm,
+            valid_until: row.valid_until,
+            revoked: row.revoked,
+            created_by: row.created_by,
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+        }
+    }
+}
+
+/// `PublicReadTokenListResponse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublicReadTokenListResponse {
+    /// Newest first, revoked ones included.
+    pub tokens: Vec<PublicReadTokenInfo>,
+}
+
+fn not_publishable(message: String) -> ApiError {
+    ApiError::code(Code::NotPublishable, message)
+}
+
+/// Whether a column type is never published (spec: attachment, link, rollup and
+/// lookup are always stripped; formula values are not stored).
+pub fn never_published(column_type: ColumnType) -> bool {
+    column_type.is_computed() || column_type == ColumnType::Attachment
+}
+
+/// Refuses a view that filters or sorts on a link, rollup, lookup or formula column.
+fn check_view(table: &OpenTable, view: &ViewDef) -> ApiResult<()> {
+    let computed = table
+        .all_columns
+        .iter()
+        .find(|c| c.column_type.is_computed() && view.filters_or_sorts_by(&c.key));
+    match computed {
+        Some(column) => Err(not_publishable(format!(
+            "a cross-table computed view cannot be published: it filters or sorts on the {} column '{}'",
+            column.column_type.as_str(),
+            column.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The allowlist as internal keys.
+fn allowlist(table: &OpenTable, names: &[String]) -> ApiResult<Vec<String>> {
+    names
+        .iter()
+        .map(|reference| {
+            let column = table
+                .all_columns
+                .iter()
+                .find(|c| c.key == *reference)
+                .or_else(|| table.all_columns.iter().find(|c| c.name == *reference))
+                .ok_or_else(|| {
+                    ApiError::from(TableError::InvalidQuery(format!(
+                        "Column '{reference}' does not exist in table schema"
+                    )))
+                })?;
+            if never_published(column.column_type) {
+                return Err(not_publishable(format!(
+                    "may not publish the {} column '{}'",
+                    column.column_type.as_str(),
+                    column.name
+                )));
+            }
+            Ok(column.key.clone())
+        })
+        .collect()
+}
+
+/// Checks a row policy for publishing: no principal tokens (422), valid (400).
+fn check_read_filter(table: &OpenTable, node: &Value) -> ApiResult<()> {
+    if policy::mentions(node, "$me") || policy::mentions(node, "$me.department") {
+        return Err(not_publishable(
+            "read_filter may not use $me or $me.department ($today and $now are allowed)".into(),
+        ));
+    }
+    policy::compile(node, &table.all_columns, &Targets::new(), Mode::Author)?;
+    Ok(())
+}
+
+fn rule(field: &str, message: &str) -> ApiError {
+    ApiError::invalid(
+        &["body", field],
+        domain::validation::ViolationKind::Rule {
+            kind: "value_error",
+            message: message.into(),
+        },
+        None,
+    )
+}
+
+/// 128 random bits in UUID form (every bit random, so not an RFC 4122 v4 id).
+fn random_token_id() -> Uuid {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    Uuid::from_bytes(bytes)
+}
+
+/// A 256-bit secret and the hash the log keeps of it.
+fn random_secret() -> (String, String) {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let secret = URL_SAFE_NO_PAD.encode(bytes);
+    let hash = hex::encode(Sha256::digest(secret.as_bytes()));
+    (secret, hash)
+}
+
+/// Mints a public read token for a view of the table.
+#[utoipa::path(post, path = "/tables/{table_id}/public-read-tokens", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table")),
+    request_body = PublicReadTokenMintPayload,
+    responses((status = 200, body = PublicReadTokenMintResponse)))]
+async fn mint_token(
+    caller: Caller,
+    mount: Mount,
+    ApiJson(body): ApiJson<PublicReadTokenMintPayload>,
+) -> ApiResult<Json<PublicReadTokenMintResponse>> {
+    let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
+    let view = tables::view(caller.pool(), table.row.id, body.view_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if table.row.channel_scope_column.is_some() {
+        return Err(ApiError::code(
+            Code::TableChannelGoverned,
+            "Cannot publish a table governed by a scoped channel policy",
+        ));
+    }
+    check_view(&table, &view)?;
+    let visible_columns = body
+        .visible_columns
+        .as_deref()
+        .map(|names| allowlist(&table, names))
+        .transpose()?;
+    if let Some(node) = &body.read_filter {
+        check_read_filter(&table, node)?;
+    }
+    let rpm = body.rpm.unwrap_or(DEFAULT_RPM);
+    if !(1..=MAX_RPM).contains(&rpm) {
+        return Err(rule("rpm", "rpm must be between 1 and 100000"));
+    }
+    if body.valid_until.is_some_and(|until| until <= Utc::now()) {
+        return Err(rule("valid_until", "valid_until must be in the future"));
+    }
+    if body.name.as_ref().is_some_and(|n| n.chars().count() > 200) {
+        return Err(rule("name", "name must be at most 200 characters"));
+    }
+    let secretless = body.secretless.unwrap_or(false);
+    let (secret, secret_sha256) = if secretless {
+        (None, None)
+    } else {
+        let (secret, hash) = random_secret();
+        (Some(secret), Some(hash))
+    };
+    let token_id = random_token_id();
+    let terms = PublicTokenTerms {
+        token_id,
+        company_id: table.row.company_id,
+        table_id: table.row.id,
+        view_id: view.id,
+        name: body.name,
+        visible_columns,
+        read_filter: body.read_filter,
+        allow_query: body.allow_query.unwrap_or(false),
+        rpm,
+        secretless,
+        secret_sha256,
+        valid_until: body.valid_until,
+        created_by: caller.principal.reference(),
+    };
+    let response = PublicReadTokenMintResponse {
+        token_id,
+        secret,
+        url_path: format!("{PUBLIC_READ_PREFIX}/{token_id}/records"),
+        table_id: terms.table_id,
+        view_id: terms.view_id,
+        allow_query: terms.allow_query,
+        rpm,
+        secretless,
+        valid_until: terms.valid_until,
+    };
+    caller
+        .command::<PublicReadToken>(token_id, PublicTokenCommand::Mint(Box::new(terms)))
+        .await?;
+    Ok(Json(response))
+}
+
+/// The table's tokens, newest first (revoked ones included, never a secret).
+#[utoipa::path(get, path = "/tables/{table_id}/public-read-tokens", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table")),
+    responses((status = 200, body = PublicReadTokenListResponse)))]
+async fn list_tokens(caller: Caller, mount: Mount) -> ApiResult<Json<PublicReadTokenListResponse>> {
+    let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
+    let rows = tokens::of_table(caller.pool(), table.row.id).await?;
+    Ok(Json(PublicReadTokenListResponse {
+        tokens: rows.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Revokes a token of the table; it stays listed and reads the uniform 404.
+#[utoipa::path(delete, path = "/tables/{table_id}/public-read-tokens/{token_id}", tag = "custom_tables",
+    params(("table_id" = Uuid, Path, description = "The table"), ("token_id" = Uuid, Path)),
+    responses((status = 200, body = SuccessResponse)))]
+async fn revoke_token(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
+    let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
+    let token_id = mount.uuid("token_id")?;
+    caller
+        .command::<PublicReadToken>(
+            token_id,
+            PublicTokenCommand::Revoke {
+                table_id: table.row.id,
+            },
+        )
+        .await?;
+    Ok(Json(SuccessResponse {
+        message: "Token revoked".into(),
+    }))
+}

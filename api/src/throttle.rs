@@ -1,0 +1,94 @@
+//! Per-token request windows for the public read surface (spec `custom-tables.md`
+//! section 8: "per token `rpm` (fixed window, after authentication)").
+//!
+//! Counts live in this process: each API node enforces a token's `rpm` on its own
+//! share of the traffic. A window also tells the read path when a token's
+//! `last_used_at` is worth writing (once per window).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// The window length.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// What one request may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Allowed; `first` when it opened a new window.
+    Allowed {
+        /// Whether this request opened the window.
+        first: bool,
+    },
+    /// Over the limit until the window ends, in whole seconds (at least 1).
+    Limited {
+        /// Seconds until the next window.
+        retry_after: u64,
+    },
+}
+
+/// Fixed one-minute windows keyed by token.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    windows: Mutex<HashMap<Uuid, (Instant, i64)>>,
+}
+
+impl Throttle {
+    /// Counts one request of `token` against `limit` per minute at `now`.
+    pub fn admit(&self, token: Uuid, limit: i64, now: Instant) -> Admission {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        if windows.len() > 100_000 {
+            windows.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+        }
+        let window = windows.entry(token).or_insert((now, 0));
+        let mut first = false;
+        if now.duration_since(window.0) >= WINDOW {
+            *window = (now, 0);
+        }
+        if window.1 == 0 {
+            first = true;
+        }
+        if window.1 >= limit {
+            let left = WINDOW.saturating_sub(now.duration_since(window.0));
+            return Admission::Limited {
+                retry_after: left.as_secs().max(1),
+            };
+        }
+        window.1 += 1;
+        Admission::Allowed { first }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_admits_its_limit_then_refuses_until_it_ends() {
+        let throttle = Throttle::default();
+        let token = Uuid::from_u128(1);
+        let start = Instant::now();
+        assert_eq!(
+            throttle.admit(token, 2, start),
+            Admission::Allowed { first: true }
+        );
+        assert_eq!(
+            throttle.admit(token, 2, start),
+            Admission::Allowed { first: false }
+        );
+        let later = start + Duration::from_secs(20);
+        assert_eq!(
+            throttle.admit(token, 2, later),
+            Admission::Limited { retry_after: 40 }
+        );
+        assert_eq!(
+            throttle.admit(Uuid::from_u128(2), 2, later),
+            Admission::Allowed { first: true }
+        );
+        assert_eq!(
+            throttle.admit(token, 2, start + WINDOW),
+            Admission::Allowed { first: true }
+        );
+    }
+}
