@@ -31,3 +31,7 @@ CREATE TABLE public_read_token_usage
     token_id     uuid PRIMARY KEY,
     last_used_at timestamptz NOT NULL
 );
+
+-- The log position of each table's last change (schema or records), kept by the
+-- custom tables projection: public reads cache answers against it.
+ALTER TABLE custom_tables ADD COLUMN data_version bigint NOT NULL DEFAULT 0;

@@ -78,6 +78,8 @@ pub struct Inner {
     pub runtime: Arc<Runtime>,
     /// Request windows of public read tokens.
     pub throttle: crate::throttle::Throttle,
+    /// Answers of public reads, by token and data version.
+    pub answers: crate::answer_cache::AnswerCache,
 }
 
 /// Cheaply clonable state.
@@ -191,6 +193,7 @@ impl AppState {
             shutdown: cancel,
             runtime,
             throttle: Default::default(),
+            answers: Default::default(),
         }));
         Ok(Started {
             state,

@@ -175,6 +175,20 @@ async fn moderators_mint_tokens_that_publish_only_the_intersection() {
     assert_eq!(record_fields, ["created_at", "data", "id", "updated_at"]);
     assert_eq!(first["data"], json!({"name": "Beta two", "size": 5}));
 
+    // A cached answer never outlives a change of the table.
+    let (_, again) = read(&t, &format!("{token}/records"), None).await;
+    assert_eq!(again, page);
+    let added = t
+        .record(&table, json!({"name": "epsilon", "size": 6}))
+        .await;
+    let (_, changed) = read(&t, &format!("{token}/records"), None).await;
+    assert_eq!(changed["total"], 4);
+    assert_eq!(names(&changed), ["epsilon", "Beta two", "gamma", "beta"]);
+    let path = format!("{table}/records/{}", added["id"].as_str().unwrap());
+    assert_eq!(t.call(Method::DELETE, &path, "boss", None).await.0, 200);
+    let (_, restored) = read(&t, &format!("{token}/records"), None).await;
+    assert_eq!(restored["total"], 3);
+
     // Paging and its validation (before the token is looked up).
     let (_, second) = read(&t, &format!("{token}/records?skip=1&limit=1"), None).await;
     assert_eq!(names(&second), ["gamma"]);

@@ -140,9 +140,12 @@ impl Projection for CustomTablesProjection {
             .await?;
         let mut pending: HashMap<Uuid, Pending> = HashMap::new();
         let mut order: Vec<Uuid> = Vec::new();
+        // The last log position that changed each table (schema or records).
+        let mut versions: HashMap<Uuid, i64> = HashMap::new();
         for event in events {
             if let Some(change) = event.decode::<CustomTable>()? {
                 let table_id = change.table_id();
+                versions.insert(table_id, event.position);
                 if let Some(records) = pending.remove(&table_id) {
                     flush(conn, table_id, records).await?;
                 }
@@ -153,6 +156,7 @@ impl Projection for CustomTablesProjection {
                 let record_id =
                     Uuid::parse_str(&event.aggregate_id).context("record id is a UUID")?;
                 let table_id = change.table_id();
+                versions.insert(table_id, event.position);
                 let slot = pending.entry(table_id).or_insert_with(|| {
                     order.push(table_id);
                     Pending::default()
@@ -164,6 +168,13 @@ impl Projection for CustomTablesProjection {
             if let Some(records) = pending.remove(&table_id) {
                 flush(conn, table_id, records).await?;
             }
+        }
+        for (table_id, position) in versions {
+            sqlx::query("UPDATE custom_tables SET data_version = $2 WHERE id = $1")
+                .bind(table_id)
+                .bind(position)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(())
     }

@@ -37,6 +37,9 @@ pub struct TableRow {
     pub client_access: bool,
     /// The channel scope column of a governed department table.
     pub channel_scope_column: Option<String>,
+    /// The log position of the table's last change (schema or records): equal
+    /// versions read the same data, so answers can be cached against it.
+    pub data_version: i64,
 }
 
 impl TableRow {
@@ -50,7 +53,8 @@ impl TableRow {
 }
 
 const TABLE: &str = "SELECT id, company_id, scope_kind, scope_id, name, description, created_by,
-        created_at, updated_at, record_count, migration_id, client_access, channel_scope_column
+        created_at, updated_at, record_count, migration_id, client_access, channel_scope_column,
+        data_version
    FROM custom_tables t";
 
 /// A table of the company.

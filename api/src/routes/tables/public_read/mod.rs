@@ -16,10 +16,10 @@ use crate::extract::ApiQuery;
 use crate::middleware::body_limit::declared_length;
 use crate::routes::tables::records::window;
 use crate::state::AppState;
-use axum::Json;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::tables::query::resolve_filter;
@@ -28,6 +28,7 @@ use published::Published;
 use query::{PublicQueryRequest, invalid_body};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -133,6 +134,40 @@ async fn page(
     })
 }
 
+/// A JSON answer from its bytes.
+fn json_answer(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Serves `request` of the token from the answer cache while its table is
+/// unchanged; otherwise computes it, and keeps it unless it depends on the clock.
+async fn answer<T, F>(
+    state: &AppState,
+    raw_token: &str,
+    headers: &HeaderMap,
+    request: String,
+    compute: F,
+) -> ApiResult<Response>
+where
+    T: Serialize,
+    F: AsyncFnOnce(&Published) -> ApiResult<T>,
+{
+    let (token, table) = published::authenticate(state, raw_token, headers).await?;
+    let version = table.data_version;
+    if let Some(body) = state.answers.get(token.id, &request, version) {
+        return Ok(json_answer(body));
+    }
+    let published = published::publish(state, token, table).await?;
+    let value = compute(&published).await?;
+    let body = Bytes::from(serde_json::to_vec(&value).map_err(|e| ApiError::Internal(e.into()))?);
+    if !published.time_dependent {
+        state
+            .answers
+            .put(published.token.id, request, version, body.clone());
+    }
+    Ok(json_answer(body))
+}
+
 /// A page of the records a token publishes.
 #[utoipa::path(get, path = "/public/module/custom_tables/read/{token_id}/records", tag = "custom_tables_public",
     params(("token_id" = String, Path), PageQuery),
@@ -142,13 +177,16 @@ async fn public_records(
     Path(token_id): Path<String>,
     headers: HeaderMap,
     ApiQuery(paging): ApiQuery<PageQuery>,
-) -> ApiResult<Json<PublicRecordListResponse>> {
+) -> ApiResult<Response> {
     let (skip, limit) = window(paging.skip, paging.limit, "query")?;
-    let published = published::open(&state, &token_id, &headers).await?;
-    let mut selection = published.selection(None);
-    selection.offset = skip;
-    selection.limit = Some(limit);
-    Ok(Json(page(&state, &published, &selection).await?))
+    let request = format!("records {skip} {limit}");
+    answer(&state, &token_id, &headers, request, async |published| {
+        let mut selection = published.selection(None);
+        selection.offset = skip;
+        selection.limit = Some(limit);
+        page(&state, published, &selection).await
+    })
+    .await
 }
 
 /// One published record.
@@ -159,23 +197,26 @@ async fn public_record(
     State(state): State<AppState>,
     Path((token_id, record_id)): Path<(String, String)>,
     headers: HeaderMap,
-) -> ApiResult<Json<PublicRecordOut>> {
-    let published = published::open(&state, &token_id, &headers).await?;
-    let record_id = Uuid::parse_str(&record_id).map_err(|_| ApiError::NotFound)?;
-    let by_id = resolve_filter(
-        &json!({"column": "id", "op": "eq", "value": record_id}),
-        &published.columns,
-    )?;
-    let mut selection = published.selection(Some(by_id));
-    selection.limit = Some(1);
-    let row = published
-        .handle()
-        .page(&state.pool, &selection)
-        .await
-        .map_err(ApiError::Internal)?
-        .pop()
-        .ok_or(ApiError::NotFound)?;
-    Ok(Json(record(row)))
+) -> ApiResult<Response> {
+    let request = format!("record {record_id}");
+    answer(&state, &token_id, &headers, request, async |published| {
+        let record_id = Uuid::parse_str(&record_id).map_err(|_| ApiError::NotFound)?;
+        let by_id = resolve_filter(
+            &json!({"column": "id", "op": "eq", "value": record_id}),
+            &published.columns,
+        )?;
+        let mut selection = published.selection(Some(by_id));
+        selection.limit = Some(1);
+        let row = published
+            .handle()
+            .page(&state.pool, &selection)
+            .await
+            .map_err(ApiError::Internal)?
+            .pop()
+            .ok_or(ApiError::NotFound)?;
+        Ok(record(row))
+    })
+    .await
 }
 
 fn too_large() -> ApiError {
@@ -194,29 +235,32 @@ async fn public_query(
     Path(token_id): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> ApiResult<Json<PublicRecordListResponse>> {
+) -> ApiResult<Response> {
     if declared_length(&headers)?.is_some_and(|length| length > MAX_QUERY_BODY as u64) {
         return Err(too_large());
     }
     let bytes = axum::body::to_bytes(body, MAX_QUERY_BODY)
         .await
         .map_err(|_| too_large())?;
-    let published = published::open(&state, &token_id, &headers).await?;
-    if !published.token.allow_query {
-        return Err(ApiError::NotFound);
-    }
-    let request: PublicQueryRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
-        PublicQueryRequest::default()
-    } else {
-        serde_json::from_slice(&bytes).map_err(invalid_body)?
-    };
-    let resolved = query::resolve(&published, &request)?;
-    let mut selection = published.selection(resolved.condition);
-    if let Some(sort) = resolved.sort {
-        selection.sort = sort;
-    }
-    selection.q = resolved.q;
-    selection.offset = resolved.skip;
-    selection.limit = Some(resolved.limit);
-    Ok(Json(page(&state, &published, &selection).await?))
+    let request = format!("query {}", hex::encode(Sha256::digest(&bytes)));
+    answer(&state, &token_id, &headers, request, async |published| {
+        if !published.token.allow_query {
+            return Err(ApiError::NotFound);
+        }
+        let request: PublicQueryRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
+            PublicQueryRequest::default()
+        } else {
+            serde_json::from_slice(&bytes).map_err(invalid_body)?
+        };
+        let resolved = query::resolve(published, &request)?;
+        let mut selection = published.selection(resolved.condition);
+        if let Some(sort) = resolved.sort {
+            selection.sort = sort;
+        }
+        selection.q = resolved.q;
+        selection.offset = resolved.skip;
+        selection.limit = Some(resolved.limit);
+        page(&state, published, &selection).await
+    })
+    .await
 }

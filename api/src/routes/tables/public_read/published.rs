@@ -43,6 +43,9 @@ pub struct Published {
     pub rows: Option<Condition>,
     /// The view's sort.
     pub sort: Vec<(Field, Order)>,
+    /// Whether the rows depend on the clock (`$today`, `$now`), so that an answer
+    /// may not be kept.
+    pub time_dependent: bool,
 }
 
 impl Published {
@@ -87,8 +90,18 @@ fn carries_secret(headers: &HeaderMap, secret_sha256: Option<&str>) -> bool {
     digest.as_slice().ct_eq(&expected).into()
 }
 
-/// The token `raw` names, authenticated, inside its rate window.
-async fn authenticate(
+/// Whether a filter tree uses a clock token.
+fn uses_clock(node: &serde_json::Value) -> bool {
+    match node {
+        serde_json::Value::String(s) => s == "$now" || s.starts_with("$today"),
+        serde_json::Value::Array(items) => items.iter().any(uses_clock),
+        serde_json::Value::Object(fields) => fields.values().any(uses_clock),
+        _ => false,
+    }
+}
+
+/// The token `raw` names, authenticated, inside its rate window, and its table.
+pub async fn authenticate(
     state: &AppState,
     raw: &str,
     headers: &HeaderMap,
@@ -120,9 +133,12 @@ async fn authenticate(
     }
 }
 
-/// Opens the token: authenticated, within its rate, with its view still valid.
-pub async fn open(state: &AppState, raw: &str, headers: &HeaderMap) -> ApiResult<Published> {
-    let (token, table) = authenticate(state, raw, headers).await?;
+/// What an authenticated token publishes, with its view still valid.
+pub async fn publish(
+    state: &AppState,
+    token: PublicTokenRow,
+    table: TableRow,
+) -> ApiResult<Published> {
     let (view, all_columns) = tokio::try_join!(
         tables::view(&state.pool, table.id, token.view_id),
         tables::columns(&state.pool, table.id)
@@ -178,7 +194,10 @@ pub async fn open(state: &AppState, raw: &str, headers: &HeaderMap) -> ApiResult
             Ok((field, order))
         })
         .collect::<ApiResult<_>>()?;
+    let time_dependent = view.filter.as_ref().is_some_and(uses_clock)
+        || token.read_filter.as_ref().is_some_and(|f| uses_clock(&f.0));
     Ok(Published {
+        time_dependent,
         token,
         table,
         view,
