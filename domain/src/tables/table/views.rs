@@ -89,8 +89,12 @@ impl ViewDef {
     /// whom the column is hidden must not use such a view: its rows would tell the
     /// column's values).
     pub fn filters_or_sorts_by(&self, key: &str) -> bool {
-        self.sort.iter().any(|s| s.column == key)
-            || self.filter.as_ref().is_some_and(|f| names_column(f, key))
+        self.sort.iter().any(|s| s.column == key) || self.filters_by(key)
+    }
+
+    /// Whether the view's filter names the column.
+    pub fn filters_by(&self, key: &str) -> bool {
+        self.filter.as_ref().is_some_and(|f| names_column(f, key))
     }
 }
 

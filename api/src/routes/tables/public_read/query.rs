@@ -123,7 +123,7 @@ fn filter_tree(published: &Published, body: &PublicQueryRequest) -> ApiResult<Op
     let mut all = Vec::new();
     for (key, value) in body.filters.iter().flatten() {
         check_column(published, key, false)?;
-        if published.view.filters_or_sorts_by(key) && published.view.filter.is_some() {
+        if published.view.filters_by(key) {
             continue;
         }
         let textual = published
