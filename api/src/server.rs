@@ -31,10 +31,25 @@ pub fn app(state: AppState) -> Router {
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
             .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
                 let request_id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
-                tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id, principal = tracing::field::Empty)
+                tracing::info_span!("request", method = %request.method(), uri = %loggable_path(request.uri().path()), request_id, principal = tracing::field::Empty)
             }))
             .layer(PropagateRequestIdLayer::x_request_id()),
     )
+}
+
+/// A request path as the log may hold it: the capability segment of a public read
+/// token or a public artifact link is masked.
+pub fn loggable_path(path: &str) -> String {
+    for prefix in [
+        "/public/module/custom_tables/read/",
+        "/public/sandbox/artifacts/",
+    ] {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let tail = rest.find('/').map_or("", |i| &rest[i..]);
+            return format!("{prefix}***{tail}");
+        }
+    }
+    path.to_string()
 }
 
 /// The routes as an OpenAPI router (the document is built from it).
@@ -136,4 +151,22 @@ async fn shutdown_signal() {
         _ = terminate.recv() => {}
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable_path;
+
+    #[test]
+    fn capabilities_in_paths_are_masked_for_the_log() {
+        assert_eq!(
+            loggable_path("/public/module/custom_tables/read/abc/records/r1"),
+            "/public/module/custom_tables/read/***/records/r1"
+        );
+        assert_eq!(
+            loggable_path("/public/sandbox/artifacts/tok"),
+            "/public/sandbox/artifacts/***"
+        );
+        assert_eq!(loggable_path("/healthz"), "/healthz");
+    }
 }

@@ -10,6 +10,7 @@
 use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::public_read::PUBLIC_READ_PREFIX;
+use super::public_read::query::uses_name_ops;
 use super::scope::{Mount, OpenTable, open_table};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -164,8 +165,15 @@ pub fn never_published(column_type: ColumnType) -> bool {
     column_type.is_computed() || column_type == ColumnType::Attachment
 }
 
-/// Refuses a view that filters or sorts on a link, rollup, lookup or formula column.
+/// Refuses a view that filters or sorts on a link, rollup, lookup or formula column,
+/// or matches people by their directory names.
 fn check_view(table: &OpenTable, view: &ViewDef) -> ApiResult<()> {
+    if view.filter.as_ref().is_some_and(uses_name_ops) {
+        return Err(not_publishable(
+            "a view that matches people by name (name_eq, name_contains) cannot be published"
+                .into(),
+        ));
+    }
     let computed = table
         .all_columns
         .iter()

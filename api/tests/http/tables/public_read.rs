@@ -540,6 +540,10 @@ async fn the_query_api_filters_searches_sorts_and_refuses_clearly() {
             json!({"sort_by": owner}),
             format!("Column '{owner}' does not exist in table schema"),
         ),
+        (
+            json!({"any_of": [{"column": name, "op": "name_contains", "value": "a"}]}),
+            "the operator 'name_contains' is not available on public reads".into(),
+        ),
     ] {
         let (status, refused) = query(&t, &token, body.clone()).await;
         assert_eq!(status, 400, "{body}: {refused}");

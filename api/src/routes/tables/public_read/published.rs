@@ -159,6 +159,13 @@ pub async fn publish(
     // A view that no longer resolves (a column it names was deleted or changed) is
     // stale: the token reads nothing.
     let stale = |_| ApiError::NotFound;
+    if view
+        .filter
+        .as_ref()
+        .is_some_and(super::query::uses_name_ops)
+    {
+        return Err(ApiError::NotFound);
+    }
     let mut conditions = Vec::new();
     if let Some(filter) = &view.filter {
         conditions.push(query::resolve_filter(filter, &all_columns).map_err(stale)?);

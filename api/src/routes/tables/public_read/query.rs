@@ -68,6 +68,22 @@ pub fn invalid_body(message: impl std::fmt::Display) -> ApiError {
 
 const SYSTEM_FIELDS: [&str; 3] = ["id", "created_at", "updated_at"];
 
+/// Operators that match people by their directory names: never on public reads
+/// (names are not published, and their answers would depend on the directory).
+pub const NAME_OPS: [&str; 2] = ["name_eq", "name_contains"];
+
+/// Whether a filter tree uses a directory-name operator.
+pub fn uses_name_ops(node: &Value) -> bool {
+    match node {
+        Value::Object(fields) => fields.iter().any(|(key, value)| {
+            (key == "op" && value.as_str().is_some_and(|op| NAME_OPS.contains(&op)))
+                || uses_name_ops(value)
+        }),
+        Value::Array(items) => items.iter().any(uses_name_ops),
+        _ => false,
+    }
+}
+
 /// Checks that a filter or sort may name `reference`.
 fn check_column(published: &Published, reference: &str, sorting: bool) -> ApiResult<()> {
     if SYSTEM_FIELDS.contains(&reference) {
@@ -106,6 +122,11 @@ fn check_tree(published: &Published, node: &Value) -> ApiResult<()> {
                     ("link", Value::String(reference)) => {
                         return Err(bad(format!(
                             "Cannot filter on computed column '{reference}'"
+                        )));
+                    }
+                    ("op", Value::String(op)) if NAME_OPS.contains(&op.as_str()) => {
+                        return Err(bad(format!(
+                            "the operator '{op}' is not available on public reads"
                         )));
                     }
                     _ => check_tree(published, value)?,
