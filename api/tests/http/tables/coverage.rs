@@ -11,14 +11,16 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 11] = [
+const SOURCES: [&str; 13] = [
     include_str!("channels.rs"),
     include_str!("refusals.rs"),
     include_str!("columns.rs"),
     include_str!("matrix.rs"),
     include_str!("migrations.rs"),
     include_str!("policies.rs"),
-    include_str!("public_read.rs"),
+    include_str!("public_read/minting.rs"),
+    include_str!("public_read/anonymous.rs"),
+    include_str!("public_read/queries.rs"),
     include_str!("records.rs"),
     include_str!("replay.rs"),
     include_str!("scopes.rs"),
