@@ -78,8 +78,8 @@ pub struct Inner {
     pub runtime: Arc<Runtime>,
     /// Request windows of public read tokens.
     pub throttle: crate::throttle::Throttle,
-    /// Answers of public reads, by token and data version.
-    pub answers: crate::answer_cache::AnswerCache,
+    /// Answers, totals and schemas of public reads, by data version.
+    pub public_reads: crate::answer_cache::PublicReadCache,
 }
 
 /// Cheaply clonable state.
@@ -193,7 +193,7 @@ impl AppState {
             shutdown: cancel,
             runtime,
             throttle: Default::default(),
-            answers: Default::default(),
+            public_reads: Default::default(),
         }));
         Ok(Started {
             state,

@@ -322,4 +322,45 @@ async fn large_tables_migrate_in_the_background() {
         )
         .await;
     assert_eq!(found["total"], 1, "converted: {found}");
+    let physical = format!("ct_{}", table_id(&table).simple());
+    assert_eq!(
+        indexes(&t, &physical).await,
+        vec![
+            format!("{physical}_{key}"),
+            format!("{physical}_{key}_q"),
+            format!("{physical}_created"),
+            format!("{physical}_pkey"),
+        ],
+        "the converted column has its ordinary and search indexes, the shadow's are gone"
+    );
+}
+
+/// The indexes of a physical table, by name.
+async fn indexes(t: &Tables, physical: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT indexname::text FROM pg_indexes WHERE tablename = $1 ORDER BY indexname COLLATE \"C\"")
+        .bind(physical)
+        .fetch_all(&t.app.db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn string_and_text_columns_have_a_search_index_other_types_do_not() {
+    let t = Tables::new().await;
+    let table = t.table("company", "boss", "searched").await;
+    let key = t
+        .column(&table, json!({"name": "title", "type": "string"}))
+        .await;
+    let physical = format!("ct_{}", table_id(&table).simple());
+    let search = format!("{physical}_{key}_q");
+    assert!(indexes(&t, &physical).await.contains(&search));
+    let (status, body) = change_type(&t, &table, &key, json!({"type": "integer"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !indexes(&t, &physical).await.contains(&search),
+        "integers are not searched"
+    );
+    let (status, body) = change_type(&t, &table, &key, json!({"type": "text"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(indexes(&t, &physical).await.contains(&search));
 }

@@ -108,11 +108,32 @@ pub fn index_target(column: &str, t: ColumnType) -> Option<String> {
     }
 }
 
-/// The statement creating a column's index, if it has one.
-fn index_sql(table: &str, column: &ColumnDef) -> anyhow::Result<Option<String>> {
+/// What the search index of a column of type `t` covers: trigrams of string and
+/// text cells (extension `pg_trgm`), so that `q` searches and `contains` filters,
+/// whose patterns match anywhere in a cell, read an index instead of every row.
+pub fn search_index_target(column: &str, t: ColumnType) -> Option<String> {
+    t.is_textual()
+        .then(|| format!("USING gin ({column} gin_trgm_ops)"))
+}
+
+/// The name of the search index of column `column` of `table` (`<table>_<column>`
+/// names its ordinary index).
+pub fn search_index_name(table: &str, column: &str) -> String {
+    format!("{table}_{column}_q")
+}
+
+/// The statements creating a column's indexes (none for some types).
+fn index_sql(table: &str, column: &ColumnDef) -> anyhow::Result<String> {
     let key = ident(&column.key)?;
-    Ok(index_target(key, column.column_type)
-        .map(|target| format!("CREATE INDEX {table}_{key} ON {table} {target}")))
+    let mut sql = String::new();
+    if let Some(target) = index_target(key, column.column_type) {
+        sql.push_str(&format!("CREATE INDEX {table}_{key} ON {table} {target};"));
+    }
+    if let Some(target) = search_index_target(key, column.column_type) {
+        let name = search_index_name(table, key);
+        sql.push_str(&format!("CREATE INDEX {name} ON {table} {target};"));
+    }
+    Ok(sql)
 }
 
 /// Adds a stored column (and its index).
@@ -130,9 +151,7 @@ pub async fn add_column(
         "ALTER TABLE {table} ADD COLUMN {key} {};",
         sql_type(column.column_type)
     );
-    if let Some(index) = index_sql(&table, column)? {
-        sql.push_str(&index);
-    }
+    sql.push_str(&index_sql(&table, column)?);
     batch(conn, &sql).await?;
     Ok(())
 }
@@ -193,13 +212,13 @@ pub async fn change_type(
     let key = ident(&from.key)?;
     let mut sql = format!(
         "DROP INDEX IF EXISTS {table}_{key};
+         DROP INDEX IF EXISTS {};
          ALTER TABLE {table} ALTER COLUMN {key} TYPE {} USING {};",
+        search_index_name(&table, key),
         sql_type(to.column_type),
         conversion_sql(from, to)?
     );
-    if let Some(index) = index_sql(&table, to)? {
-        sql.push_str(&index);
-    }
+    sql.push_str(&index_sql(&table, to)?);
     batch(conn, &sql).await?;
     Ok(())
 }

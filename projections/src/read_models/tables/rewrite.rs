@@ -7,16 +7,16 @@
 //! the service for seconds. Now the starting event only adds an empty shadow column
 //! `<key>_next` of the target type and records the [`Rewrite`]: the SQL expression
 //! that computes the new cell from the row. The server fills the shadow in short
-//! batches outside the pump ([`fill`]), builds its index concurrently and marks the
+//! batches outside the pump ([`fill`]), builds its indexes concurrently and marks the
 //! shadow filled (a comment on the column); meanwhile the pump keeps the shadow of
 //! every row it writes current ([`sync`]). The completing event swaps the columns
-//! ([`swap`]): drop the old column, rename the shadow and its index, all metadata
+//! ([`swap`]): drop the old column, rename the shadow and its indexes, all metadata
 //! changes. A replay or a rebuild has no filler: there the swap fills the shadow
 //! itself first, so the data after a migration depends only on the events.
 
 use super::physical::{
-    self, batch, conversion_sql, converter, ident, index_target, literal, table_name,
-    text_array_literal,
+    self, batch, conversion_sql, converter, ident, index_target, literal, search_index_name,
+    search_index_target, table_name, text_array_literal,
 };
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::table::TableEvent;
@@ -42,6 +42,18 @@ pub struct Rewrite {
     pub expression: String,
     /// The index of the rewritten column (what follows `ON <table>`), over the shadow.
     pub index: Option<String>,
+    /// Its search index, likewise (absent from rewrites recorded before search
+    /// indexes existed).
+    #[serde(default)]
+    pub search_index: Option<String>,
+}
+
+/// One index of a rewrite: its name over the shadow, its name once swapped and
+/// what it covers.
+struct ShadowIndex<'a> {
+    building: String,
+    swapped: String,
+    target: &'a str,
 }
 
 impl Rewrite {
@@ -95,6 +107,7 @@ impl Rewrite {
             sql_type: physical::sql_type(target.column_type).to_string(),
             expression,
             index: index_target(&shadow, target.column_type),
+            search_index: search_index_target(&shadow, target.column_type),
         }))
     }
 
@@ -103,8 +116,20 @@ impl Rewrite {
         shadow_of(&self.key)
     }
 
-    fn index_name(&self, table: &str) -> String {
-        format!("{table}_{}", self.shadow())
+    /// The indexes the rewritten column gets, built over the shadow.
+    fn indexes(&self, table: &str) -> Vec<ShadowIndex<'_>> {
+        let (key, shadow) = (&self.key, self.shadow());
+        let ordinary = self.index.as_deref().map(|target| ShadowIndex {
+            building: format!("{table}_{shadow}"),
+            swapped: format!("{table}_{key}"),
+            target,
+        });
+        let search = self.search_index.as_deref().map(|target| ShadowIndex {
+            building: search_index_name(table, &shadow),
+            swapped: search_index_name(table, key),
+            target,
+        });
+        ordinary.into_iter().chain(search).collect()
     }
 }
 
@@ -217,17 +242,17 @@ pub async fn fill(
             break;
         }
     }
-    if let Some(target) = &rewrite.index {
-        let index = rewrite.index_name(&table);
+    for index in rewrite.indexes(&table) {
+        let (name, target) = (&index.building, index.target);
         // A build interrupted earlier leaves an invalid index behind: start over.
         batch(
             &mut conn,
-            &format!("DROP INDEX CONCURRENTLY IF EXISTS {index}"),
+            &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
         )
         .await?;
         batch(
             &mut conn,
-            &format!("CREATE INDEX CONCURRENTLY {index} ON {table} {target}"),
+            &format!("CREATE INDEX CONCURRENTLY {name} ON {table} {target}"),
         )
         .await?;
     }
@@ -250,8 +275,8 @@ pub async fn settings(conn: &mut PgConnection) -> anyhow::Result<()> {
 }
 
 /// Replaces the column with its shadow (inside the pump). A shadow the server did
-/// not fill (a replay, a rebuild) is filled here first; its index is built here when
-/// the server did not build it.
+/// not fill (a replay, a rebuild) is filled here first; its indexes are built here
+/// when the server did not build them.
 pub async fn swap(
     conn: &mut PgConnection,
     table_id: Uuid,
@@ -259,16 +284,14 @@ pub async fn swap(
 ) -> anyhow::Result<()> {
     let table = table_name(table_id);
     let (key, shadow) = (ident(&rewrite.key)?, rewrite.shadow());
-    let (filled, indexed): (bool, bool) = sqlx::query_as(
-        "SELECT coalesce(col_description(a.attrelid, a.attnum) = $3, false),
-                to_regclass($4) IS NOT NULL
+    let filled: bool = sqlx::query_scalar(
+        "SELECT coalesce(col_description(a.attrelid, a.attnum) = $3, false)
            FROM pg_attribute a
           WHERE a.attrelid = to_regclass($1) AND a.attname = $2",
     )
     .bind(&table)
     .bind(&shadow)
     .bind(FILLED)
-    .bind(rewrite.index_name(&table))
     .fetch_one(&mut *conn)
     .await?;
     let mut sql = String::new();
@@ -278,22 +301,25 @@ pub async fn swap(
             rewrite.expression
         ));
     }
-    if let (Some(target), false) = (&rewrite.index, indexed) {
+    let indexes = rewrite.indexes(&table);
+    for index in &indexes {
         sql.push_str(&format!(
-            "CREATE INDEX {} ON {table} {target};",
-            rewrite.index_name(&table)
+            "CREATE INDEX IF NOT EXISTS {} ON {table} {};",
+            index.building, index.target
         ));
     }
     sql.push_str(&format!(
         "DROP INDEX IF EXISTS {table}_{key};
+         DROP INDEX IF EXISTS {};
          ALTER TABLE {table} DROP COLUMN {key};
          ALTER TABLE {table} RENAME COLUMN {shadow} TO {key};
-         COMMENT ON COLUMN {table}.{key} IS NULL;"
+         COMMENT ON COLUMN {table}.{key} IS NULL;",
+        search_index_name(&table, key)
     ));
-    if rewrite.index.is_some() {
+    for index in &indexes {
         sql.push_str(&format!(
-            "ALTER INDEX {} RENAME TO {table}_{key};",
-            rewrite.index_name(&table)
+            "ALTER INDEX {} RENAME TO {};",
+            index.building, index.swapped
         ));
     }
     batch(conn, &sql).await

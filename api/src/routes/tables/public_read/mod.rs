@@ -116,7 +116,7 @@ async fn page(
     let handle = published.handle();
     let (rows, total) = tokio::try_join!(
         handle.page(&state.pool, selection),
-        handle.count(&state.pool, selection)
+        total(state, published, selection)
     )
     .map_err(ApiError::Internal)?;
     Ok(PublicRecordListResponse {
@@ -132,6 +132,27 @@ async fn page(
         table_name: published.table.name.clone(),
         total,
     })
+}
+
+/// The published rows a selection matches: counted once per table version for
+/// all its pages (unless the rows depend on the clock).
+async fn total(
+    state: &AppState,
+    published: &Published,
+    selection: &Selection,
+) -> anyhow::Result<i64> {
+    let cache = &state.public_reads.totals;
+    let (token, version) = (published.token.id, published.table.data_version);
+    let selected = format!("{:?} {:?}", selection.condition, selection.q);
+    let key = hex::encode(Sha256::digest(selected));
+    if let Some(total) = cache.get(token, &key, version) {
+        return Ok(total);
+    }
+    let total = published.handle().count(&state.pool, selection).await?;
+    if !published.time_dependent {
+        cache.put(token, key, version, total);
+    }
+    Ok(total)
 }
 
 /// A JSON answer from its bytes.
@@ -154,16 +175,15 @@ where
 {
     let (token, table) = published::authenticate(state, raw_token, headers).await?;
     let version = table.data_version;
-    if let Some(body) = state.answers.get(token.id, &request, version) {
+    let answers = &state.public_reads.answers;
+    if let Some(body) = answers.get(token.id, &request, version) {
         return Ok(json_answer(body));
     }
     let published = published::publish(state, token, table).await?;
     let value = compute(&published).await?;
     let body = Bytes::from(serde_json::to_vec(&value).map_err(|e| ApiError::Internal(e.into()))?);
     if !published.time_dependent {
-        state
-            .answers
-            .put(published.token.id, request, version, body.clone());
+        answers.put(published.token.id, request, version, body.clone());
     }
     Ok(json_answer(body))
 }

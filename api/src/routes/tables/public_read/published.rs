@@ -7,6 +7,7 @@
 //! revoked, expired, a wrong or missing secret, a deleted table, a stale view, a
 //! table now governed by a channel policy) is the same [`ApiError::NotFound`].
 
+use crate::answer_cache::Schema;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::tables::public_tokens::never_published;
 use crate::state::AppState;
@@ -23,6 +24,7 @@ use projections::read_models::public_tokens::query::{self as tokens, PublicToken
 use projections::read_models::tables::query::{self as tables, TableRow};
 use projections::read_models::tables::read::{Selection, TableHandle};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -133,16 +135,30 @@ pub async fn authenticate(
     }
 }
 
+/// The view and the columns of the table as they stand at its data version.
+async fn schema(state: &AppState, table: &TableRow, view_id: Uuid) -> ApiResult<Schema> {
+    let cache = &state.public_reads.schemas;
+    let key = view_id.to_string();
+    if let Some(schema) = cache.get(table.id, &key, table.data_version) {
+        return Ok(schema);
+    }
+    let (view, columns) = tokio::try_join!(
+        tables::view(&state.pool, table.id, view_id),
+        tables::columns(&state.pool, table.id)
+    )?;
+    let schema = Arc::new((view, columns));
+    cache.put(table.id, key, table.data_version, schema.clone());
+    Ok(schema)
+}
+
 /// What an authenticated token publishes, with its view still valid.
 pub async fn publish(
     state: &AppState,
     token: PublicTokenRow,
     table: TableRow,
 ) -> ApiResult<Published> {
-    let (view, all_columns) = tokio::try_join!(
-        tables::view(&state.pool, table.id, token.view_id),
-        tables::columns(&state.pool, table.id)
-    )?;
+    let schema = schema(state, &table, token.view_id).await?;
+    let (view, all_columns) = (schema.0.clone(), schema.1.clone());
     let view = view.ok_or(ApiError::NotFound)?;
     let shown = |c: &&ColumnDef| {
         !never_published(c.column_type)

@@ -65,6 +65,19 @@ async fn moderators_mint_tokens_that_publish_only_the_intersection() {
     assert_eq!(t.call(Method::DELETE, &path, "boss", None).await.0, 200);
     let (_, restored) = read(&t, &format!("{token}/records"), None).await;
     assert_eq!(restored["total"], 3);
+    // Nor a change of the schema: a renamed column reads under its new name.
+    let column = format!("{table}/columns/{}", keys["size"].as_str().unwrap());
+    let rename = json!({"name": "bigness"});
+    let (status, renamed) = t.call(Method::PATCH, &column, "boss", Some(rename)).await;
+    assert_eq!(status, 200, "{renamed}");
+    let (_, after) = read(&t, &format!("{token}/records"), None).await;
+    assert_eq!(
+        after["records"][0]["data"],
+        json!({"name": "Beta two", "bigness": 5})
+    );
+    let rename = json!({"name": "size"});
+    let (status, _) = t.call(Method::PATCH, &column, "boss", Some(rename)).await;
+    assert_eq!(status, 200);
 
     // Paging and its validation (before the token is looked up).
     let (_, second) = read(&t, &format!("{token}/records?skip=1&limit=1"), None).await;
