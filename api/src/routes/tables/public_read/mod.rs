@@ -107,18 +107,46 @@ fn record(row: RecordRow) -> PublicRecordOut {
     }
 }
 
-/// One page of the published rows and their total.
+/// One page of the published rows and their total. The total is counted once per
+/// table version for all the pages of a selection (unless the rows depend on the
+/// clock); until then the page query counts too.
 async fn page(
     state: &AppState,
     published: &Published,
     selection: &Selection,
 ) -> ApiResult<PublicRecordListResponse> {
     let handle = published.handle();
-    let (rows, total) = tokio::try_join!(
-        handle.page(&state.pool, selection),
-        total(state, published, selection)
-    )
-    .map_err(ApiError::Internal)?;
+    let totals = &state.public_reads.totals;
+    let (token, version) = (published.token.id, published.table.data_version);
+    let selected = format!("{:?} {:?}", selection.condition, selection.q);
+    let key = hex::encode(Sha256::digest(selected));
+    let pool = &state.pool;
+    let (rows, total) = match totals.get(token, &key, version) {
+        Some(total) => (
+            handle
+                .page(pool, selection)
+                .await
+                .map_err(ApiError::Internal)?,
+            total,
+        ),
+        None => {
+            let (rows, counted) = handle
+                .page_counted(pool, selection)
+                .await
+                .map_err(ApiError::Internal)?;
+            let total = match counted {
+                Some(total) => total,
+                None => handle
+                    .count(pool, selection)
+                    .await
+                    .map_err(ApiError::Internal)?,
+            };
+            if !published.time_dependent {
+                totals.put(token, key, version, total);
+            }
+            (rows, total)
+        }
+    };
     Ok(PublicRecordListResponse {
         columns: published
             .columns
@@ -132,27 +160,6 @@ async fn page(
         table_name: published.table.name.clone(),
         total,
     })
-}
-
-/// The published rows a selection matches: counted once per table version for
-/// all its pages (unless the rows depend on the clock).
-async fn total(
-    state: &AppState,
-    published: &Published,
-    selection: &Selection,
-) -> anyhow::Result<i64> {
-    let cache = &state.public_reads.totals;
-    let (token, version) = (published.token.id, published.table.data_version);
-    let selected = format!("{:?} {:?}", selection.condition, selection.q);
-    let key = hex::encode(Sha256::digest(selected));
-    if let Some(total) = cache.get(token, &key, version) {
-        return Ok(total);
-    }
-    let total = published.handle().count(&state.pool, selection).await?;
-    if !published.time_dependent {
-        cache.put(token, key, version, total);
-    }
-    Ok(total)
 }
 
 /// A JSON answer from its bytes.

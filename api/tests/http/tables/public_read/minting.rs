@@ -79,7 +79,11 @@ async fn moderators_mint_tokens_that_publish_only_the_intersection() {
     let (status, _) = t.call(Method::PATCH, &column, "boss", Some(rename)).await;
     assert_eq!(status, 200);
 
-    // Paging and its validation (before the token is looked up).
+    // Paging and its validation (before the token is looked up). A page past the
+    // last row still carries the total.
+    let (_, beyond) = read(&t, &format!("{token}/records?skip=10&limit=5"), None).await;
+    assert_eq!(beyond["records"], json!([]));
+    assert_eq!(beyond["total"], 3);
     let (_, second) = read(&t, &format!("{token}/records?skip=1&limit=1"), None).await;
     assert_eq!(names(&second), ["gamma"]);
     assert_eq!(second["total"], 3);

@@ -13,7 +13,7 @@ use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::query::{AggregateOp, Field};
 use futures::TryStreamExt;
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Row};
 use uuid::Uuid;
 
 /// A table the caller was authorized for.
@@ -32,11 +32,12 @@ impl TableHandle {
         self.columns.iter().filter(|c| c.column_type.is_stored())
     }
 
-    /// The record columns a page reads: the system fields, the selection's flag and
-    /// the projected stored columns.
+    /// The record columns a page reads: the system fields, the selection's flag,
+    /// the projected stored columns, then `extra` (SQL after a comma, or empty).
     fn select_list(
         &self,
         selection: &Selection,
+        extra: &str,
     ) -> anyhow::Result<(QueryBuilder<'static, Postgres>, Vec<ColumnDef>)> {
         let mut qb = QueryBuilder::new("SELECT t.id, t.created_at, t.updated_at, t.created_by, ");
         match &selection.flag {
@@ -61,6 +62,10 @@ impl TableHandle {
             columns.push(column.clone());
         }
         qb.push(list);
+        if !extra.is_empty() {
+            qb.push(", ");
+            qb.push(extra);
+        }
         self.push_from(&mut qb, selection)?;
         Ok((qb, columns))
     }
@@ -90,13 +95,38 @@ impl TableHandle {
         pool: &PgPool,
         selection: &Selection,
     ) -> anyhow::Result<Vec<RecordRow>> {
-        let (mut qb, columns) = self.select_list(selection)?;
+        let (mut qb, columns) = self.select_list(selection, "")?;
         selection.push_order(&mut qb)?;
         selection.push_window(&mut qb);
         let rows = qb.build().persistent(false).fetch_all(pool).await?;
         rows.iter()
             .map(|row| decode::record(row, &columns))
             .collect()
+    }
+
+    /// One page of records and how many records the selection matches, by one
+    /// query: the count is a window over every match, so this suits selections
+    /// with few matches and callers that keep the count. The count is `None` when
+    /// the page is empty and skipped rows (no row carries it; with nothing skipped
+    /// it is 0).
+    pub async fn page_counted(
+        &self,
+        pool: &PgPool,
+        selection: &Selection,
+    ) -> anyhow::Result<(Vec<RecordRow>, Option<i64>)> {
+        let (mut qb, columns) = self.select_list(selection, "count(*) OVER ()")?;
+        selection.push_order(&mut qb)?;
+        selection.push_window(&mut qb);
+        let rows = qb.build().persistent(false).fetch_all(pool).await?;
+        let total = match rows.first() {
+            Some(row) => Some(row.try_get::<i64, _>(5 + columns.len())?),
+            None => (selection.offset == 0).then_some(0),
+        };
+        let records = rows
+            .iter()
+            .map(|row| decode::record(row, &columns))
+            .collect::<anyhow::Result<_>>()?;
+        Ok((records, total))
     }
 
     /// Records matching the selection's filter.
@@ -157,7 +187,7 @@ impl TableHandle {
         F: FnMut(RecordRow) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
-        let (mut qb, columns) = self.select_list(selection)?;
+        let (mut qb, columns) = self.select_list(selection, "")?;
         selection.push_order(&mut qb)?;
         let mut rows = qb.build().persistent(false).fetch(conn);
         while let Some(row) = rows.try_next().await? {
