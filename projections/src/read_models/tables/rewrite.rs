@@ -44,7 +44,7 @@ pub struct Rewrite {
     pub index: Option<String>,
     /// Its search index, likewise (absent from rewrites recorded before search
     /// indexes existed).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_index: Option<String>,
 }
 
