@@ -77,6 +77,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .merge(routes::public::router())
         .merge(routes::public_links::router())
         .merge(routes::tables::public_read::router())
+        .merge(routes::tables::callback::router())
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
         .route_layer(from_fn(record_metrics))

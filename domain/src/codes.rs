@@ -268,6 +268,11 @@ codes! {
     TableChannelGoverned = "table_channel_governed" => Conflict,
     /// A public read token exceeded its requests per minute.
     PublicTokenRateLimited = "public_token_rate_limited" => RateLimited,
+    /// A callback token exceeded its 60 requests per minute.
+    CallbackRateLimited = "callback_rate_limited" => RateLimited,
+    /// A callback token may not perform the requested operation (an update with a
+    /// create-only token).
+    CallbackOpNotAllowed = "callback_op_not_allowed" => Forbidden,
     /// A grant names a subject that does not exist in the company.
     SubjectNotFound = "subject_not_found" => NotFound,
     // This service's own codes.

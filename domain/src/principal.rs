@@ -15,6 +15,9 @@ pub enum AuthMethod {
     Jwt,
     /// `X-Api-Key`.
     ApiKey,
+    /// A custom-table callback token's write, acting as the moderator who minted it
+    /// (never the principal of a sandbox run).
+    CallbackToken,
 }
 
 impl AuthMethod {
@@ -23,6 +26,7 @@ impl AuthMethod {
         match self {
             Self::Jwt => "jwt",
             Self::ApiKey => "api_key",
+            Self::CallbackToken => "callback_token",
         }
     }
 }

@@ -84,6 +84,8 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::table::CustomTable>(),
         entry::<crate::tables::record::Record>(),
         entry::<crate::tables::public_token::PublicReadToken>(),
+        entry::<crate::tables::callback_token::CallbackToken>(),
+        entry::<crate::tables::callback_delivery::CallbackDelivery>(),
         entry::<crate::tasks::task::Task>(),
         entry::<crate::tasks::version::TaskVersion>(),
         entry::<crate::sharing::share::Share>(),

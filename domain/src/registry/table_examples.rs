@@ -195,3 +195,45 @@ impl Catalogued for crate::tables::public_token::PublicReadToken {
         ]
     }
 }
+
+impl Catalogued for crate::tables::callback_token::CallbackToken {
+    fn examples() -> Vec<crate::tables::callback_token::CallbackTokenEvent> {
+        use crate::tables::callback_token::{AllowedOps, CallbackTokenEvent, CallbackTokenTerms};
+        let token_id = Uuid::from_u128(0x7401);
+        vec![
+            CallbackTokenEvent::CallbackTokenMinted(Box::new(CallbackTokenTerms {
+                token_id,
+                company_id: COMPANY,
+                table_id: TABLE,
+                name: "crm sync".into(),
+                allowed_ops: AllowedOps::CreateUpdate,
+                secret_sha256: "5e".repeat(32),
+                valid_until: None,
+                created_by: CREATOR.into(),
+            })),
+            CallbackTokenEvent::CallbackTokenRevoked {
+                token_id,
+                table_id: TABLE,
+            },
+        ]
+    }
+}
+
+impl Catalogued for crate::tables::callback_delivery::CallbackDelivery {
+    fn examples() -> Vec<crate::tables::callback_delivery::DeliveryEvent> {
+        use crate::tables::callback_delivery::{CallbackOp, DeliveryEvent};
+        let record_id = Uuid::from_u128(0x7302);
+        vec![
+            DeliveryEvent::CallbackReceived {
+                token_id: Uuid::from_u128(0x7401),
+                key: "order-1001".into(),
+                request_hash: format!("sha256:{}", "0c".repeat(32)),
+                op: CallbackOp::Create,
+                record_id,
+                received_at: "2026-01-02T00:00:30Z".parse().expect("a timestamp"),
+            },
+            DeliveryEvent::CallbackAnswered { record_id },
+            DeliveryEvent::CallbackReleased,
+        ]
+    }
+}

@@ -9,6 +9,8 @@
 //! the caller and passed in.
 
 pub mod access;
+pub mod callback_delivery;
+pub mod callback_token;
 pub mod column;
 pub mod error;
 pub mod grants;

@@ -5,6 +5,8 @@
 //! the scope-id-free migration status route resolves the scope from the migration.
 
 pub mod access;
+pub mod callback;
+mod callback_tokens;
 mod cells;
 mod column_schema;
 mod columns;
@@ -44,6 +46,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(export::router())
         .merge(views::router())
         .merge(permissions::router())
+        .merge(callback_tokens::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

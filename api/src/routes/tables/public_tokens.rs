@@ -226,7 +226,7 @@ fn check_read_filter(table: &OpenTable, node: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-fn rule(field: &str, message: &str) -> ApiError {
+pub(super) fn rule(field: &str, message: &str) -> ApiError {
     ApiError::invalid(
         &["body", field],
         domain::validation::ViolationKind::Rule {
@@ -238,14 +238,14 @@ fn rule(field: &str, message: &str) -> ApiError {
 }
 
 /// 128 random bits in UUID form (every bit random, so not an RFC 4122 v4 id).
-fn random_token_id() -> Uuid {
+pub(super) fn random_token_id() -> Uuid {
     let mut bytes = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     Uuid::from_bytes(bytes)
 }
 
 /// A 256-bit secret and the hash the log keeps of it.
-fn random_secret() -> (String, String) {
+pub(super) fn random_secret() -> (String, String) {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     let secret = URL_SAFE_NO_PAD.encode(bytes);

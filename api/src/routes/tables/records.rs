@@ -226,11 +226,27 @@ async fn create_record(
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<(StatusCode, Json<RecordResponse>)> {
     let table = open_table(&caller, &mount, Operation::InsertRows).await?;
-    within_floor(&table, None)?;
-    unlocked(&table)?;
-    let data = cells::validate(&caller.state, &table, &body.data, true).await?;
-    within_floor(&table, Some((&data, true)))?;
     let record_id = Uuid::new_v4();
+    insert(&table, record_id, &body.data).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(read_written(&caller.state, &table, record_id).await?),
+    ))
+}
+
+/// Creates record `record_id` as the table's caller: the channel floor, the
+/// migration lock and every value checked against its column. The one creation
+/// path of REST writes and callback writes.
+pub async fn insert(
+    table: &OpenTable,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<()> {
+    within_floor(table, None)?;
+    unlocked(table)?;
+    let caller = &table.caller;
+    let data = cells::validate(&caller.state, table, data, true).await?;
+    within_floor(table, Some((&data, true)))?;
     let command = RecordCommand::Create {
         record_id,
         table_id: table.row.id,
@@ -243,10 +259,32 @@ async fn create_record(
         .bus
         .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
         .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_written(&caller.state, &table, record_id).await?),
-    ))
+    Ok(())
+}
+
+/// Changes the named cells of record `record_id` as the table's caller, who must
+/// be able to edit it. The one update path of REST writes and callback writes.
+pub async fn change(
+    table: &OpenTable,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<()> {
+    within_floor(table, None)?;
+    let caller = &table.caller;
+    editable(&caller.state, table, record_id).await?;
+    unlocked(table)?;
+    let changes = cells::validate(&caller.state, table, data, false).await?;
+    within_floor(table, Some((&changes, false)))?;
+    let command = RecordCommand::Update {
+        table_id: table.row.id,
+        changes,
+    };
+    caller
+        .state
+        .bus
+        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
+        .await?;
+    Ok(())
 }
 
 /// One record.
@@ -283,21 +321,8 @@ async fn put_record(
     ApiJson(body): ApiJson<RecordWrite>,
 ) -> ApiResult<Json<RecordResponse>> {
     let table = open_table(&caller, &mount, Operation::EditRows).await?;
-    within_floor(&table, None)?;
     let record_id = mount.uuid("record_id")?;
-    editable(&caller.state, &table, record_id).await?;
-    unlocked(&table)?;
-    let changes = cells::validate(&caller.state, &table, &body.data, false).await?;
-    within_floor(&table, Some((&changes, false)))?;
-    let command = RecordCommand::Update {
-        table_id: table.row.id,
-        changes,
-    };
-    caller
-        .state
-        .bus
-        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
-        .await?;
+    change(&table, record_id, &body.data).await?;
     Ok(Json(read_written(&caller.state, &table, record_id).await?))
 }
 

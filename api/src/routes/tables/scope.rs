@@ -72,6 +72,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Mount {
 }
 
 impl Mount {
+    /// The owning scope's mount of a table, for writes that arrive without one
+    /// (callback writes act through the table's own scope).
+    pub fn owning(table: &TableRow) -> Self {
+        let id = (table.scope_kind != ScopeKind::Company).then_some(table.scope_id);
+        Self {
+            kind: table.scope_kind,
+            id,
+            params: HashMap::new(),
+        }
+    }
+
     /// A UUID path parameter; a malformed one answers 422.
     pub fn uuid(&self, name: &str) -> ApiResult<Uuid> {
         let raw = self.params.get(name).ok_or(ApiError::NotFound)?;

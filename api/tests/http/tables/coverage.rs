@@ -11,7 +11,10 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 13] = [
+const SOURCES: [&str; 16] = [
+    include_str!("callback/tokens.rs"),
+    include_str!("callback/writes.rs"),
+    include_str!("callback/idempotency.rs"),
     include_str!("channels.rs"),
     include_str!("refusals.rs"),
     include_str!("columns.rs"),

@@ -1,0 +1,297 @@
+//! External writes through callback tokens (spec `custom-tables.md` sections 4, 5
+//! and 8): `POST /public/module/custom_tables/callback/{token_id}` creates or
+//! updates a record, `GET .../callback/{token_id}/form-schema` describes what it
+//! may write.
+//!
+//! Order of checks on a write: the body's size (413 above 65,536 bytes, before
+//! anything else), the credentials (the uniform 404, [`credentials`]), the token's
+//! minute window (429), the body (400), the token's operations (403), then the
+//! write itself as the minting moderator through the one record write path
+//! (`records::insert`, `records::change`): their permissions, the channel floor,
+//! the migration lock (423) and every column's checks. An `idempotency_key` makes
+//! the write happen once for 24 hours ([`delivery`]).
+
+mod credentials;
+mod delivery;
+
+use super::gates::Operation;
+use super::public_read::PublicColumnInfo;
+use super::public_read::query::invalid_body;
+use super::records;
+use super::scope::{Mount, OpenTable, open_table_id};
+use crate::access::INSUFFICIENT;
+use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{IdempotencyKey, request_hash};
+use crate::middleware::body_limit::declared_length;
+use crate::request::{Caller, Context};
+use crate::state::AppState;
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use domain::error::Code;
+use domain::principal::{AuthMethod, Principal, PrincipalType};
+use domain::tables::callback_delivery::CallbackOp;
+use domain::tables::callback_token::AllowedOps;
+use domain::tables::column::{ColumnType, is_column_key};
+use projections::read_models::public_tokens::callback::CallbackTokenRow;
+use projections::read_models::tables::query as tables;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+/// Where the callback routes live.
+pub const CALLBACK_PREFIX: &str = "/public/module/custom_tables/callback";
+/// Most bytes of a callback body (65,536 is accepted, 65,537 is 413).
+pub const MAX_CALLBACK_BODY: usize = 65_536;
+
+/// The callback routes (absolute paths; no session authentication).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(callback_write))
+        .routes(routes!(form_schema))
+}
+
+/// `CallbackWriteBody`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallbackWriteBody {
+    /// `create` or `update`.
+    #[schema(value_type = String, example = "create")]
+    pub op: CallbackOp,
+    /// Cells: display names or internal keys for `create`, internal keys only for
+    /// `update`.
+    #[schema(value_type = Object)]
+    pub data: Map<String, Value>,
+    /// The record to update (required for `update`, refused for `create`).
+    pub record_id: Option<Uuid>,
+    /// Makes the write happen once: the same key and body within 24 hours answer
+    /// the first result with `replayed: true`; another body answers 409.
+    pub idempotency_key: Option<String>,
+}
+
+/// `CallbackWriteResult`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CallbackWriteResult {
+    /// Always true on success.
+    pub ok: bool,
+    /// `create` or `update`.
+    pub op: String,
+    /// `created` or `updated` (approval holds are not built: never
+    /// `held_for_approval` or `already_pending` yet).
+    pub status: String,
+    /// The record written.
+    pub record_id: Option<Uuid>,
+    /// The approval process of a held write (always null here).
+    pub process_id: Option<Uuid>,
+    /// The staged change of a held write (always null here).
+    pub staged_change_id: Option<Uuid>,
+    /// The approval rule that held the write (always null here).
+    pub rule_label: Option<String>,
+    /// Whether this answers an earlier request with the same idempotency key.
+    pub replayed: bool,
+}
+
+impl CallbackWriteResult {
+    /// The result of a write that applied.
+    pub fn applied(op: CallbackOp, record_id: Uuid, replayed: bool) -> Self {
+        Self {
+            ok: true,
+            op: op.as_str().into(),
+            status: op.applied_status().into(),
+            record_id: Some(record_id),
+            process_id: None,
+            staged_change_id: None,
+            rule_label: None,
+            replayed,
+        }
+    }
+}
+
+/// `CallbackFormSchema`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallbackFormSchema {
+    /// The table's display name.
+    pub table_name: String,
+    /// The columns a callback may write (never rollup, lookup or formula).
+    pub columns: Vec<PublicColumnInfo>,
+}
+
+fn too_large() -> ApiError {
+    ApiError::code(
+        Code::RequestTooLarge,
+        format!("body exceeds {MAX_CALLBACK_BODY} bytes"),
+    )
+}
+
+/// The raw body, refused above [`MAX_CALLBACK_BODY`] before it is read.
+async fn raw_body(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
+    if declared_length(headers)?.is_some_and(|length| length > MAX_CALLBACK_BODY as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_CALLBACK_BODY)
+        .await
+        .map_err(|_| too_large())
+}
+
+/// The token's table opened as the moderator who minted the token, for
+/// `operation`. A deleted table is the uniform 404; a table governed by a channel
+/// policy is refused (a callback has no room to write from).
+async fn open_as_moderator(
+    state: &AppState,
+    ctx: Context,
+    token: &CallbackTokenRow,
+    operation: Operation,
+) -> ApiResult<OpenTable> {
+    let row = tables::table(&state.pool, token.company_id, token.table_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if row.channel_scope_column.is_some() {
+        return Err(ApiError::code(
+            Code::TableChannelGoverned,
+            "Cannot write through a callback to a table governed by a scoped channel policy",
+        ));
+    }
+    let moderator = token
+        .created_by
+        .strip_prefix("user:")
+        .and_then(|id| Uuid::parse_str(id).ok())
+        .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
+    let role: Option<i32> =
+        sqlx::query_scalar("SELECT role FROM users WHERE id = $1 AND company_id = $2")
+            .bind(moderator)
+            .bind(token.company_id)
+            .fetch_optional(&state.pool)
+            .await?;
+    let principal = Principal {
+        company_id: token.company_id,
+        principal_type: PrincipalType::User,
+        principal_id: moderator,
+        auth_method: AuthMethod::CallbackToken,
+        role: role.ok_or(ApiError::Forbidden(INSUFFICIENT))?,
+        api_key_scope: None,
+        api_key_id: None,
+        allowed_chatroom_ids: None,
+    };
+    let caller = Caller {
+        state: state.clone(),
+        ctx,
+        principal,
+    };
+    open_table_id(&caller, &Mount::owning(&row), row.id, operation).await
+}
+
+/// Applies a write to `record_id`.
+pub(super) async fn apply(
+    table: &OpenTable,
+    op: CallbackOp,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<()> {
+    match op {
+        CallbackOp::Create => records::insert(table, record_id, data).await,
+        CallbackOp::Update => records::change(table, record_id, data).await,
+    }
+}
+
+/// What a write targets, checked against the token: the record (a new id for a
+/// creation) and the operation's permission.
+fn target(token: &CallbackTokenRow, write: &CallbackWriteBody) -> ApiResult<(Uuid, Operation)> {
+    match write.op {
+        CallbackOp::Create => match write.record_id {
+            Some(_) => Err(invalid_body("record_id is only for op update")),
+            None => Ok((Uuid::new_v4(), Operation::InsertRows)),
+        },
+        CallbackOp::Update => {
+            let updates = serde_json::from_value::<AllowedOps>(token.allowed_ops.clone().into())
+                .is_ok_and(AllowedOps::updates);
+            if !updates {
+                return Err(ApiError::code(
+                    Code::CallbackOpNotAllowed,
+                    "this callback token may only create records",
+                ));
+            }
+            let record_id = write
+                .record_id
+                .ok_or_else(|| invalid_body("record_id is required for op update"))?;
+            if let Some(name) = write.data.keys().find(|k| !is_column_key(k)) {
+                return Err(invalid_body(format!(
+                    "update data accepts internal column keys only, not '{name}'"
+                )));
+            }
+            Ok((record_id, Operation::EditRows))
+        }
+    }
+}
+
+/// Creates or updates a record of the token's table.
+#[utoipa::path(post, path = "/public/module/custom_tables/callback/{token_id}", tag = "custom_tables_public",
+    params(("token_id" = String, Path)), request_body = CallbackWriteBody,
+    responses((status = 200, body = CallbackWriteResult)))]
+async fn callback_write(
+    State(state): State<AppState>,
+    ctx: Context,
+    Path(token_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Json<CallbackWriteResult>> {
+    let bytes = raw_body(&headers, body).await?;
+    let token = credentials::authenticate(&state, &token_id, &headers, &bytes).await?;
+    credentials::admit(&state, &token)?;
+    let write: CallbackWriteBody = serde_json::from_slice(&bytes).map_err(invalid_body)?;
+    let (record_id, operation) = target(&token, &write)?;
+    let key = write
+        .idempotency_key
+        .as_deref()
+        .map(|key| IdempotencyKey::parse(Some(key)))
+        .transpose()?;
+    let table = open_as_moderator(&state, ctx, &token, operation).await?;
+    let result = match key {
+        None => {
+            apply(&table, write.op, record_id, &write.data).await?;
+            CallbackWriteResult::applied(write.op, record_id, false)
+        }
+        Some(key) => {
+            let request = delivery::Request {
+                token_id: token.id,
+                key: key.0,
+                hash: request_hash(&write),
+                op: write.op,
+                record_id,
+                data: &write.data,
+            };
+            delivery::deliver(&table, request).await?
+        }
+    };
+    Ok(Json(result))
+}
+
+/// The table's name and the columns a callback may write.
+#[utoipa::path(get, path = "/public/module/custom_tables/callback/{token_id}/form-schema", tag = "custom_tables_public",
+    params(("token_id" = String, Path)),
+    responses((status = 200, body = CallbackFormSchema)))]
+async fn form_schema(
+    State(state): State<AppState>,
+    ctx: Context,
+    Path(token_id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<CallbackFormSchema>> {
+    let token = credentials::authenticate(&state, &token_id, &headers, b"").await?;
+    let table = open_as_moderator(&state, ctx, &token, Operation::InsertRows).await?;
+    let columns = table
+        .columns
+        .iter()
+        .filter(|c| !c.column_type.is_computed() || c.column_type == ColumnType::Link)
+        .map(|c| PublicColumnInfo {
+            name: c.name.clone(),
+            column_type: c.column_type.as_str().into(),
+        })
+        .collect();
+    Ok(Json(CallbackFormSchema {
+        table_name: table.row.name.clone(),
+        columns,
+    }))
+}
