@@ -10,6 +10,7 @@
 
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
+use std::time::Duration;
 use uuid::Uuid;
 
 /// A held admission lock; released when dropped.
@@ -17,14 +18,25 @@ pub struct AdmissionLock {
     _tx: Transaction<'static, Postgres>,
 }
 
-/// Waits for and takes the lock of `purpose` for `company`.
+/// Waits for and takes the lock of `purpose` for `company`. A waiter holds no
+/// connection while it waits (it tries, gives its connection back and sleeps), so
+/// many requests queued behind one lock cannot take every connection of the pool
+/// from the holder, which needs more to finish.
 pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<AdmissionLock> {
     let digest = Sha256::digest(format!("{company}/{purpose}"));
     let key = i64::from_be_bytes(digest[..8].try_into().expect("eight bytes"));
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(key)
-        .execute(&mut *tx)
-        .await?;
-    Ok(AdmissionLock { _tx: tx })
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let mut tx = pool.begin().await?;
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
+            .bind(key)
+            .fetch_one(&mut *tx)
+            .await?;
+        if taken {
+            return Ok(AdmissionLock { _tx: tx });
+        }
+        tx.rollback().await?;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
 }

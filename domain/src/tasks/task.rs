@@ -130,6 +130,10 @@ pub struct Task {
     pub lifecycle: Lifecycle,
     /// Versions allocated so far.
     pub version_count: i64,
+    /// The version allocated last: allocating it again changes nothing, so two
+    /// requests racing to allocate one version id allocate it once.
+    #[serde(default)]
+    pub last_version_id: Option<Uuid>,
 }
 
 impl Aggregate for Task {
@@ -188,6 +192,9 @@ impl Aggregate for Task {
                 if archived {
                     return Err(TaskError::Archived);
                 }
+                if self.last_version_id == Some(version_id) {
+                    return Ok(());
+                }
                 let event = TaskEvent::TaskVersionNumberAllocated {
                     version_id,
                     version_number: self.version_count + 1,
@@ -213,8 +220,12 @@ impl Aggregate for Task {
                 }
             }
             TaskEvent::TaskArchived => self.lifecycle = Lifecycle::Archived,
-            TaskEvent::TaskVersionNumberAllocated { version_number, .. } => {
-                self.version_count = version_number
+            TaskEvent::TaskVersionNumberAllocated {
+                version_id,
+                version_number,
+            } => {
+                self.version_count = version_number;
+                self.last_version_id = Some(version_id);
             }
         }
     }

@@ -155,6 +155,30 @@ impl CommandBus {
         }
     }
 
+    /// The current state of an aggregate, once every read model reflects it: what a
+    /// request that found another request's work done (and wrote nothing itself)
+    /// reads before it answers from the read models.
+    pub async fn settle<A>(&self, aggregate_id: &str) -> Result<A, CommandError<A::Error>>
+    where
+        A: AggregateExt,
+    {
+        let context = load_context::<A>(&self.repo, aggregate_id)
+            .await
+            .map_err(map_error)?;
+        if context.current_sequence > 0 {
+            let key = EventKey {
+                aggregate_type: A::TYPE.to_string(),
+                aggregate_id: aggregate_id.to_string(),
+                sequence: context.current_sequence as i64,
+            };
+            self.pump
+                .wait_for(&key, None)
+                .await
+                .map_err(CommandError::NotYetVisible)?;
+        }
+        Ok(context.aggregate)
+    }
+
     /// The current state of an aggregate, read from the log.
     pub async fn load<A>(&self, aggregate_id: &str) -> Result<A, CommandError<A::Error>>
     where

@@ -84,4 +84,11 @@ async fn run_history_is_filtered_by_visibility_and_archive_cancels_queued_runs()
     );
     let (_, after) = boss.get("/runs?status[]=cancelled").await;
     assert_eq!(after["total"], 3);
+    // Unknown statuses, however unusual their characters, are a 422, never a 500.
+    for odd in ["bogus", "%C3%A9t%C3%A9", "%00", "%01%7F", "queued%0A"] {
+        let (status, refused) = boss.get(&format!("/runs?status[]={odd}")).await;
+        assert_eq!(status, 422, "{odd}: {refused}");
+        let (status, refused) = boss.get(&format!("/tasks/{task}/runs?status={odd}")).await;
+        assert_eq!(status, 422, "{odd}: {refused}");
+    }
 }

@@ -78,6 +78,17 @@ async fn quick_run_runs_scripts_through_a_hidden_task() {
         409,
         "idempotency_conflict",
     );
+    // Forty concurrent requests with one fresh key and one body: one run, and every
+    // request answers it (none reads before the first one's effects are visible).
+    let burst = (0..40).map(|_| post_keyed(&dm, &path, "burst", Some(request(&ready))));
+    let answers = futures::future::join_all(burst).await;
+    let first = answers[0].1["run"]["id"].clone();
+    assert!(first.is_string(), "{:?}", answers[0]);
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200, "{answer}");
+        assert_eq!(answer["run"]["id"], first);
+        assert_eq!(answer["task_version_id"], answers[0].1["task_version_id"]);
+    }
     let id = quick["run"]["id"].as_str().unwrap();
     let done = finished(&dm, &lab, id).await;
     assert_eq!(done["status"], "completed", "{done}");

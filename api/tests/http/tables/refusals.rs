@@ -20,6 +20,7 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
         "POST" if tail("/records/export") => json!({"format": "csv"}),
         "POST" if tail("/views") => json!({"name": "v"}),
         "POST" if tail("/public-read-tokens") => json!({"view_id": uuid::Uuid::nil()}),
+        "POST" if tail("/callback-tokens") => json!({"name": "x"}),
         "POST" if tail("/permissions") => {
             json!({"subject_type": "user", "subject_id": subject, "can_read": "all"})
         }

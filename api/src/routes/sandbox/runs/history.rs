@@ -3,6 +3,7 @@
 //! managers (`GET /tasks/{id}/runs` and `/numOfData`, offset paging).
 
 use super::detail::details;
+use super::lifecycle::status_filter;
 use super::views::SandboxRunListResponse;
 use crate::access::{Task, require_company_manager};
 use crate::error::{ApiError, ApiResult};
@@ -81,7 +82,7 @@ async fn list_all_runs(
     let filters = RunFilters {
         rooms: query.chatroom_id,
         tasks: query.task_id,
-        statuses: query.status,
+        statuses: status_filter(&query.status)?,
         submitted_by_me: query.submitted_by_me,
         queued_after: query.queued_after,
         queued_before: query.queued_before,
@@ -220,6 +221,9 @@ async fn history_task(caller: &Caller, id: Uuid, query: &TaskRunsQuery) -> ApiRe
         &["chatroom", "department", "external_platform"],
     )?;
     check_choice("order", &query.order, &["asc", "desc"])?;
+    if let Some(status) = &query.status {
+        status_filter(std::slice::from_ref(status))?;
+    }
     Ok(())
 }
 

@@ -43,6 +43,25 @@ pub struct RunListQuery {
     pub status: Vec<String>,
 }
 
+/// A repeatable `status[]` filter as run statuses; any other value (however
+/// unusual its characters) is a 422 naming the accepted ones.
+pub fn status_filter(names: &[String]) -> ApiResult<Vec<RunStatus>> {
+    names
+        .iter()
+        .map(|name| {
+            from_wire::<RunStatus>(name).ok_or_else(|| {
+                ApiError::invalid(
+                    &["query", "status[]"],
+                    domain::validation::ViolationKind::Enum(
+                        RunStatus::ALL.iter().map(wire).collect(),
+                    ),
+                    Some(name.clone().into()),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The room's runs, newest first (a restricted key sees only its own).
 #[utoipa::path(get, path = "/chatrooms/{chatroom_id}/runs", tag = "runs",
     params(("chatroom_id" = Uuid, Path), RunListQuery),
@@ -57,21 +76,7 @@ async fn list_runs(
         page_token: query.page_token.clone(),
     }
     .page(20)?;
-    let statuses = query
-        .status
-        .iter()
-        .map(|name| {
-            from_wire::<RunStatus>(name).ok_or_else(|| {
-                ApiError::invalid(
-                    &["query", "status[]"],
-                    domain::validation::ViolationKind::Enum(
-                        RunStatus::ALL.iter().map(wire).collect(),
-                    ),
-                    Some(name.clone().into()),
-                )
-            })
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
+    let statuses = status_filter(&query.status)?;
     let room = Room::visible(&caller, chatroom_id).await?;
     let own_key = caller
         .principal

@@ -27,7 +27,9 @@ use domain::runs::run::SubmissionSource;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::task::{Task, TaskCommand, TaskCreated, TaskError};
-use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+use domain::tasks::version::{
+    TaskVersion, TaskVersionCommand, TaskVersionDrafted, TaskVersionError, TaskVersionState,
+};
 use projections::read_models::environments::query as environments;
 use projections::store::CommandError;
 use utoipa_axum::router::OpenApiRouter;
@@ -65,6 +67,10 @@ async fn quick_run_environment(caller: &Caller, id: Uuid) -> ApiResult<()> {
 }
 
 /// Creates (or finds, on a replay) the hidden task and its published version 1.
+/// Every step tolerates another request with the same key having done it (the
+/// allocation is idempotent per version id, a second draft or publish is refused
+/// harmlessly), and the function returns only once the read models show the
+/// published version, whoever published it.
 async fn hidden_task(
     caller: &Caller,
     ids: (Uuid, Uuid),
@@ -84,39 +90,45 @@ async fn hidden_task(
     };
     let bus = &caller.state.bus;
     let meta = &caller.metadata();
+    let task = task_id.to_string();
     match bus
-        .execute::<Task>(&task_id.to_string(), TaskCommand::Create(created), meta)
+        .append::<Task>(&task, TaskCommand::Create(created), meta)
         .await
     {
         Ok(_) | Err(CommandError::Rejected(TaskError::AlreadyExists)) => {}
         Err(error) => return Err(error.into()),
     }
-    let task = bus
-        .load::<Task>(&task_id.to_string())
+    let allocate = TaskCommand::AllocateVersion { version_id };
+    bus.append::<Task>(&task, allocate, meta).await?;
+    let drafted = TaskVersionDrafted {
+        version_id,
+        task_id,
+        company_id: caller.principal.company_id,
+        version_number: 1,
+        contents,
+    };
+    let version = version_id.to_string();
+    match bus
+        .append::<TaskVersion>(&version, TaskVersionCommand::Draft(drafted), meta)
         .await
-        .map_err(ApiError::internal)?;
-    if task.version_count == 0 {
-        let command = TaskCommand::AllocateVersion { version_id };
-        bus.execute::<Task>(&task_id.to_string(), command, meta)
-            .await?;
-        let drafted = TaskVersionDrafted {
-            version_id,
-            task_id,
-            company_id: caller.principal.company_id,
-            version_number: 1,
-            contents,
-        };
-        let command = TaskVersionCommand::Draft(drafted);
-        bus.execute::<TaskVersion>(&version_id.to_string(), command, meta)
-            .await?;
+    {
+        Ok(_) | Err(CommandError::Rejected(TaskVersionError::AlreadyExists)) => {}
+        Err(error) => return Err(error.into()),
     }
-    let version = bus
-        .load::<TaskVersion>(&version_id.to_string())
+    match bus
+        .append::<TaskVersion>(&version, TaskVersionCommand::Publish, meta)
         .await
-        .map_err(ApiError::internal)?;
-    if version.state == domain::tasks::version::TaskVersionState::Draft {
-        bus.execute::<TaskVersion>(&version_id.to_string(), TaskVersionCommand::Publish, meta)
-            .await?;
+    {
+        Ok(_) | Err(CommandError::Rejected(TaskVersionError::IllegalTransition(..))) => {}
+        Err(error) => return Err(error.into()),
+    }
+    bus.settle::<Task>(&task).await?;
+    let settled = bus.settle::<TaskVersion>(&version).await?;
+    if settled.state != TaskVersionState::Published {
+        return Err(ApiError::internal(anyhow::anyhow!(
+            "the hidden task version {version_id} is {:?}, not published",
+            settled.state
+        )));
     }
     Ok(())
 }

@@ -219,8 +219,8 @@ pub struct RunFilters {
     pub rooms: Vec<Uuid>,
     /// Tasks (all when empty).
     pub tasks: Vec<Uuid>,
-    /// Statuses (all when empty; unknown names match nothing).
-    pub statuses: Vec<String>,
+    /// Statuses (all when empty).
+    pub statuses: Vec<RunStatus>,
     /// Only the caller's own submissions.
     pub submitted_by_me: bool,
     /// Queued at or after.
