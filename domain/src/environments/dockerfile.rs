@@ -48,7 +48,8 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
             ));
         }
     }
-    let dockerfile = parse_dockerfile::parse(text)
+    let parseable = without_empty_exec_forms(text);
+    let dockerfile = parse_dockerfile::parse(&parseable)
         .map_err(|e| refuse("dockerfile_unparsable", e.to_string()))?;
     let mut stages: Vec<Option<String>> = Vec::new();
     for instruction in &dockerfile.instructions {
@@ -96,6 +97,30 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
         }
     }
     Ok(())
+}
+
+/// The text with every `ENTRYPOINT []` and `CMD []` line emptied (line numbers
+/// kept). Docker accepts an empty exec form (it clears the inherited value); the
+/// parser does not, and no rule looks at either instruction.
+fn without_empty_exec_forms(text: &str) -> std::borrow::Cow<'_, str> {
+    let empty_exec_form = |line: &str| {
+        let mut words = line.trim().splitn(2, char::is_whitespace);
+        let instruction = words.next().unwrap_or_default();
+        let arguments = words
+            .next()
+            .unwrap_or_default()
+            .replace(char::is_whitespace, "");
+        (instruction.eq_ignore_ascii_case("ENTRYPOINT") || instruction.eq_ignore_ascii_case("CMD"))
+            && arguments == "[]"
+    };
+    if !text.lines().any(empty_exec_form) {
+        return text.into();
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| if empty_exec_form(line) { "" } else { line })
+        .collect();
+    lines.join("\n").into()
 }
 
 fn check_run_flags(
@@ -211,6 +236,11 @@ mod tests {
             None
         );
         assert_eq!(rule("FROM alpine\nRUN <<EOF\necho heredoc\nEOF\n"), None);
+        assert_eq!(
+            rule("FROM python:3.12\nENTRYPOINT []\ncmd [ ]\nRUN --network=host x\n"),
+            Some("run_network_host"),
+            "an empty exec form clears the inherited value and is checked past"
+        );
         assert_eq!(
             rule("FROM alpine\nRUN [\"/bin/sh\", \"-c\", \"echo json form\"]\n"),
             None
