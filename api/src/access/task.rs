@@ -113,12 +113,22 @@ pub struct TaskVersion {
 
 impl TaskVersion {
     /// A version of the caller's company that a run may pin: 404 when unknown, of
-    /// another company or a draft; 409 when it cannot run.
+    /// another company, or a draft the caller may not see (only the task's owners
+    /// see drafts); 409 `version_not_runnable` when the caller sees it but it
+    /// cannot run (a draft its owner names, an archived version).
     pub async fn runnable(caller: &Caller, id: Uuid) -> ApiResult<VersionRow> {
-        let (version, _) = query::version_with_task(caller.pool(), caller.principal.company_id, id)
-            .await?
-            .filter(|(v, _)| v.state != TaskVersionState::Draft)
-            .ok_or(ApiError::NotFound)?;
+        let (version, task) =
+            query::version_with_task(caller.pool(), caller.principal.company_id, id)
+                .await?
+                .ok_or(ApiError::NotFound)?;
+        if version.state == TaskVersionState::Draft {
+            let owner = scope::manages(caller, task.owner_scope, Some(task.owner_id)).await?;
+            return Err(if owner {
+                not_runnable()
+            } else {
+                ApiError::NotFound
+            });
+        }
         require_runnable(&version)?;
         Ok(version)
     }

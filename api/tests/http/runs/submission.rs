@@ -237,6 +237,18 @@ async fn submissions_are_idempotent_validated_and_limited() {
         409,
         "retry_not_eligible",
     );
+    // A draft: its owner sees it and hears why it cannot run; others do not see it.
+    let fields = json!({"environment_version_id": ready, "startup_script": "",
+                        "work_script": "echo draft\n", "timeout_seconds": 60});
+    let (status, draft) = boss.post(&format!("/tasks/{task}/versions"), fields).await;
+    assert_eq!(status, 200, "{draft}");
+    let on_draft = json!({"task_version_id": draft["id"], "input": {"n": 1}});
+    assert_code(
+        &submit(&boss, &lab, "draft", on_draft.clone()).await,
+        409,
+        "version_not_runnable",
+    );
+    assert_eq!(submit(&member, &lab, "draft", on_draft).await.0, 404);
     let (status, _) = boss
         .post(
             &format!("/tasks/{task}/versions/{version}/archive"),
