@@ -25,6 +25,7 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn app(state: AppState) -> Router {
     let (router, mut openapi) = api_router(&state).split_for_parts();
     crate::openapi::refusals::add(&mut openapi);
+    crate::openapi::path_parameters::declare_all(&mut openapi);
     let router = router.route("/openapi.json", get(move || async move { Json(openapi) }));
     router.fallback(not_found).layer(
         ServiceBuilder::new()

@@ -1,6 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the route annotations. Tags follow spec
 //! section 9: a general tag plus one per area.
 
+pub mod path_parameters;
 pub mod refusals;
 
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};

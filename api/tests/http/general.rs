@@ -229,3 +229,72 @@ async fn health_and_metrics() {
     assert!(metrics.contains("sandbox_events_appended_total"));
     assert!(metrics.contains("sandbox_projection_lag_events"));
 }
+
+/// Every `"$ref"` string in a JSON tree.
+fn references(node: &serde_json::Value, out: &mut Vec<String>) {
+    match node {
+        serde_json::Value::Object(fields) => {
+            for (key, value) in fields {
+                match (key.as_str(), value) {
+                    ("$ref", serde_json::Value::String(target)) => out.push(target.clone()),
+                    _ => references(value, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|i| references(i, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn openapi_declares_every_path_parameter_and_defines_every_schema() {
+    let app = TestApp::spawn().await;
+    let (_, doc) = json(
+        app.request(Method::GET, "/openapi.json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let mut undeclared = Vec::new();
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        let names: Vec<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        for (method, operation) in operations.as_object().unwrap() {
+            let declared: Vec<&str> = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().unwrap())
+                .collect();
+            for name in &names {
+                if !declared.contains(name) {
+                    undeclared.push(format!("{method} {path}: {name}"));
+                }
+            }
+            for name in declared {
+                assert!(names.contains(&name), "{method} {path} declares {name}");
+            }
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "undeclared path parameters:\n{}",
+        undeclared.join("\n")
+    );
+    let mut targets = Vec::new();
+    references(&doc, &mut targets);
+    assert!(!targets.is_empty());
+    for target in targets {
+        let name = target
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("an unexpected reference {target}"));
+        assert!(
+            doc["components"]["schemas"][name].is_object(),
+            "{target} is referenced but not defined"
+        );
+    }
+}
