@@ -113,6 +113,18 @@ async fn bindings_pin_exact_versions_and_follow_their_task() {
         409,
         "version_not_runnable",
     );
+    // A draft: its owner hears why it cannot be pinned; a room manager does not see it.
+    let fields = json!({"environment_version_id": ready, "startup_script": "",
+                        "work_script": "echo draft\n", "timeout_seconds": 60});
+    let (status, draft) = boss.post(&format!("/tasks/{task}/versions"), fields).await;
+    assert_eq!(status, 200, "{draft}");
+    let on_draft = json!({"task_version_id": draft["id"]});
+    assert_code(
+        &boss.post(&accept, on_draft.clone()).await,
+        409,
+        "version_not_runnable",
+    );
+    assert_eq!(dm.post(&accept, on_draft).await.0, 404);
     let (status, back) = dm.post(&accept, json!({"task_version_id": v1})).await;
     assert_eq!(status, 200, "{back}");
     assert_eq!(back["authority_applicable"], true);

@@ -17,15 +17,19 @@ use projections::read_models::tasks::query as tasks;
 use uuid::Uuid;
 
 /// The pin of `version` (the newest published version by default) under `grant`:
-/// 404 for a version of another task or a draft, 409 for one that cannot run.
+/// 404 for a version of another task or a draft the caller may not see
+/// (`sees_drafts`: the task's owners), 409 for one that cannot run (a draft its
+/// owner names included).
 pub async fn pin(
     state: &AppState,
     task: Uuid,
     version: Option<Uuid>,
     grant: &GrantRow,
+    sees_drafts: bool,
 ) -> ApiResult<Pin> {
     let row = match tasks::pin_candidate(&state.pool, task, version).await? {
         Some(row) if row.state != TaskVersionState::Draft => row,
+        Some(_) if sees_drafts => return Err(not_runnable()),
         _ if version.is_none() => return Err(not_runnable()),
         _ => return Err(ApiError::NotFound),
     };
@@ -56,7 +60,7 @@ pub async fn enable(
 ) -> ApiResult<Uuid> {
     let task = Task::enableable(caller, task_id).await?;
     let grant = room.required_grant(caller, task_id).await?;
-    let pin = pin(&caller.state, task_id, version, &grant).await?;
+    let pin = pin(&caller.state, task_id, version, &grant, task.owner()).await?;
     let current = sharing::live_binding(caller.pool(), room.id, task_id).await?;
     let command = BindingCommand::Enable {
         chatroom_id: room.id,

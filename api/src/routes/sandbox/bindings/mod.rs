@@ -7,7 +7,7 @@ pub mod enablement;
 pub mod resolved;
 pub mod views;
 
-use crate::access::{Binding, Room};
+use crate::access::{Binding, Room, Task};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, OptionalJson};
 use crate::request::Caller;
@@ -116,11 +116,13 @@ async fn accept_version(
     let (binding, room) = Binding::changeable(&caller, binding_id).await?;
     let row = enabled(binding.row)?;
     let grant = room.required_grant(&caller, row.task_id).await?;
+    let sees_drafts = Task::read(&caller, row.task_id).await?.owner();
     let pin = pin(
         &caller.state,
         row.task_id,
         Some(body.task_version_id),
         &grant,
+        sees_drafts,
     )
     .await?;
     let command = BindingCommand::AcceptVersion {
