@@ -30,6 +30,15 @@ async fn run_history_is_filtered_by_visibility_and_archive_cancels_queued_runs()
     let (status, all) = boss.get("/runs").await;
     assert_eq!(status, 200, "{all}");
     assert_eq!(all["total"], 3);
+    // Newest first, each with its place in the company's queue (one query per page).
+    let positions: Vec<i64> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["queue_position"].as_i64().unwrap())
+        .collect();
+    assert_eq!(positions, [3, 2, 1]);
+    assert_eq!(all["items"][0]["id"], by_boss["id"]);
     let (_, mine) = member.get("/runs").await;
     assert_eq!(mine["total"], 2, "{mine}");
     let (_, own) = member.get("/runs?submitted_by_me=true").await;

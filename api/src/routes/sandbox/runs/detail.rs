@@ -10,35 +10,59 @@ use domain::secrets::resolve::SlotSources;
 use domain::wire::wire;
 use projections::read_models::runs::query::{self as runs, RunRow};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use uuid::Uuid;
 
-/// The queue position and ETA of a run: managed cloud counts the company's queued
-/// runs (no ETA); on-prem counts the executor queue (`starting` included) and
-/// estimates from the last 20 completed runs of the profile.
-async fn queue_facts(state: &AppState, row: &RunRow) -> ApiResult<(Option<i64>, Option<i64>)> {
+/// The queue positions and ETAs of runs, by id: managed cloud counts the company's
+/// queued runs (no ETA); on-prem counts the executor queue (`starting` included)
+/// and estimates from the last 20 completed runs of the profile. One query for
+/// every position of a page, one per resource profile for the means.
+async fn queue_facts(
+    state: &AppState,
+    rows: &[RunRow],
+) -> ApiResult<HashMap<Uuid, (Option<i64>, Option<i64>)>> {
     let onprem = state.deployment.provider == Provider::Onprem;
-    let waiting = match row.status {
-        RunStatus::Queued => true,
-        RunStatus::Starting => onprem,
-        _ => false,
-    };
-    if !waiting {
-        return Ok((None, None));
-    }
-    let position = runs::queue_position(&state.pool, row, onprem).await?;
-    if !onprem {
-        return Ok((Some(position), None));
-    }
-    let mean = runs::mean_duration(&state.pool, &row.resource_profile).await?;
+    let waiting: Vec<&RunRow> = rows
+        .iter()
+        .filter(|row| match row.status {
+            RunStatus::Queued => true,
+            RunStatus::Starting => onprem,
+            _ => false,
+        })
+        .collect();
+    let positions = runs::queue_positions(&state.pool, &waiting, onprem).await?;
     let slots = state.builder.run_slots.max(1) as i64;
-    let eta = mean.map(|mean| ((position + slots - 1) / slots) * mean.ceil() as i64);
-    Ok((Some(position), eta))
+    let mut means: HashMap<&str, Option<f64>> = HashMap::new();
+    let mut facts = HashMap::new();
+    for row in waiting {
+        let Some(position) = positions.get(&row.id).copied() else {
+            continue;
+        };
+        let eta = if onprem {
+            let profile = row.resource_profile.as_str();
+            let mean = match means.get(profile) {
+                Some(mean) => *mean,
+                None => {
+                    let mean = runs::mean_duration(&state.pool, profile).await?;
+                    means.insert(profile, mean);
+                    mean
+                }
+            };
+            mean.map(|mean| ((position + slots - 1) / slots) * mean.ceil() as i64)
+        } else {
+            None
+        };
+        facts.insert(row.id, (Some(position), eta));
+    }
+    Ok(facts)
 }
 
-/// The detail of a run.
-pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetailResponse> {
-    let (queue_position, eta_seconds) = queue_facts(state, &row).await?;
-    Ok(SandboxRunDetailResponse {
+/// The detail of a run, with its queue facts.
+fn render(
+    row: RunRow,
+    (queue_position, eta_seconds): (Option<i64>, Option<i64>),
+) -> SandboxRunDetailResponse {
+    SandboxRunDetailResponse {
         id: row.id,
         company_id: row.company_id,
         chatroom_id: row.chatroom_id,
@@ -59,7 +83,14 @@ pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetail
         queued_at: Some(row.queued_at),
         terminal_at: row.terminal_at,
         secret_slot_provenance: row.slot_sources.map(|sources| provenance(&sources)),
-    })
+    }
+}
+
+/// The detail of a run.
+pub async fn detail(state: &AppState, row: RunRow) -> ApiResult<SandboxRunDetailResponse> {
+    let mut facts = queue_facts(state, std::slice::from_ref(&row)).await?;
+    let own = facts.remove(&row.id).unwrap_or((None, None));
+    Ok(render(row, own))
 }
 
 /// `{slot: {resolved_via, consumer_scope}}`: whose value each slot used, masked
@@ -80,10 +111,15 @@ fn provenance(sources: &SlotSources) -> Value {
 
 /// A page of runs with their details, in order.
 pub async fn details(state: &AppState, page: Listed<RunRow>) -> ApiResult<SandboxRunListResponse> {
-    let mut items = Vec::with_capacity(page.items.len());
-    for row in page.items {
-        items.push(detail(state, row).await?);
-    }
+    let mut facts = queue_facts(state, &page.items).await?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|row| {
+            let own = facts.remove(&row.id).unwrap_or((None, None));
+            render(row, own)
+        })
+        .collect();
     Ok(SandboxRunListResponse {
         items,
         next_page_token: page.next_page_token,

@@ -13,6 +13,7 @@ mod objects;
 use domain::secrets::resolve::SlotSources;
 pub use history::*;
 pub use objects::*;
+use std::collections::HashMap;
 use uuid::Uuid;
 
 /// A run (`runs`), as the routes, the executor and the janitor read it.
@@ -142,26 +143,39 @@ pub async fn room_runs(
     .await
 }
 
-/// The run's place in its queue: on-prem the executor queue of every company
-/// (`queued` and `starting`), on managed cloud the company's queued runs.
-pub async fn queue_position(pool: &PgPool, run: &RunRow, onprem: bool) -> sqlx::Result<i64> {
+/// The places of runs in their queues, by run id, in one query: on-prem the
+/// executor queue of every company (`queued` and `starting`), on managed cloud the
+/// company's queued runs.
+pub async fn queue_positions(
+    pool: &PgPool,
+    runs: &[&RunRow],
+    onprem: bool,
+) -> sqlx::Result<HashMap<Uuid, i64>> {
+    if runs.is_empty() {
+        return Ok(HashMap::new());
+    }
     let statuses: &[RunStatus] = if onprem {
         &[RunStatus::Queued, RunStatus::Starting]
     } else {
         &[RunStatus::Queued]
     };
-    sqlx::query_scalar(
-        "SELECT count(*) FROM runs
-          WHERE ($1 OR company_id = $2) AND status = ANY($3)
-            AND (queued_at, id) <= ($4, $5)",
+    let ids: Vec<Uuid> = runs.iter().map(|r| r.id).collect();
+    let companies: Vec<Uuid> = runs.iter().map(|r| r.company_id).collect();
+    let queued_at: Vec<DateTime<Utc>> = runs.iter().map(|r| r.queued_at).collect();
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
+        "SELECT t.id, (SELECT count(*) FROM runs r
+                        WHERE ($1 OR r.company_id = t.company_id) AND r.status = ANY($2)
+                          AND (r.queued_at, r.id) <= (t.queued_at, t.id))
+           FROM unnest($3::uuid[], $4::uuid[], $5::timestamptz[]) AS t(id, company_id, queued_at)",
     )
     .bind(onprem)
-    .bind(run.company_id)
     .bind(statuses)
-    .bind(run.queued_at)
-    .bind(run.id)
-    .fetch_one(pool)
-    .await
+    .bind(&ids)
+    .bind(&companies)
+    .bind(&queued_at)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().collect())
 }
 
 /// Mean seconds of the last 20 completed runs of the profile (`None` without
