@@ -77,3 +77,56 @@ async fn fifty_concurrent_requests_with_one_key_create_one_record() {
     assert_eq!(fresh, 1, "exactly one request applied the write");
     assert_eq!(names(&t, &table).await, ["once"]);
 }
+
+#[tokio::test]
+async fn a_receipt_whose_first_request_died_is_finished_by_the_next() {
+    use cqrs_es::DomainEvent;
+    use cqrs_es::persist::SerializedEvent;
+    use domain::tables::callback_delivery::{CallbackOp, DeliveryEvent};
+    use projections::store::LogRepository;
+
+    let t = Tables::new().await;
+    let (table, _) = intake_table(&t).await;
+    let (token, secret) = mint(&t, &table, "create").await;
+    // The first request received the key and chose its record, then its server died
+    // before writing: only the receipt is in the log.
+    let body = json!({"op": "create", "data": {"name": "late"}, "idempotency_key": "k-1"});
+    let hashed = json!({"op": "create", "data": {"name": "late"}, "record_id": null, "idempotency_key": "k-1"});
+    let record_id = uuid::Uuid::new_v4();
+    let company = t.seed.company("acme");
+    let owner = format!("callback_token:{token}");
+    let delivery = domain::ids::idempotent_target(company, "callback", &owner, "k-1");
+    let received = DeliveryEvent::CallbackReceived {
+        token_id: token.parse().unwrap(),
+        key: "k-1".into(),
+        request_hash: api::idempotency::request_hash(&hashed),
+        op: CallbackOp::Create,
+        record_id,
+        received_at: chrono::Utc::now(),
+    };
+    let event = SerializedEvent::new(
+        delivery.to_string(),
+        1,
+        "callback_delivery".into(),
+        received.event_type(),
+        received.event_version(),
+        serde_json::to_value(&received).unwrap(),
+        json!({"time": chrono::Utc::now(), "request_id": "died"}),
+    );
+    LogRepository::new(t.app.db.pool.clone())
+        .append(&[event])
+        .await
+        .unwrap();
+    // The retry waits for the first request, then finishes its write: the record the
+    // receipt named, once.
+    let (status, finished) = write(&t, &token, &secret, body.clone()).await;
+    assert_eq!(status, 200, "{finished}");
+    assert_eq!(finished["record_id"], record_id.to_string());
+    assert_eq!(finished["replayed"], true);
+    let (status, again) = write(&t, &token, &secret, body).await;
+    assert_eq!(
+        (status, again["record_id"].clone()),
+        (200, json!(record_id.to_string()))
+    );
+    assert_eq!(names(&t, &table).await, ["late"]);
+}
