@@ -272,3 +272,36 @@ async fn failures_timeouts_and_cancels_end_in_their_classes() {
         (409, Some("not_cancellable"))
     );
 }
+
+#[tokio::test]
+async fn a_run_takes_the_resource_profile_of_its_environment_version() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let env = boss.environment("large").await;
+    let (status, uploaded) = boss
+        .upload(&env, crate::environments::busybox_context("", &[]))
+        .await;
+    assert_eq!(status, 200, "{uploaded}");
+    let (status, version) = boss
+        .post(
+            &format!("/environments/{env}/versions"),
+            json!({"owned_object_id": uploaded["owned_object_id"], "resource_profile": "large"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{version}");
+    let version = version["id"].as_str().unwrap().to_string();
+    let attempt = boss.build(&env, &version).await;
+    let built = boss
+        .finished(&env, &version, attempt["id"].as_str().unwrap())
+        .await;
+    assert_eq!(built["terminal_class"], "completed", "{built}");
+    let (_, task_version) = runnable(&boss, &version, "nproc\n", json!({})).await;
+    let body = json!({"task_version_id": task_version, "input": {}});
+    let (status, run) = submit(&member, &lab, "large", body).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["resource_profile"], "large");
+    let done = finished(&member, &lab, run["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["resource_profile"], "large");
+}

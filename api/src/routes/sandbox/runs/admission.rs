@@ -13,13 +13,14 @@ use crate::request::Caller;
 use crate::secrets::slots;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
-use domain::catalog::Provider;
+use domain::catalog::{Provider, ResourceProfile};
 use domain::error::Code;
 use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
 use domain::sharing::binding::SlotAssignment;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
 use domain::tasks::schema;
+use projections::read_models::environments::query as environments;
 use projections::read_models::runs::query as runs;
 use projections::read_models::tasks::VersionRow;
 use serde_json::{Value, json};
@@ -142,6 +143,20 @@ fn queue_full(limit: i64) -> ApiError {
         )
 }
 
+/// The run's resource profile: the one of the environment version the task version
+/// pins (it decides the run's CPU and memory limits, catalog `resource_profiles`).
+async fn resource_profile(caller: &Caller, version: &VersionRow) -> ApiResult<ResourceProfile> {
+    let pinned = version.contents.environment_version_id;
+    let (environment_version, _) = environments::version_with_environment(caller.pool(), pinned)
+        .await?
+        .ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!(
+                "the pinned environment version {pinned} is unknown"
+            ))
+        })?;
+    Ok(environment_version.resource_profile)
+}
+
 /// Checks the live share and the queue limits and queues the run (or replays it).
 pub async fn admit(
     caller: &Caller,
@@ -214,7 +229,7 @@ pub async fn admit(
         input_digest: input.object.digest.clone(),
         input: input.object.clone(),
         timeout_seconds,
-        resource_profile: "standard".into(),
+        resource_profile: resource_profile(caller, version).await?.as_str().into(),
         retry_of_run_id,
         request_hash,
         slot_sources,
