@@ -97,8 +97,9 @@ pub fn init_tracing(format: LogFormat) {
 }
 
 /// `sandbox-api serve`: resolves the database (starting the embedded cluster when
-/// `DATABASE_URL` is unset), migrates it, serves until SIGINT or SIGTERM, then stops
-/// the pump and the embedded cluster.
+/// `DATABASE_URL` is unset, or adopting it when a killed server left it running),
+/// migrates it, serves until SIGINT or SIGTERM, then stops the pump and the
+/// embedded cluster.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     init_tracing(config.log_format);
     let mut embedded = None;
@@ -116,8 +117,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         }
     };
     let result = run(&config, &url).await;
+    // The cluster belongs to the data directory: it is stopped whether this process
+    // started it or found it running (left by a server that was killed).
     if let Some(mut cluster) = embedded
-        && let Err(error) = cluster.stop().await
+        && let Err(error) = cluster.stop_any().await
     {
         tracing::error!(%error, "stopping the embedded PostgreSQL failed");
     }
