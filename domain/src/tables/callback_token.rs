@@ -7,7 +7,7 @@
 //! 404.
 
 use crate::AggregateExt;
-use crate::error::{Code, SpecError};
+use crate::tables::token_lifecycle::{TokenError, TokenLifecycle};
 use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -100,42 +100,15 @@ impl DomainEvent for CallbackTokenEvent {
     }
 }
 
-/// Refusals of callback token commands.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CallbackTokenError {
-    /// No such token under the named table.
-    #[error("Token not found")]
-    NotFound,
-    /// The id is taken.
-    #[error("the token exists already")]
-    Exists,
-}
-
-impl SpecError for CallbackTokenError {
-    fn code(&self) -> Code {
-        match self {
-            Self::NotFound => Code::NotFound,
-            Self::Exists => Code::AlreadyExists,
-        }
-    }
-}
-
 /// A callback token's lifecycle.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CallbackToken {
-    /// The token id, once minted.
-    pub token_id: Option<Uuid>,
-    /// The table, once minted.
-    pub table_id: Option<Uuid>,
-    /// Whether it is revoked.
-    pub revoked: bool,
-}
+pub struct CallbackToken(pub TokenLifecycle);
 
 impl Aggregate for CallbackToken {
     const TYPE: &'static str = "callback_token";
     type Command = CallbackTokenCommand;
     type Event = CallbackTokenEvent;
-    type Error = CallbackTokenError;
+    type Error = TokenError;
     type Services = ();
 
     async fn handle(
@@ -146,23 +119,13 @@ impl Aggregate for CallbackToken {
     ) -> Result<(), Self::Error> {
         let event = match command {
             CallbackTokenCommand::Mint(terms) => {
-                if self.table_id.is_some() {
-                    return Err(CallbackTokenError::Exists);
-                }
+                self.0.may_mint()?;
                 CallbackTokenEvent::CallbackTokenMinted(terms)
             }
-            CallbackTokenCommand::Revoke { table_id } => {
-                if self.table_id != Some(table_id) {
-                    return Err(CallbackTokenError::NotFound);
-                }
-                if self.revoked {
-                    return Ok(());
-                }
-                CallbackTokenEvent::CallbackTokenRevoked {
-                    token_id: self.token_id.unwrap_or_default(),
-                    table_id,
-                }
-            }
+            CallbackTokenCommand::Revoke { table_id } => match self.0.revocation(table_id)? {
+                Some(token_id) => CallbackTokenEvent::CallbackTokenRevoked { token_id, table_id },
+                None => return Ok(()),
+            },
         };
         sink.write(event, self).await;
         Ok(())
@@ -171,10 +134,9 @@ impl Aggregate for CallbackToken {
     fn apply(&mut self, event: Self::Event) {
         match event {
             CallbackTokenEvent::CallbackTokenMinted(terms) => {
-                self.token_id = Some(terms.token_id);
-                self.table_id = Some(terms.table_id);
+                self.0.minted(terms.token_id, terms.table_id)
             }
-            CallbackTokenEvent::CallbackTokenRevoked { .. } => self.revoked = true,
+            CallbackTokenEvent::CallbackTokenRevoked { .. } => self.0.revoked = true,
         }
     }
 }
@@ -211,7 +173,7 @@ mod tests {
         TestFramework::<CallbackToken>::with(())
             .given(vec![minted()])
             .when(revoke(9))
-            .then_expect_error(CallbackTokenError::NotFound);
+            .then_expect_error(TokenError::NotFound);
         TestFramework::<CallbackToken>::with(())
             .given(vec![minted()])
             .when(revoke(3))

@@ -20,6 +20,7 @@ pub mod query;
 pub mod record;
 pub mod scope;
 pub mod table;
+pub mod token_lifecycle;
 pub mod values;
 
 pub use error::TableError;

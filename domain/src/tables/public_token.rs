@@ -7,7 +7,7 @@
 //! Revocation is a flag: a revoked token stays listed and reads the uniform 404.
 
 use crate::AggregateExt;
-use crate::error::{Code, SpecError};
+use crate::tables::token_lifecycle::{TokenError, TokenLifecycle};
 use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -85,42 +85,15 @@ impl DomainEvent for PublicTokenEvent {
     }
 }
 
-/// Refusals of token commands.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PublicTokenError {
-    /// No such token under the named table.
-    #[error("Token not found")]
-    NotFound,
-    /// The id is taken.
-    #[error("the token exists already")]
-    Exists,
-}
-
-impl SpecError for PublicTokenError {
-    fn code(&self) -> Code {
-        match self {
-            Self::NotFound => Code::NotFound,
-            Self::Exists => Code::AlreadyExists,
-        }
-    }
-}
-
 /// A public read token's lifecycle.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PublicReadToken {
-    /// The token id, once minted.
-    pub token_id: Option<Uuid>,
-    /// The table, once minted.
-    pub table_id: Option<Uuid>,
-    /// Whether it is revoked.
-    pub revoked: bool,
-}
+pub struct PublicReadToken(pub TokenLifecycle);
 
 impl Aggregate for PublicReadToken {
     const TYPE: &'static str = "public_read_token";
     type Command = PublicTokenCommand;
     type Event = PublicTokenEvent;
-    type Error = PublicTokenError;
+    type Error = TokenError;
     type Services = ();
 
     async fn handle(
@@ -131,23 +104,13 @@ impl Aggregate for PublicReadToken {
     ) -> Result<(), Self::Error> {
         let event = match command {
             PublicTokenCommand::Mint(terms) => {
-                if self.table_id.is_some() {
-                    return Err(PublicTokenError::Exists);
-                }
+                self.0.may_mint()?;
                 PublicTokenEvent::PublicReadTokenMinted(terms)
             }
-            PublicTokenCommand::Revoke { table_id } => {
-                if self.table_id != Some(table_id) {
-                    return Err(PublicTokenError::NotFound);
-                }
-                if self.revoked {
-                    return Ok(());
-                }
-                PublicTokenEvent::PublicReadTokenRevoked {
-                    token_id: self.token_id.unwrap_or_default(),
-                    table_id,
-                }
-            }
+            PublicTokenCommand::Revoke { table_id } => match self.0.revocation(table_id)? {
+                Some(token_id) => PublicTokenEvent::PublicReadTokenRevoked { token_id, table_id },
+                None => return Ok(()),
+            },
         };
         sink.write(event, self).await;
         Ok(())
@@ -156,25 +119,18 @@ impl Aggregate for PublicReadToken {
     fn apply(&mut self, event: Self::Event) {
         match event {
             PublicTokenEvent::PublicReadTokenMinted(terms) => {
-                self.token_id = Some(terms.token_id);
-                self.table_id = Some(terms.table_id);
+                self.0.minted(terms.token_id, terms.table_id)
             }
-            PublicTokenEvent::PublicReadTokenRevoked { .. } => self.revoked = true,
+            PublicTokenEvent::PublicReadTokenRevoked { .. } => self.0.revoked = true,
         }
     }
 }
 
 impl AggregateExt for PublicReadToken {}
 
-/// Whether a token may still be read at `now` (not revoked, not expired).
-pub fn readable(revoked: bool, valid_until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
-    !revoked && valid_until.is_none_or(|until| now < until)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Duration;
     use cqrs_es::test::TestFramework;
 
     fn minted() -> PublicTokenEvent {
@@ -207,7 +163,7 @@ mod tests {
         TestFramework::<PublicReadToken>::with(())
             .given(vec![minted()])
             .when(revoke(9))
-            .then_expect_error(PublicTokenError::NotFound);
+            .then_expect_error(TokenError::NotFound);
         TestFramework::<PublicReadToken>::with(())
             .given(vec![minted()])
             .when(revoke(3))
@@ -216,14 +172,5 @@ mod tests {
             .given(vec![minted(), revoked])
             .when(revoke(3))
             .then_expect_events(vec![]);
-    }
-
-    #[test]
-    fn revoked_or_expired_tokens_are_not_readable() {
-        let now = Utc::now();
-        assert!(readable(false, None, now));
-        assert!(readable(false, Some(now + Duration::seconds(1)), now));
-        assert!(!readable(false, Some(now), now));
-        assert!(!readable(true, None, now));
     }
 }

@@ -14,7 +14,7 @@ use crate::throttle::Admission;
 use axum::http::{HeaderMap, HeaderValue, header};
 use chrono::{DateTime, Utc};
 use domain::error::Code;
-use domain::tables::public_token::readable;
+use domain::tables::token_lifecycle::readable;
 use hmac::{Hmac, Mac};
 use projections::read_models::public_tokens::callback::{self as tokens, CallbackTokenRow};
 use sha2::{Digest, Sha256};
