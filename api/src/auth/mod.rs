@@ -75,23 +75,36 @@ pub async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal,
 
 async fn from_jwt(state: &AppState, token: &str) -> Result<Principal, ApiError> {
     let claims = state.jwt.verify(token).ok_or(ApiError::Unauthenticated)?;
+    user_principal(state, claims.company_id, claims.sub, AuthMethod::Jwt)
+        .await?
+        .ok_or(ApiError::Unauthenticated)
+}
+
+/// The principal of a user of the company with its current role, acting through
+/// `method` (a login, or a callback token acting as its minting moderator); `None`
+/// when the user is not in the company.
+pub async fn user_principal(
+    state: &AppState,
+    company: Uuid,
+    user: Uuid,
+    method: AuthMethod,
+) -> Result<Option<Principal>, ApiError> {
     let role: Option<i32> =
         sqlx::query_scalar("SELECT role FROM users WHERE id = $1 AND company_id = $2")
-            .bind(claims.sub)
-            .bind(claims.company_id)
+            .bind(user)
+            .bind(company)
             .fetch_optional(&state.pool)
             .await?;
-    let role = role.ok_or(ApiError::Unauthenticated)?;
-    Ok(Principal {
-        company_id: claims.company_id,
+    Ok(role.map(|role| Principal {
+        company_id: company,
         principal_type: PrincipalType::User,
-        principal_id: claims.sub,
-        auth_method: AuthMethod::Jwt,
+        principal_id: user,
+        auth_method: method,
         role,
         api_key_scope: None,
         api_key_id: None,
         allowed_chatroom_ids: None,
-    })
+    }))
 }
 
 #[derive(sqlx::FromRow)]

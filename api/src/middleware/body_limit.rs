@@ -49,6 +49,24 @@ pub fn check(request: &Request, limit: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Reads a raw body of at most `limit` bytes: a declared length above it is refused
+/// before any byte is read, a longer body while it is read (413
+/// `body exceeds <limit> bytes`). For routes that must see the exact bytes (public
+/// queries, signed callbacks).
+pub async fn read_capped(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<axum::body::Bytes, ApiError> {
+    let too_large = || ApiError::code(Code::RequestTooLarge, format!("body exceeds {limit} bytes"));
+    if declared_length(headers)?.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())
+}
+
 /// Middleware form; the state is the route group's limit. Pair it with
 /// `DefaultBodyLimit::max` of the same size for bodies without a length.
 pub async fn guard(State(limit): State<usize>, request: Request, next: Next) -> Response {

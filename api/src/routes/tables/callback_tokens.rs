@@ -7,7 +7,7 @@
 use super::callback::CALLBACK_PREFIX;
 use super::columns::SuccessResponse;
 use super::gates::Operation;
-use super::public_tokens::{random_secret, random_token_id, rule};
+use super::public_tokens::{random_secret, random_token_id, revoke, rule};
 use super::scope::{Mount, open_table};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
@@ -169,17 +169,8 @@ async fn list_tokens(caller: Caller, mount: Mount) -> ApiResult<Json<CallbackTok
     params(("table_id" = Uuid, Path, description = "The table"), ("token_id" = Uuid, Path)),
     responses((status = 200, body = SuccessResponse)))]
 async fn revoke_token(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
-    let token_id = mount.uuid("token_id")?;
-    caller
-        .command::<CallbackToken>(
-            token_id,
-            CallbackTokenCommand::Revoke {
-                table_id: table.row.id,
-            },
-        )
-        .await?;
-    Ok(Json(SuccessResponse {
-        message: "Token revoked".into(),
-    }))
+    revoke::<CallbackToken>(&caller, &mount, |table_id| CallbackTokenCommand::Revoke {
+        table_id,
+    })
+    .await
 }

@@ -17,6 +17,7 @@ use crate::extract::ApiJson;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
+use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
@@ -26,12 +27,14 @@ use domain::tables::column::ColumnType;
 use domain::tables::policy::{self, Mode, Targets};
 use domain::tables::public_token::{PublicReadToken, PublicTokenCommand, PublicTokenTerms};
 use domain::tables::table::ViewDef;
+use domain::{AggregateExt, SpecError};
 use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};
 use projections::read_models::tables::query as tables;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -244,6 +247,26 @@ pub(super) fn random_token_id() -> Uuid {
     Uuid::from_bytes(bytes)
 }
 
+/// The secret of an `Authorization: Bearer <secret>` header.
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Whether `presented` is the secret whose SHA-256 (hex) a token keeps, compared
+/// as digests in constant time.
+pub(super) fn proves_secret(presented: &str, secret_sha256: &str) -> bool {
+    let Ok(expected) = hex::decode(secret_sha256) else {
+        return false;
+    };
+    Sha256::digest(presented.as_bytes())
+        .as_slice()
+        .ct_eq(&expected)
+        .into()
+}
+
 /// A 256-bit secret and the hash the log keeps of it.
 pub(super) fn random_secret() -> (String, String) {
     let mut bytes = [0u8; 32];
@@ -349,16 +372,27 @@ async fn list_tokens(caller: Caller, mount: Mount) -> ApiResult<Json<PublicReadT
     params(("table_id" = Uuid, Path, description = "The table"), ("token_id" = Uuid, Path)),
     responses((status = 200, body = SuccessResponse)))]
 async fn revoke_token(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
-    let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
+    revoke::<PublicReadToken>(&caller, &mount, |table_id| PublicTokenCommand::Revoke {
+        table_id,
+    })
+    .await
+}
+
+/// Revokes the `token_id` of the mount's table (moderators; either kind of token):
+/// the token stays listed and answers the uniform 404.
+pub(super) async fn revoke<A>(
+    caller: &Caller,
+    mount: &Mount,
+    command: impl FnOnce(Uuid) -> A::Command,
+) -> ApiResult<Json<SuccessResponse>>
+where
+    A: AggregateExt<Services = ()>,
+    A::Command: Clone,
+    A::Error: SpecError,
+{
+    let table = open_table(caller, mount, Operation::PublishTokens).await?;
     let token_id = mount.uuid("token_id")?;
-    caller
-        .command::<PublicReadToken>(
-            token_id,
-            PublicTokenCommand::Revoke {
-                table_id: table.row.id,
-            },
-        )
-        .await?;
+    caller.command::<A>(token_id, command(table.row.id)).await?;
     Ok(Json(SuccessResponse {
         message: "Token revoked".into(),
     }))

@@ -9,6 +9,7 @@
 //! id.
 
 use crate::error::{ApiError, ApiResult};
+use crate::routes::tables::public_tokens::{bearer, proves_secret};
 use crate::state::AppState;
 use crate::throttle::Admission;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -17,9 +18,8 @@ use domain::error::Code;
 use domain::tables::token_lifecycle::readable;
 use hmac::{Hmac, Mac};
 use projections::read_models::public_tokens::callback::{self as tokens, CallbackTokenRow};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use std::time::Instant;
-use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 /// How far a signature's timestamp may lie from the server's clock.
@@ -27,8 +27,8 @@ pub const CLOCK_TOLERANCE_SECONDS: i64 = 300;
 /// Requests per minute of one token (all its write requests).
 pub const CALLBACK_RPM: i64 = 60;
 
-/// The hex HMAC-SHA256 a client sends for `timestamp` and `body`, keyed with the
-/// raw bytes of the secret's SHA-256.
+/// The HMAC-SHA256 of `<timestamp>.<body>` keyed with the raw bytes of the
+/// secret's SHA-256 (a client sends it in hex).
 fn mac(secret_sha256: &[u8], timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret_sha256).expect("any key length");
     mac.update(timestamp.as_bytes());
@@ -48,15 +48,12 @@ fn carries_credentials(
     body: &[u8],
     now: DateTime<Utc>,
 ) -> bool {
+    if let Some(presented) = bearer(headers) {
+        return proves_secret(presented, secret_sha256);
+    }
     let Ok(key) = hex::decode(secret_sha256) else {
         return false;
     };
-    if let Some(presented) =
-        header(headers, header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "))
-    {
-        let digest = Sha256::digest(presented.as_bytes());
-        return digest.as_slice().ct_eq(&key).into();
-    }
     let (Some(timestamp), Some(sent)) = (
         header(headers, "x-callback-timestamp"),
         header(headers, "x-callback-signature"),

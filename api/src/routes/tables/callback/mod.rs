@@ -20,17 +20,18 @@ use super::public_read::query::invalid_body;
 use super::records;
 use super::scope::{Mount, OpenTable, open_table_id};
 use crate::access::INSUFFICIENT;
+use crate::auth::user_principal;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{IdempotencyKey, request_hash};
-use crate::middleware::body_limit::declared_length;
+use crate::middleware::body_limit::read_capped;
 use crate::request::{Caller, Context};
 use crate::state::AppState;
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use domain::error::Code;
-use domain::principal::{AuthMethod, Principal, PrincipalType};
+use domain::principal::AuthMethod;
 use domain::tables::callback_delivery::CallbackOp;
 use domain::tables::callback_token::AllowedOps;
 use domain::tables::column::{ColumnType, is_column_key};
@@ -120,23 +121,6 @@ pub struct CallbackFormSchema {
     pub columns: Vec<PublicColumnInfo>,
 }
 
-fn too_large() -> ApiError {
-    ApiError::code(
-        Code::RequestTooLarge,
-        format!("body exceeds {MAX_CALLBACK_BODY} bytes"),
-    )
-}
-
-/// The raw body, refused above [`MAX_CALLBACK_BODY`] before it is read.
-async fn raw_body(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
-    if declared_length(headers)?.is_some_and(|length| length > MAX_CALLBACK_BODY as u64) {
-        return Err(too_large());
-    }
-    axum::body::to_bytes(body, MAX_CALLBACK_BODY)
-        .await
-        .map_err(|_| too_large())
-}
-
 /// The token's table opened as the moderator who minted the token, for
 /// `operation`. A deleted table is the uniform 404; a table governed by a channel
 /// policy is refused (a callback has no room to write from).
@@ -160,22 +144,14 @@ async fn open_as_moderator(
         .strip_prefix("user:")
         .and_then(|id| Uuid::parse_str(id).ok())
         .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
-    let role: Option<i32> =
-        sqlx::query_scalar("SELECT role FROM users WHERE id = $1 AND company_id = $2")
-            .bind(moderator)
-            .bind(token.company_id)
-            .fetch_optional(&state.pool)
-            .await?;
-    let principal = Principal {
-        company_id: token.company_id,
-        principal_type: PrincipalType::User,
-        principal_id: moderator,
-        auth_method: AuthMethod::CallbackToken,
-        role: role.ok_or(ApiError::Forbidden(INSUFFICIENT))?,
-        api_key_scope: None,
-        api_key_id: None,
-        allowed_chatroom_ids: None,
-    };
+    let principal = user_principal(
+        state,
+        token.company_id,
+        moderator,
+        AuthMethod::CallbackToken,
+    )
+    .await?
+    .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
     let caller = Caller {
         state: state.clone(),
         ctx,
@@ -206,9 +182,7 @@ fn target(token: &CallbackTokenRow, write: &CallbackWriteBody) -> ApiResult<(Uui
             None => Ok((Uuid::new_v4(), Operation::InsertRows)),
         },
         CallbackOp::Update => {
-            let updates = serde_json::from_value::<AllowedOps>(token.allowed_ops.clone().into())
-                .is_ok_and(AllowedOps::updates);
-            if !updates {
+            if token.allowed_ops != AllowedOps::CreateUpdate.as_str() {
                 return Err(ApiError::code(
                     Code::CallbackOpNotAllowed,
                     "this callback token may only create records",
@@ -238,7 +212,7 @@ async fn callback_write(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Json<CallbackWriteResult>> {
-    let bytes = raw_body(&headers, body).await?;
+    let bytes = read_capped(&headers, body, MAX_CALLBACK_BODY).await?;
     let token = credentials::authenticate(&state, &token_id, &headers, &bytes).await?;
     credentials::admit(&state, &token)?;
     let write: CallbackWriteBody = serde_json::from_slice(&bytes).map_err(invalid_body)?;

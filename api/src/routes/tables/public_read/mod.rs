@@ -13,7 +13,7 @@ pub mod query;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::middleware::body_limit::declared_length;
+use crate::middleware::body_limit::read_capped;
 use crate::routes::tables::records::window;
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
@@ -21,7 +21,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use domain::error::Code;
 use domain::tables::query::resolve_filter;
 use projections::read_models::tables::read::{RecordRow, Selection};
 use published::Published;
@@ -246,13 +245,6 @@ async fn public_record(
     .await
 }
 
-fn too_large() -> ApiError {
-    ApiError::code(
-        Code::RequestTooLarge,
-        format!("body exceeds {MAX_QUERY_BODY} bytes"),
-    )
-}
-
 /// Filters, searches and sorts the published rows (tokens with `allow_query`).
 #[utoipa::path(post, path = "/public/module/custom_tables/read/{token_id}/query", tag = "custom_tables_public",
     params(("token_id" = String, Path)), request_body = PublicQueryRequest,
@@ -263,12 +255,7 @@ async fn public_query(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    if declared_length(&headers)?.is_some_and(|length| length > MAX_QUERY_BODY as u64) {
-        return Err(too_large());
-    }
-    let bytes = axum::body::to_bytes(body, MAX_QUERY_BODY)
-        .await
-        .map_err(|_| too_large())?;
+    let bytes = read_capped(&headers, body, MAX_QUERY_BODY).await?;
     let request = format!("query {}", hex::encode(Sha256::digest(&bytes)));
     answer(&state, &token_id, &headers, request, async |published| {
         if !published.token.allow_query {

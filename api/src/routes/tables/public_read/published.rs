@@ -9,7 +9,7 @@
 
 use crate::answer_cache::Schema;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::tables::public_tokens::never_published;
+use crate::routes::tables::public_tokens::{bearer, never_published, proves_secret};
 use crate::state::AppState;
 use crate::throttle::Admission;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -23,10 +23,8 @@ use domain::tables::token_lifecycle::readable;
 use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};
 use projections::read_models::tables::query::{self as tables, TableRow};
 use projections::read_models::tables::read::{Selection, TableHandle};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
-use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 /// What a token publishes.
@@ -74,22 +72,10 @@ impl Published {
     }
 }
 
-/// Whether the request carries the token's secret (`Authorization: Bearer`),
-/// compared as SHA-256 digests in constant time.
+/// Whether the request carries the token's secret (`Authorization: Bearer`).
 fn carries_secret(headers: &HeaderMap, secret_sha256: Option<&str>) -> bool {
-    let Some(expected) = secret_sha256 else {
-        return false;
-    };
-    let Ok(expected) = hex::decode(expected) else {
-        return false;
-    };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    let digest = Sha256::digest(presented.as_bytes());
-    digest.as_slice().ct_eq(&expected).into()
+    secret_sha256
+        .is_some_and(|expected| proves_secret(bearer(headers).unwrap_or_default(), expected))
 }
 
 /// Whether a filter tree uses a clock token.
