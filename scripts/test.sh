@@ -32,6 +32,13 @@ sandboxctl="${CARGO_TARGET_DIR:-target}/debug/sandboxctl"
 cluster=$(mktemp -d /tmp/sandbox-test-XXXXXX)
 chmod 755 "$cluster"
 stop_cluster() {
+  status=$?
+  if [ "$status" != 0 ] && [ -f "$cluster/postgres/postgres.log" ]; then
+    # A failing run shows what the database said last, and how much disk was left.
+    echo "--- the test cluster's log (last 40 lines) ---" >&2
+    tail -n 40 "$cluster/postgres/postgres.log" >&2 || true
+    df -h "$cluster" >&2 || true
+  fi
   "$sandboxctl" db cluster-stop "$cluster" >/dev/null 2>&1 || true
   rm -rf "$cluster"
 }
