@@ -258,6 +258,8 @@ codes! {
     OptionInUse = "option_in_use" => Conflict,
     /// Saved views use the column being deleted.
     ColumnUsedByView = "column_used_by_view" => Conflict,
+    /// Formula columns read the column being deleted or retyped.
+    ColumnUsedByComputedColumn = "column_used_by_computed_column" => Conflict,
     /// The column is the table's channel scope column.
     ColumnIsChannelScope = "column_is_channel_scope" => Conflict,
     /// A background migration holds the table.

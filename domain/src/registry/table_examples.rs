@@ -31,6 +31,7 @@ fn column(column_type: ColumnType) -> ColumnDef {
         max_file_bytes: None,
         target_table_id: None,
         cardinality: None,
+        formula: None,
     }
 }
 

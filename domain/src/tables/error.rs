@@ -49,6 +49,9 @@ pub enum TableError {
     /// Saved views filter, sort or project by the column being deleted.
     #[error("the column is used by view(s) {0:?}; change or delete them first")]
     ColumnInView(Vec<String>),
+    /// Computed columns read the column being deleted or retyped.
+    #[error("computed column(s) {0:?} depend on the column; delete them first")]
+    ColumnInComputed(Vec<String>),
     /// The column is the table's channel scope column.
     #[error("the column is the table's channel scope column; clear channel_scope_column first")]
     ChannelScopeColumn,
@@ -76,6 +79,7 @@ impl SpecError for TableError {
             Self::InvalidQuery(_) => Code::InvalidQuery,
             Self::OptionInUse { .. } => Code::OptionInUse,
             Self::ColumnInView(_) => Code::ColumnUsedByView,
+            Self::ColumnInComputed(_) => Code::ColumnUsedByComputedColumn,
             Self::ChannelScopeColumn => Code::ColumnIsChannelScope,
             Self::MigrationInProgress(_) => Code::TableLocked,
             Self::NotFound(_) => Code::NotFound,
@@ -93,6 +97,10 @@ impl SpecError for TableError {
             }
             Self::MigrationInProgress(id) => vec![("migration_id", id.to_string().into())],
             Self::DefaultNeeded(count) => vec![("records", (*count).into())],
+            Self::ColumnInComputed(columns) => vec![
+                ("usage_count", columns.len().into()),
+                ("columns", columns.clone().into()),
+            ],
             _ => Vec::new(),
         }
     }

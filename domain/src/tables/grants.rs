@@ -187,6 +187,7 @@ mod tests {
             max_file_bytes: None,
             target_table_id: None,
             cardinality: None,
+            formula: None,
         }]
     }
 

@@ -13,6 +13,7 @@ pub mod callback_delivery;
 pub mod callback_token;
 pub mod column;
 pub mod error;
+pub mod formula;
 pub mod grants;
 pub mod policy;
 pub mod public_token;

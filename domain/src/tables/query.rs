@@ -89,7 +89,7 @@ impl Field {
     /// The type values of the field have.
     pub fn value_type(&self) -> ColumnType {
         match self {
-            Self::Column(c) => c.column_type,
+            Self::Column(c) => c.value_type(),
             Self::Id => ColumnType::User,
             Self::CreatedAt | Self::UpdatedAt => ColumnType::Datetime,
             Self::CreatedBy => ColumnType::String,
@@ -168,7 +168,7 @@ pub fn field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError
         .iter()
         .find(|c| c.key == reference)
         .or_else(|| columns.iter().find(|c| c.name == reference))
-        .filter(|c| c.column_type.is_stored())
+        .filter(|c| c.is_readable())
         .map(|c| Field::Column(Box::new(c.clone())))
         .ok_or_else(|| {
             TableError::InvalidQuery(format!(
@@ -375,11 +375,12 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
     }
     let column = match field {
         Field::Column(c) => ColumnDef {
-            column_type: match c.column_type {
+            column_type: match c.value_type() {
                 ColumnType::Select => ColumnType::String,
                 other => other,
             },
             max_length: None,
+            formula: None,
             ..(**c).clone()
         },
         other => ColumnDef {
@@ -396,6 +397,7 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
             max_file_bytes: None,
             target_table_id: None,
             cardinality: None,
+            formula: None,
         },
     };
     values::normalize(&column, value, &mut Vec::new())

@@ -12,6 +12,7 @@ use chrono::Utc;
 use domain::principal::{Principal, PrincipalType};
 use domain::tables::access::{self, Candidates, Source, both, own_rows};
 use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::formula;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use domain::tables::policy::{self, Mode, Targets, Tokens};
 use domain::tables::query::Condition;
@@ -145,7 +146,7 @@ pub struct Access {
     pub edit_mode: EditMode,
     /// The row policy of the deciding grant(s).
     pub row_filter: Option<Value>,
-    /// Internal keys of the hidden columns.
+    /// Internal keys of the hidden columns and of the formulas that read one.
     pub hidden: Vec<String>,
     /// Rooms whose grants were folded.
     pub rooms: Vec<Uuid>,
@@ -362,7 +363,7 @@ pub fn resolve(
         read_mode: resolved.read_mode(),
         edit_mode: resolved.edit_mode(),
         row_filter: resolved.row_filter(),
-        hidden: resolved.hidden(),
+        hidden: formula::with_dependents(columns, resolved.hidden()),
         rooms: resolved.rooms.clone(),
         floor,
     }

@@ -44,18 +44,27 @@ fn invalid(column: &ColumnDef, message: impl Into<String>) -> ApiError {
     })
 }
 
-/// Finds the column a data key names (internal key or display name).
+/// Finds the stored column a data key names (internal key or display name).
 fn column_of<'a>(columns: &'a [ColumnDef], reference: &str) -> ApiResult<&'a ColumnDef> {
-    columns
+    let column = columns
         .iter()
         .find(|c| c.key == reference)
         .or_else(|| columns.iter().find(|c| c.name == reference))
-        .filter(|c| c.column_type.is_stored())
         .ok_or_else(|| {
             ApiError::from(TableError::InvalidQuery(format!(
                 "Column '{reference}' does not exist in table schema"
             )))
-        })
+        })?;
+    if !column.column_type.is_stored() {
+        return Err(invalid(
+            column,
+            format!(
+                "{} columns are computed and cannot be written",
+                column.column_type.as_str()
+            ),
+        ));
+    }
+    Ok(column)
 }
 
 /// Validates the cells of a write. A create gets defaults for absent columns and

@@ -227,8 +227,14 @@ pub struct ColumnResponse {
 }
 
 impl ColumnResponse {
-    /// The response form of a column.
-    pub fn of(c: &ColumnDef, created_at: DateTime<Utc>, updated_at: DateTime<Utc>) -> Self {
+    /// The response form of a column of a table with these columns (a formula
+    /// names the columns it reads by their current display names).
+    pub fn of(
+        c: &ColumnDef,
+        columns: &[ColumnDef],
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    ) -> Self {
         Self {
             id: c.key.clone(),
             name: c.name.clone(),
@@ -249,7 +255,7 @@ impl ColumnResponse {
             target_column: None,
             match_pairs: None,
             filter: None,
-            expression: None,
+            expression: c.formula.as_ref().map(|f| f.expr.render(columns)),
             options: c.options.clone(),
             allowed_mime_types: c.allowed_mime_types.clone(),
             max_count: c.max_count,

@@ -16,6 +16,7 @@ use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, LinkFacts, build_column};
 use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
+use projections::read_models::tables::read::Selection;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -44,6 +45,9 @@ pub struct SuccessResponse {
     pub message: String,
 }
 
+/// Records a column preview samples (spec section 8).
+const PREVIEW_SAMPLE: i64 = 5;
+
 type Times = HashMap<String, (DateTime<Utc>, DateTime<Utc>)>;
 
 async fn times(state: &AppState, table_id: Uuid) -> ApiResult<Times> {
@@ -56,9 +60,14 @@ async fn times(state: &AppState, table_id: Uuid) -> ApiResult<Times> {
     Ok(rows.into_iter().map(|(k, c, u)| (k, (c, u))).collect())
 }
 
-fn respond(column: &ColumnDef, times: &Times, now: DateTime<Utc>) -> ColumnResponse {
+fn respond(
+    column: &ColumnDef,
+    columns: &[ColumnDef],
+    times: &Times,
+    now: DateTime<Utc>,
+) -> ColumnResponse {
     let (created, updated) = times.get(&column.key).copied().unwrap_or((now, now));
-    ColumnResponse::of(column, created, updated)
+    ColumnResponse::of(column, columns, created, updated)
 }
 
 /// A fresh internal key.
@@ -100,7 +109,7 @@ async fn list_columns(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<Column
         table
             .columns
             .iter()
-            .map(|c| respond(c, &times, now))
+            .map(|c| respond(c, &table.all_columns, &times, now))
             .collect(),
     ))
 }
@@ -163,7 +172,7 @@ async fn create_column(
     };
     let times = times(&caller.state, table.row.id).await?;
     Ok(Json(ColumnCreateResponse {
-        column: respond(&column, &times, caller.ctx.time),
+        column: respond(&column, &table.all_columns, &times, caller.ctx.time),
         migration_info,
     }))
 }
@@ -189,20 +198,14 @@ async fn preview_column(
         scope: table.scope,
         room_department: table.room_department,
     };
-    let built = build_column(
-        "col_preview".into(),
-        body.spec(),
-        &table.columns,
-        &placement,
-        link,
-    )
-    .and_then(|c| {
-        if c.required && c.default_value.is_none() && table.row.record_count > 0 {
-            Err(TableError::DefaultNeeded(table.row.record_count))
-        } else {
-            Ok(c)
-        }
-    });
+    let built =
+        build_column(new_key(), body.spec(), &table.columns, &placement, link).and_then(|c| {
+            if c.required && c.default_value.is_none() && table.row.record_count > 0 {
+                Err(TableError::DefaultNeeded(table.row.record_count))
+            } else {
+                Ok(c)
+            }
+        });
     let column = match built {
         Ok(column) => column,
         Err(error) => {
@@ -229,6 +232,7 @@ async fn preview_column(
     };
     let mut normalized = serde_json::to_value(ColumnResponse::of(
         &column,
+        &table.all_columns,
         caller.ctx.time,
         caller.ctx.time,
     ))
@@ -237,20 +241,7 @@ async fn preview_column(
     if let Some(target) = column.target_table_id {
         normalized["target_table"] = target_summary(&table, target).await?;
     }
-    let fill = column.default_value.clone().unwrap_or(Value::Null);
-    let ids: Vec<Uuid> = sqlx::query_scalar(&format!(
-        "SELECT id FROM {} ORDER BY created_at, id LIMIT 5",
-        projections::read_models::tables::table_name(table.row.id)
-    ))
-    .fetch_all(caller.pool())
-    .await?;
-    let sample = ids
-        .into_iter()
-        .map(|record_id| ColumnPreviewSample {
-            record_id,
-            value: fill.clone(),
-        })
-        .collect();
+    let sample = sample(&table, &column).await?;
     Ok(Json(ColumnPreviewResponse {
         valid: true,
         errors: Vec::new(),
@@ -267,6 +258,44 @@ async fn preview_column(
         normalized: Some(normalized),
         sample,
     }))
+}
+
+/// The value the column would show in the first records the caller sees: a
+/// formula computed by the same query that reads records, a stored column its
+/// default.
+async fn sample(table: &OpenTable, column: &ColumnDef) -> ApiResult<Vec<ColumnPreviewSample>> {
+    let mut handle = table.handle();
+    // A stored column has no physical column yet: the page reads ids only.
+    let mut projection = Vec::new();
+    if column.formula.is_some() {
+        handle.columns.push(column.clone());
+        projection.push(column.key.clone());
+    }
+    let selection = Selection {
+        projection: Some(projection),
+        limit: Some(PREVIEW_SAMPLE),
+        ..table.selection()
+    };
+    let rows = handle
+        .page(table.caller.pool(), &selection)
+        .await
+        .map_err(ApiError::Internal)?;
+    let fill = column.default_value.clone().unwrap_or(Value::Null);
+    Ok(rows
+        .into_iter()
+        .map(|row| ColumnPreviewSample {
+            record_id: row.id,
+            value: match &column.formula {
+                Some(_) => row
+                    .cells
+                    .into_iter()
+                    .next()
+                    .map(|(_, v)| v)
+                    .unwrap_or_default(),
+                None => fill.clone(),
+            },
+        })
+        .collect())
 }
 
 /// The link target as the caller may see it: `restricted` when its scope is not
@@ -366,7 +395,7 @@ async fn change_column(
         .ok_or(ApiError::NotFound)?;
     let times = times(state, table.row.id).await?;
     Ok(Json(ColumnUpdateResponse {
-        column: respond(&column, &times, caller.ctx.time),
+        column: respond(&column, &committed.state.columns, &times, caller.ctx.time),
         migration_info,
     }))
 }

@@ -163,9 +163,12 @@ fn not_publishable(message: String) -> ApiError {
 }
 
 /// Whether a column type is never published (spec: attachment, link, rollup and
-/// lookup are always stripped; formula values are not stored).
+/// lookup are always stripped; a formula is published with the columns it reads).
 pub fn never_published(column_type: ColumnType) -> bool {
-    column_type.is_computed() || column_type == ColumnType::Attachment
+    matches!(
+        column_type,
+        ColumnType::Link | ColumnType::Rollup | ColumnType::Lookup | ColumnType::Attachment
+    )
 }
 
 /// Refuses a view that filters or sorts on a link, rollup, lookup or formula column,

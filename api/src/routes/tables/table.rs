@@ -228,12 +228,12 @@ pub async fn present(
                 None if a.reads() => t.row.record_count,
                 None => 0,
             };
-            let visible = columns
-                .remove(&t.row.id)
-                .unwrap_or_default()
-                .into_iter()
+            let all = columns.remove(&t.row.id).unwrap_or_default();
+            let defs: Vec<ColumnDef> = all.iter().map(|(d, ..)| d.clone()).collect();
+            let visible = all
+                .iter()
                 .filter(|(d, ..)| !a.hidden.contains(&d.key))
-                .map(|(d, created, updated)| ColumnResponse::of(&d, created, updated))
+                .map(|(d, created, updated)| ColumnResponse::of(d, &defs, *created, *updated))
                 .collect();
             let mut row = t.row;
             row.channel_scope_column = row

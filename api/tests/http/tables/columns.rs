@@ -41,8 +41,8 @@ async fn column_create_rules() {
     refused(
         &t,
         &table,
-        json!({"name": "f", "type": "formula", "expression": "1+1"}),
-        "column_type_unsupported",
+        json!({"name": "f", "type": "formula", "expression": "1 +"}),
+        invalid,
     )
     .await;
     refused(

@@ -5,6 +5,7 @@ mod channels;
 mod columns;
 mod coverage;
 mod fixture;
+mod formulas;
 mod grant_refusals;
 mod matrix;
 mod migrations;

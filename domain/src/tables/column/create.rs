@@ -5,6 +5,7 @@ use super::{
     OPTIONS,
 };
 use crate::tables::TableError;
+use crate::tables::formula::Formula;
 use crate::tables::scope::{Placement, ScopeRef, may_link};
 use crate::tables::values;
 use serde_json::Value;
@@ -224,9 +225,20 @@ pub fn build_column(
             &names,
         )?;
     }
-    if !t.is_stored() {
+    let formula = if t == T::Formula {
+        let expression = spec
+            .computed_fields
+            .get("expression")
+            .and_then(Value::as_str)
+            .ok_or_else(|| TableError::config("expression is required for formula columns"))?;
+        Some(Box::new(
+            Formula::build(expression, existing).map_err(TableError::ColumnConfig)?,
+        ))
+    } else if !t.is_stored() {
         return Err(TableError::TypeUnsupported(t.as_str()));
-    }
+    } else {
+        None
+    };
     if let Some(n) = spec.max_length
         && !(1..=MAX_LENGTH).contains(&n)
     {
@@ -287,6 +299,7 @@ pub fn build_column(
         max_file_bytes: spec.max_file_bytes,
         target_table_id: spec.target_table_id,
         cardinality,
+        formula,
     };
     column.default_value = normalize_default(&column, spec.default_value)?;
     Ok(column)

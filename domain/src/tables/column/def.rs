@@ -1,6 +1,7 @@
 //! The stored definition of a column.
 
 use super::ColumnType;
+use crate::tables::formula::Formula;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -45,6 +46,9 @@ pub struct ColumnDef {
     pub target_table_id: Option<Uuid>,
     /// Link cardinality (immutable).
     pub cardinality: Option<Cardinality>,
+    /// A formula column's resolved expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formula: Option<Box<Formula>>,
 }
 
 /// Whether a string is an internal column key (`col_` and 1 to 32 lowercase hex
@@ -62,6 +66,20 @@ impl ColumnDef {
     /// Link cardinality, defaulting to many.
     pub fn link_cardinality(&self) -> Cardinality {
         self.cardinality.unwrap_or(Cardinality::Many)
+    }
+
+    /// The type its values read as: a formula's result type, else its own.
+    pub fn value_type(&self) -> ColumnType {
+        match &self.formula {
+            Some(formula) => formula.kind.column_type(),
+            None => self.column_type,
+        }
+    }
+
+    /// Whether records show a value of it: stored columns and formulas (rollups and
+    /// lookups are not built yet).
+    pub fn is_readable(&self) -> bool {
+        self.column_type.is_stored() || self.formula.is_some()
     }
 
     /// Whether `reference` names this column (internal key or display name).

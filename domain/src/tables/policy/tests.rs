@@ -17,6 +17,7 @@ fn column(key: &str, t: ColumnType, target: Option<Uuid>) -> ColumnDef {
         max_file_bytes: None,
         target_table_id: target,
         cardinality: None,
+        formula: None,
     }
 }
 

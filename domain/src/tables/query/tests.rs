@@ -17,6 +17,7 @@ fn column(key: &str, name: &str, t: ColumnType) -> ColumnDef {
         max_file_bytes: None,
         target_table_id: Some(uuid::Uuid::nil()),
         cardinality: Some(Cardinality::Many),
+        formula: None,
     }
 }
 

@@ -5,6 +5,7 @@ use super::events::{MigrationInfo, TableEvent};
 use super::views::ViewDef;
 use crate::AggregateExt;
 use crate::tables::column::{self, ColumnDef};
+use crate::tables::formula;
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::scope::{Placement, ScopeKind, ScopeRef};
 use crate::tables::{BACKGROUND_THRESHOLD, TableError};
@@ -92,6 +93,16 @@ impl CustomTable {
         match self.migration {
             Some(migration) => Err(TableError::MigrationInProgress(migration)),
             None => Ok(id),
+        }
+    }
+
+    /// Refuses to delete or retype a column that formula columns read.
+    fn refuse_dependents(&self, key: &str) -> Result<(), TableError> {
+        let dependents = formula::dependents(&self.columns, key);
+        if dependents.is_empty() {
+            Ok(())
+        } else {
+            Err(TableError::ColumnInComputed(dependents))
         }
     }
 
@@ -201,6 +212,7 @@ impl CustomTable {
                 }
                 let mut events = Vec::new();
                 if updated.type_change.is_some() {
+                    self.refuse_dependents(&key)?;
                     events.push(E::ColumnTypeChanged {
                         table_id,
                         from: current.clone(),
@@ -242,6 +254,7 @@ impl CustomTable {
                 if self.channel_scope_column.as_deref() == Some(key.as_str()) {
                     return Err(TableError::ChannelScopeColumn);
                 }
+                self.refuse_dependents(&key)?;
                 vec![E::ColumnDeleted { table_id, key }]
             }
             TableCommand::CompleteMigration { migration_id } => {

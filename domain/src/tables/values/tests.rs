@@ -15,6 +15,7 @@ fn column(t: ColumnType) -> ColumnDef {
         max_file_bytes: Some(10),
         target_table_id: Some(Uuid::nil()),
         cardinality: Some(Cardinality::One),
+        formula: None,
     }
 }
 

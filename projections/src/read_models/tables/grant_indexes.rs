@@ -168,6 +168,7 @@ mod tests {
             max_file_bytes: None,
             target_table_id: None,
             cardinality: None,
+            formula: None,
         }
     }
 

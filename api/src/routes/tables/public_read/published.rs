@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use chrono::Utc;
 use domain::error::Code;
 use domain::tables::column::ColumnDef;
+use domain::tables::formula;
 use domain::tables::policy::{self, Mode, Targets, Tokens};
 use domain::tables::query::{self, Condition, Field, Order};
 use domain::tables::table::ViewDef;
@@ -157,7 +158,18 @@ pub async fn publish(
                 .as_ref()
                 .is_none_or(|keys| keys.contains(&c.key))
     };
-    let columns: Vec<ColumnDef> = all_columns.iter().filter(shown).cloned().collect();
+    let unshown = all_columns
+        .iter()
+        .filter(|c| !shown(c))
+        .map(|c| c.key.clone())
+        .collect();
+    // A formula is published only with every column it reads.
+    let unshown = formula::with_dependents(&all_columns, unshown);
+    let columns: Vec<ColumnDef> = all_columns
+        .iter()
+        .filter(|c| !unshown.contains(&c.key))
+        .cloned()
+        .collect();
     // A view that no longer resolves (a column it names was deleted or changed) is
     // stale: the token reads nothing.
     let stale = |_| ApiError::NotFound;

@@ -103,7 +103,14 @@ fn computed_columns_refuse_required_and_default() {
     let f = spec("F", ColumnType::Formula);
     assert_eq!(
         result(vec![created()], add(f, 0)),
-        Err(TableError::TypeUnsupported("formula"))
+        Err(TableError::config(
+            "expression is required for formula columns"
+        ))
+    );
+    let r = spec("R", ColumnType::Rollup);
+    assert_eq!(
+        result(vec![created()], add(r, 0)),
+        Err(TableError::TypeUnsupported("rollup"))
     );
 }
 

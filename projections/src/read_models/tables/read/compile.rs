@@ -45,7 +45,10 @@ pub(super) fn field_sql(field: &Field) -> anyhow::Result<String> {
 /// The SQL of a field of the table under `alias`.
 fn field_of(field: &Field, alias: &str) -> anyhow::Result<String> {
     Ok(match field {
-        Field::Column(c) => format!("{alias}.{}", ident(&c.key)?),
+        Field::Column(c) => match &c.formula {
+            Some(formula) => super::formula::value(formula, alias)?,
+            None => format!("{alias}.{}", ident(&c.key)?),
+        },
         Field::Id => format!("{alias}.id"),
         Field::CreatedAt => format!("{alias}.created_at"),
         Field::UpdatedAt => format!("{alias}.updated_at"),
@@ -393,7 +396,7 @@ impl Selection {
         }
         if let Some(q) = self.q.as_deref().filter(|q| !q.is_empty()) {
             let textual: Vec<String> = table
-                .stored()
+                .readable()
                 .filter(|c| c.column_type.is_textual())
                 .filter(|c| {
                     self.projection

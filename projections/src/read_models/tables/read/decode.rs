@@ -29,7 +29,10 @@ pub struct RecordRow {
 pub(super) fn record(row: &PgRow, columns: &[ColumnDef]) -> anyhow::Result<RecordRow> {
     let mut cells = Vec::with_capacity(columns.len());
     for (i, column) in columns.iter().enumerate() {
-        cells.push((column.clone(), decode_cell(row, 5 + i, column.column_type)?));
+        cells.push((
+            column.clone(),
+            decode_cell(row, 5 + i, column.value_type())?,
+        ));
     }
     Ok(RecordRow {
         id: row.try_get(0)?,

@@ -4,6 +4,7 @@
 
 mod compile;
 mod decode;
+mod formula;
 
 pub use compile::Selection;
 pub use decode::{RecordRow, decode_cell};
@@ -28,8 +29,9 @@ pub struct TableHandle {
 }
 
 impl TableHandle {
-    fn stored(&self) -> impl Iterator<Item = &ColumnDef> {
-        self.columns.iter().filter(|c| c.column_type.is_stored())
+    /// The columns records show: stored columns and formulas.
+    fn readable(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.columns.iter().filter(|c| c.is_readable())
     }
 
     /// The record columns a page reads: the system fields, the selection's flag,
@@ -53,12 +55,14 @@ impl TableHandle {
         let projection = selection.projection.as_deref();
         let mut list = String::new();
         let mut columns = Vec::new();
-        for column in self.stored() {
+        for column in self.readable() {
             if projection.is_some_and(|keys| !keys.contains(&column.key)) {
                 continue;
             }
-            list.push_str(", t.");
-            list.push_str(ident(&column.key)?);
+            list.push_str(", ");
+            list.push_str(&compile::field_sql(&Field::Column(Box::new(
+                column.clone(),
+            )))?);
             columns.push(column.clone());
         }
         qb.push(list);
@@ -167,9 +171,9 @@ impl TableHandle {
             .await?)
     }
 
-    /// The stored columns a projection (internal keys; `None` for all) selects.
+    /// The columns a projection (internal keys; `None` for all) selects.
     pub fn projected(&self, projection: Option<&[String]>) -> Vec<ColumnDef> {
-        self.stored()
+        self.readable()
             .filter(|c| projection.is_none_or(|keys| keys.contains(&c.key)))
             .cloned()
             .collect()
