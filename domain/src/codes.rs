@@ -242,8 +242,6 @@ codes! {
     ColumnNameTaken = "column_name_taken" => BadRequest,
     /// The column name is reserved.
     ColumnNameReserved = "column_name_reserved" => BadRequest,
-    /// The column type is not available yet.
-    ColumnTypeUnsupported = "column_type_unsupported" => BadRequest,
     /// Existing rows need a default for a new required column.
     ColumnDefaultRequired = "column_default_required" => BadRequest,
     /// A column made required while live records leave it empty.

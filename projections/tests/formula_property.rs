@@ -35,6 +35,8 @@ fn column(key: &str, name: &str, t: ColumnType) -> ColumnDef {
         target_table_id: None,
         cardinality: None,
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 
@@ -375,6 +377,7 @@ fn formulas_compute_in_sql_what_a_reference_evaluation_gives() {
                 company_id: Uuid::nil(),
                 table_id: TABLE,
                 columns: all,
+                gates: Vec::new(),
             };
             let selection = Selection {
                 projection: Some(vec!["col_f".into()]),

@@ -49,6 +49,8 @@ fn column(key: &str, t: ColumnType, target: Option<Uuid>) -> ColumnDef {
         target_table_id: target,
         cardinality: None,
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 
@@ -390,6 +392,7 @@ fn compiled_policies_select_what_direct_evaluation_admits() {
         company_id: COMPANY,
         table_id: MAIN,
         columns: main_columns(),
+        gates: Vec::new(),
     };
     let strategy = (
         policy_strategy(),

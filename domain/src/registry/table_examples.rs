@@ -32,6 +32,8 @@ fn column(column_type: ColumnType) -> ColumnDef {
         target_table_id: None,
         cardinality: None,
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 
@@ -91,7 +93,7 @@ impl Catalogued for CustomTable {
             },
             ColumnTypeChanged {
                 table_id: TABLE,
-                from: column(ColumnType::String),
+                from: Box::new(column(ColumnType::String)),
                 column: column(ColumnType::Integer),
                 migration: migration(true),
             },

@@ -15,9 +15,6 @@ pub enum TableError {
     /// The name is reserved.
     #[error("'{0}' is a reserved column name")]
     ReservedName(String),
-    /// The type is accepted but its columns cannot be created in this release.
-    #[error("{0} columns are not available yet")]
-    TypeUnsupported(&'static str),
     /// Existing rows would have no value for a new required column.
     #[error("{0} existing record(s) need a value for the required column; give a default_value")]
     DefaultNeeded(i64),
@@ -71,7 +68,6 @@ impl SpecError for TableError {
             Self::ColumnConfig(_) => Code::ColumnConfigInvalid,
             Self::DuplicateName(_) => Code::ColumnNameTaken,
             Self::ReservedName(_) => Code::ColumnNameReserved,
-            Self::TypeUnsupported(_) => Code::ColumnTypeUnsupported,
             Self::DefaultNeeded(_) => Code::ColumnDefaultRequired,
             Self::RequiredButEmpty(_) => Code::ColumnRequiredHasEmptyCells,
             Self::TableConfig(_) => Code::TableConfigInvalid,

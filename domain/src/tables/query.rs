@@ -381,6 +381,8 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
             },
             max_length: None,
             formula: None,
+            rollup: None,
+            lookup: None,
             ..(**c).clone()
         },
         other => ColumnDef {
@@ -398,6 +400,8 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
             target_table_id: None,
             cardinality: None,
             formula: None,
+            rollup: None,
+            lookup: None,
         },
     };
     values::normalize(&column, value, &mut Vec::new())
@@ -423,7 +427,8 @@ pub fn sort_field(columns: &[ColumnDef], reference: &str) -> Result<Field, Table
 }
 
 /// An aggregation function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AggregateOp {
     /// Rows.
     Count,
@@ -440,6 +445,18 @@ pub enum AggregateOp {
 }
 
 impl AggregateOp {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Count => "count",
+            Self::CountDistinct => "count_distinct",
+            Self::Sum => "sum",
+            Self::Avg => "avg",
+            Self::Min => "min",
+            Self::Max => "max",
+        }
+    }
+
     /// Parses a wire name.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {

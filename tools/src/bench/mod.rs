@@ -6,6 +6,7 @@
 mod append;
 mod catchup;
 mod chain;
+mod computed;
 mod http;
 mod menu;
 mod migration;

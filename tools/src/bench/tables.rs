@@ -1,6 +1,7 @@
 //! `sandboxctl bench tables`: a custom table of 10 mixed columns filled with
 //! 100,000 records, then (a) a filtered, sorted page of 50 over HTTP (p50, p95),
-//! (b) a full CSV export (rows/s) and (c) a type change of one column (rows/s).
+//! (b) a full CSV export (rows/s), (d) a page of a table as large with computed
+//! columns (`computed.rs`) and (c) a type change of one column (rows/s).
 //!
 //! The table and its columns are created through the HTTP API of an in-process
 //! server on a scratch database; the records are appended to the log directly (5,000
@@ -31,6 +32,7 @@ pub struct TablesArgs {
 
 /// The figures.
 struct Figures {
+    computed: super::computed::Figures,
     fill_rows_per_second: f64,
     page_p50_ms: f64,
     page_p95_ms: f64,
@@ -78,13 +80,27 @@ fn cells(keys: &[String], i: usize, owner: Uuid) -> Value {
         .into()
 }
 
-/// Appends `records` records to the log (5,000 per statement) and waits until the
-/// server's pump projected them; returns records per second.
+/// Appends `records` records of the ten [`COLUMNS`] to the log (5,000 per
+/// statement) and waits until the server's pump projected them; returns records
+/// per second.
 pub(super) async fn fill(
     server: &Server,
     table_id: Uuid,
     keys: &[String],
     records: usize,
+) -> anyhow::Result<f64> {
+    fill_with(server, table_id, records, |i| {
+        cells(keys, i, server.user_id)
+    })
+    .await
+}
+
+/// Appends `records` records whose cells `cells(i)` gives, as [`fill`] does.
+pub(super) async fn fill_with(
+    server: &Server,
+    table_id: Uuid,
+    records: usize,
+    cells: impl Fn(usize) -> Value,
 ) -> anyhow::Result<f64> {
     let repo = LogRepository::new(server.state.pool.clone());
     let started = Instant::now();
@@ -98,7 +114,7 @@ pub(super) async fn fill(
                     table_id,
                     company_id: server.company_id,
                     created_by: format!("user:{}", server.user_id),
-                    data: serde_json::from_value(cells(keys, i, server.user_id))?,
+                    data: serde_json::from_value(cells(i))?,
                 };
                 Ok(SerializedEvent::new(
                     record_id.to_string(),
@@ -201,6 +217,7 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
         }
     }
     latencies.sort();
+    let computed = super::computed::measure(server, &client, args.records, args.pages).await?;
 
     let started = Instant::now();
     let response = client
@@ -254,6 +271,7 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
     }
     let type_change_rows_per_second = args.records as f64 / started.elapsed().as_secs_f64();
     Ok(Figures {
+        computed,
         fill_rows_per_second,
         page_p50_ms: percentile(&latencies, 0.50),
         page_p95_ms: percentile(&latencies, 0.95),
@@ -282,6 +300,12 @@ pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<()> {
     println!(
         "(b) full CSV export: {:.0} rows/s",
         figures.csv_rows_per_second
+    );
+    println!(
+        "(d) page of 50 with two rollups (links into {} records), a lookup and two formulas: p50 {:.2} ms, p95 {:.2} ms (target p95 < 40 ms)",
+        super::computed::LINKED,
+        figures.computed.p50_ms,
+        figures.computed.p95_ms
     );
     println!(
         "(c) type change of one column (integer to string): {:.0} rows/s (target >= 20,000)",

@@ -185,6 +185,7 @@ async fn check_references(
                 company_id,
                 table_id,
                 columns: Vec::new(),
+                gates: Vec::new(),
             };
             found.extend(
                 handle

@@ -248,11 +248,19 @@ impl ColumnResponse {
                 Cardinality::One => "one".into(),
                 Cardinality::Many => "many".into(),
             }),
-            direction: None,
+            direction: c.rollup.as_ref().map(|_| "outgoing".into()),
             source_table_id: None,
-            link_field: None,
-            aggregation: None,
-            target_column: None,
+            link_field: c
+                .rollup
+                .as_ref()
+                .map(|r| r.link_field.clone())
+                .or_else(|| c.lookup.as_ref().map(|l| l.link_field.clone())),
+            aggregation: c.rollup.as_ref().map(|r| r.aggregation.as_str().into()),
+            target_column: c
+                .rollup
+                .as_ref()
+                .and_then(|r| r.target_column.as_ref().map(|t| t.0.clone()))
+                .or_else(|| c.lookup.as_ref().map(|l| l.target_column.0.clone())),
             match_pairs: None,
             filter: None,
             expression: c.formula.as_ref().map(|f| f.expr.render(columns)),

@@ -4,7 +4,9 @@
 use super::column_schema::*;
 use super::gates::Operation;
 use super::migrations;
-use super::scope::{Mount, OpenTable, open_table, scope_facts, table_row};
+use super::scope::{
+    Mount, OpenTable, link_gates, open_table, scope_facts, table_columns, table_row,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
@@ -13,7 +15,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use domain::SpecError;
 use domain::tables::TableError;
-use domain::tables::column::{ColumnDef, LinkFacts, build_column};
+use domain::tables::column::{ColumnDef, ColumnType, LinkFacts, build_column};
 use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
 use projections::read_models::tables::read::Selection;
@@ -61,13 +63,35 @@ async fn times(state: &AppState, table_id: Uuid) -> ApiResult<Times> {
 }
 
 fn respond(
+    table: &OpenTable,
     column: &ColumnDef,
-    columns: &[ColumnDef],
     times: &Times,
     now: DateTime<Utc>,
 ) -> ColumnResponse {
     let (created, updated) = times.get(&column.key).copied().unwrap_or((now, now));
-    ColumnResponse::of(column, columns, created, updated)
+    ColumnResponse {
+        restricted: table.restricted(column),
+        ..ColumnResponse::of(column, &table.all_columns, created, updated)
+    }
+}
+
+/// The columns of the table a rollup's or lookup's `link_field` targets (none for
+/// other columns, or when the link column does not exist).
+async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<ColumnDef>> {
+    if !matches!(body.column_type, ColumnType::Rollup | ColumnType::Lookup) {
+        return Ok(Vec::new());
+    }
+    let target = body.link_field.as_deref().and_then(|reference| {
+        table
+            .all_columns
+            .iter()
+            .find(|c| c.is_named(reference))
+            .and_then(|c| c.target_table_id)
+    });
+    match target {
+        Some(target) => table_columns(&table.caller.state, target).await,
+        None => Ok(Vec::new()),
+    }
 }
 
 /// A fresh internal key.
@@ -109,7 +133,7 @@ async fn list_columns(caller: Caller, mount: Mount) -> ApiResult<Json<Vec<Column
         table
             .columns
             .iter()
-            .map(|c| respond(c, &table.all_columns, &times, now))
+            .map(|c| respond(&table, c, &times, now))
             .collect(),
     ))
 }
@@ -135,6 +159,7 @@ async fn create_column(
             body.target_table_id,
         )
         .await?,
+        link_targets: link_targets(&table, &body).await?,
         live_records: table.row.record_count,
         migration_id: Uuid::new_v4(),
     };
@@ -172,7 +197,7 @@ async fn create_column(
     };
     let times = times(&caller.state, table.row.id).await?;
     Ok(Json(ColumnCreateResponse {
-        column: respond(&column, &table.all_columns, &times, caller.ctx.time),
+        column: respond(&table, &column, &times, caller.ctx.time),
         migration_info,
     }))
 }
@@ -198,14 +223,22 @@ async fn preview_column(
         scope: table.scope,
         room_department: table.room_department,
     };
-    let built =
-        build_column(new_key(), body.spec(), &table.columns, &placement, link).and_then(|c| {
-            if c.required && c.default_value.is_none() && table.row.record_count > 0 {
-                Err(TableError::DefaultNeeded(table.row.record_count))
-            } else {
-                Ok(c)
-            }
-        });
+    let targets = link_targets(&table, &body).await?;
+    let built = build_column(
+        new_key(),
+        body.spec(),
+        &table.columns,
+        &placement,
+        link,
+        &targets,
+    )
+    .and_then(|c| {
+        if c.required && c.default_value.is_none() && table.row.record_count > 0 {
+            Err(TableError::DefaultNeeded(table.row.record_count))
+        } else {
+            Ok(c)
+        }
+    });
     let column = match built {
         Ok(column) => column,
         Err(error) => {
@@ -238,6 +271,10 @@ async fn preview_column(
     ))
     .map_err(ApiError::internal)?;
     normalized["id"] = Value::Null;
+    if let Some(read) = column.reads_table() {
+        let readable = link_gates(&caller, std::slice::from_ref(&column)).await?;
+        normalized["restricted"] = readable.iter().all(|g| g.table_id != read).into();
+    }
     if let Some(target) = column.target_table_id {
         normalized["target_table"] = target_summary(&table, target).await?;
     }
@@ -261,14 +298,16 @@ async fn preview_column(
 }
 
 /// The value the column would show in the first records the caller sees: a
-/// formula computed by the same query that reads records, a stored column its
-/// default.
+/// computed column computed by the same query that reads records (under the
+/// caller's permissions on what it reads), a stored column its default.
 async fn sample(table: &OpenTable, column: &ColumnDef) -> ApiResult<Vec<ColumnPreviewSample>> {
     let mut handle = table.handle();
     // A stored column has no physical column yet: the page reads ids only.
     let mut projection = Vec::new();
-    if column.formula.is_some() {
+    let computed = !column.column_type.is_stored();
+    if computed {
         handle.columns.push(column.clone());
+        handle.gates = link_gates(&table.caller, &handle.columns).await?;
         projection.push(column.key.clone());
     }
     let selection = Selection {
@@ -285,14 +324,14 @@ async fn sample(table: &OpenTable, column: &ColumnDef) -> ApiResult<Vec<ColumnPr
         .into_iter()
         .map(|row| ColumnPreviewSample {
             record_id: row.id,
-            value: match &column.formula {
-                Some(_) => row
-                    .cells
+            value: if computed {
+                row.cells
                     .into_iter()
                     .next()
                     .map(|(_, v)| v)
-                    .unwrap_or_default(),
-                None => fill.clone(),
+                    .unwrap_or_default()
+            } else {
+                fill.clone()
             },
         })
         .collect())
@@ -395,7 +434,15 @@ async fn change_column(
         .ok_or(ApiError::NotFound)?;
     let times = times(state, table.row.id).await?;
     Ok(Json(ColumnUpdateResponse {
-        column: respond(&column, &committed.state.columns, &times, caller.ctx.time),
+        column: ColumnResponse {
+            restricted: table.restricted(&column),
+            ..ColumnResponse::of(
+                &column,
+                &committed.state.columns,
+                times.get(&key).map_or(caller.ctx.time, |t| t.0),
+                times.get(&key).map_or(caller.ctx.time, |t| t.1),
+            )
+        },
         migration_info,
     }))
 }

@@ -23,7 +23,7 @@ use domain::tables::table::{CustomTable, TableCommand, ViewDef};
 use projections::Committed;
 use projections::read_models::tables::query as tables;
 pub use projections::read_models::tables::query::TableRow;
-use projections::read_models::tables::read::{Selection, TableHandle};
+use projections::read_models::tables::read::{Gate, Selection, TableHandle};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -229,6 +229,8 @@ pub struct OpenTable {
     pub access: Access,
     /// The table's grants, oldest first.
     pub grants: Vec<GrantRow>,
+    /// What the caller may read of the tables its rollups and lookups read.
+    pub link_gates: Vec<Gate>,
 }
 
 impl OpenTable {
@@ -243,7 +245,15 @@ impl OpenTable {
             company_id: self.row.company_id,
             table_id: self.row.id,
             columns: self.columns.clone(),
+            gates: self.link_gates.clone(),
         }
+    }
+
+    /// Whether a rollup or lookup reads a table the caller may not read.
+    pub fn restricted(&self, column: &ColumnDef) -> bool {
+        column
+            .reads_table()
+            .is_some_and(|t| !self.link_gates.iter().any(|g| g.table_id == t))
     }
 
     /// Runs a command on the table as the caller.
@@ -312,8 +322,21 @@ pub async fn open_table(
     open_table_id(caller, mount, table_id, operation).await
 }
 
-/// Opens a table by id through a mount (the id-free mounts take the table's scope).
+/// Opens a table by id through a mount (the id-free mounts take the table's scope),
+/// with what the caller may read of the tables its rollups and lookups read.
 pub async fn open_table_id(
+    caller: &Caller,
+    mount: &Mount,
+    table_id: Uuid,
+    operation: Operation,
+) -> ApiResult<OpenTable> {
+    let mut table = open_plain(caller, mount, table_id, operation).await?;
+    table.link_gates = link_gates(caller, &table.columns).await?;
+    Ok(table)
+}
+
+/// Opens a table without looking at the tables its computed columns read.
+async fn open_plain(
     caller: &Caller,
     mount: &Mount,
     table_id: Uuid,
@@ -379,5 +402,35 @@ pub async fn open_table_id(
         room_department: facts.room_department,
         access,
         grants,
+        link_gates: Vec::new(),
     })
+}
+
+/// What the caller may read of each table the visible rollups and lookups read
+/// through links; a table the caller may not open is left out (its values read as
+/// empty, and the columns answer `restricted`).
+pub async fn link_gates(caller: &Caller, columns: &[ColumnDef]) -> ApiResult<Vec<Gate>> {
+    let mut read: Vec<Uuid> = Vec::new();
+    for table in columns.iter().filter_map(ColumnDef::reads_table) {
+        if !read.contains(&table) {
+            read.push(table);
+        }
+    }
+    let mut gates = Vec::new();
+    for table_id in read {
+        let Some(row) = table_row(&caller.state, caller.principal.company_id, table_id).await?
+        else {
+            continue;
+        };
+        match open_plain(caller, &Mount::owning(&row), table_id, Operation::ReadRows).await {
+            Ok(target) => gates.push(Gate {
+                table_id,
+                rows: Some(target.access.visible()),
+                columns: target.columns,
+            }),
+            Err(ApiError::NotFound | ApiError::Forbidden(_)) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(gates)
 }

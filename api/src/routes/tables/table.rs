@@ -203,6 +203,7 @@ pub async fn present(
                 company_id: t.row.company_id,
                 table_id: t.row.id,
                 columns: defs.clone(),
+                gates: Vec::new(),
             };
             let selection = Selection {
                 access: Some(a.visible()),

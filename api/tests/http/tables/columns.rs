@@ -49,7 +49,7 @@ async fn column_create_rules() {
         &t,
         &table,
         json!({"name": "r", "type": "rollup", "aggregation": "count"}),
-        "column_type_unsupported",
+        invalid,
     )
     .await;
     refused(

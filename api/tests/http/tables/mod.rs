@@ -14,5 +14,6 @@ mod public_read;
 mod records;
 mod refusals;
 mod replay;
+mod rollups;
 mod scopes;
 mod types;

@@ -2,7 +2,7 @@
 
 use super::{
     Cardinality, ColumnDef, ColumnType, MAX_FILE_BYTES, MAX_LENGTH, NAME_CHARS, OPTION_CHARS,
-    OPTIONS,
+    OPTIONS, computed,
 };
 use crate::tables::TableError;
 use crate::tables::formula::Formula;
@@ -132,13 +132,16 @@ fn only_for(field: &str, present: bool, allowed: bool, types: &str) -> Result<()
 /// Validates a ColumnCreate and builds the stored definition with the given key.
 ///
 /// `placement` is where the table sits; `link` what the caller found about a link's
-/// target table (`None` when it does not exist in the caller's company).
+/// target table (`None` when it does not exist in the caller's company);
+/// `link_targets` the columns of the table a rollup's or lookup's link column
+/// targets.
 pub fn build_column(
     key: String,
     spec: ColumnSpec,
     existing: &[ColumnDef],
     placement: &Placement,
     link: Option<LinkFacts>,
+    link_targets: &[ColumnDef],
 ) -> Result<ColumnDef, TableError> {
     let column_type = spec
         .column_type
@@ -225,20 +228,34 @@ pub fn build_column(
             &names,
         )?;
     }
-    let formula = if t == T::Formula {
-        let expression = spec
-            .computed_fields
-            .get("expression")
-            .and_then(Value::as_str)
-            .ok_or_else(|| TableError::config("expression is required for formula columns"))?;
-        Some(Box::new(
-            Formula::build(expression, existing).map_err(TableError::ColumnConfig)?,
-        ))
-    } else if !t.is_stored() {
-        return Err(TableError::TypeUnsupported(t.as_str()));
-    } else {
-        None
-    };
+    let (mut formula, mut rollup, mut lookup) = (None, None, None);
+    match t {
+        T::Formula => {
+            let expression = spec
+                .computed_fields
+                .get("expression")
+                .and_then(Value::as_str)
+                .ok_or_else(|| TableError::config("expression is required for formula columns"))?;
+            formula = Some(Box::new(
+                Formula::build(expression, existing).map_err(TableError::ColumnConfig)?,
+            ));
+        }
+        T::Rollup => {
+            rollup = Some(Box::new(computed::rollup(
+                &spec.computed_fields,
+                existing,
+                link_targets,
+            )?));
+        }
+        T::Lookup => {
+            lookup = Some(Box::new(computed::lookup(
+                &spec.computed_fields,
+                existing,
+                link_targets,
+            )?));
+        }
+        _ => {}
+    }
     if let Some(n) = spec.max_length
         && !(1..=MAX_LENGTH).contains(&n)
     {
@@ -300,6 +317,8 @@ pub fn build_column(
         target_table_id: spec.target_table_id,
         cardinality,
         formula,
+        rollup,
+        lookup,
     };
     column.default_value = normalize_default(&column, spec.default_value)?;
     Ok(column)

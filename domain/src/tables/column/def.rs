@@ -1,6 +1,7 @@
 //! The stored definition of a column.
 
 use super::ColumnType;
+use super::computed::{Lookup, Rollup};
 use crate::tables::formula::Formula;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -49,6 +50,12 @@ pub struct ColumnDef {
     /// A formula column's resolved expression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formula: Option<Box<Formula>>,
+    /// A rollup column's resolved configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollup: Option<Box<Rollup>>,
+    /// A lookup column's resolved configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup: Option<Box<Lookup>>,
 }
 
 /// Whether a string is an internal column key (`col_` and 1 to 32 lowercase hex
@@ -70,16 +77,40 @@ impl ColumnDef {
 
     /// The type its values read as: a formula's result type, else its own.
     pub fn value_type(&self) -> ColumnType {
-        match &self.formula {
-            Some(formula) => formula.kind.column_type(),
-            None => self.column_type,
+        match (&self.formula, &self.rollup, &self.lookup) {
+            (Some(formula), ..) => formula.kind.column_type(),
+            (_, Some(rollup), _) => rollup.value_type(),
+            (.., Some(lookup)) => lookup.value_type(),
+            _ => self.column_type,
         }
     }
 
-    /// Whether records show a value of it: stored columns and formulas (rollups and
-    /// lookups are not built yet).
+    /// Whether records show a value of it: stored and computed columns.
     pub fn is_readable(&self) -> bool {
-        self.column_type.is_stored() || self.formula.is_some()
+        self.column_type.is_stored()
+            || self.formula.is_some()
+            || self.rollup.is_some()
+            || self.lookup.is_some()
+    }
+
+    /// The table a rollup or lookup reads through its link, if it is one.
+    pub fn reads_table(&self) -> Option<uuid::Uuid> {
+        match (&self.rollup, &self.lookup) {
+            (Some(rollup), _) => Some(rollup.target_table),
+            (_, Some(lookup)) => Some(lookup.target_table),
+            _ => None,
+        }
+    }
+
+    /// The columns of its own table it reads (internal keys): a formula's
+    /// references, a rollup's or lookup's link column.
+    pub fn reads(&self) -> Vec<String> {
+        match (&self.formula, &self.rollup, &self.lookup) {
+            (Some(formula), ..) => formula.references(),
+            (_, Some(rollup), _) => vec![rollup.link_field.clone()],
+            (.., Some(lookup)) => vec![lookup.link_field.clone()],
+            _ => Vec::new(),
+        }
     }
 
     /// Whether `reference` names this column (internal key or display name).

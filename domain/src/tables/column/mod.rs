@@ -1,6 +1,7 @@
 //! Columns: the 19 types, the stored definition, and the rules of ColumnCreate and
 //! ColumnUpdate (spec section 2).
 
+pub mod computed;
 mod create;
 mod def;
 mod kind;

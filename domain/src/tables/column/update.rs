@@ -247,6 +247,8 @@ mod tests {
             target_table_id: None,
             cardinality: None,
             formula: None,
+            rollup: None,
+            lookup: None,
         }
     }
 

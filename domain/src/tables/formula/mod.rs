@@ -298,29 +298,23 @@ impl Formula {
     }
 }
 
-/// The formula columns that read `key` directly, by display name.
+/// The computed columns (formulas, rollups, lookups) that read `key` directly, by
+/// display name.
 pub fn dependents(columns: &[ColumnDef], key: &str) -> Vec<String> {
     columns
         .iter()
-        .filter(|c| {
-            c.formula
-                .as_ref()
-                .is_some_and(|f| f.references().iter().any(|k| k == key))
-        })
+        .filter(|c| c.reads().iter().any(|k| k == key))
         .map(|c| c.name.clone())
         .collect()
 }
 
-/// `hidden` plus every formula column that reads a hidden column, directly or
-/// through another formula: a formula never shows what its caller may not see.
+/// `hidden` plus every computed column that reads a hidden column, directly or
+/// through a formula: a computed column never shows what its caller may not see.
 pub fn with_dependents(columns: &[ColumnDef], mut hidden: Vec<String>) -> Vec<String> {
-    // Formulas read only columns created before them, so one pass in column order
-    // reaches every indirect dependent.
+    // Computed columns read only columns created before them, so one pass in column
+    // order reaches every indirect dependent.
     for column in columns {
-        if let Some(formula) = &column.formula
-            && !hidden.contains(&column.key)
-            && formula.references().iter().any(|k| hidden.contains(k))
-        {
+        if !hidden.contains(&column.key) && column.reads().iter().any(|k| hidden.contains(k)) {
             hidden.push(column.key.clone());
         }
     }

@@ -18,6 +18,8 @@ fn column(key: &str, name: &str, column_type: ColumnType) -> ColumnDef {
         target_table_id: None,
         cardinality: None,
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 

@@ -18,6 +18,8 @@ fn column(key: &str, t: ColumnType, target: Option<Uuid>) -> ColumnDef {
         target_table_id: target,
         cardinality: None,
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 

@@ -18,6 +18,8 @@ fn column(key: &str, name: &str, t: ColumnType) -> ColumnDef {
         target_table_id: Some(uuid::Uuid::nil()),
         cardinality: Some(Cardinality::Many),
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 

@@ -165,6 +165,7 @@ impl CustomTable {
                 spec,
                 room_department,
                 link,
+                link_targets,
                 live_records,
                 migration_id,
             } => {
@@ -177,7 +178,14 @@ impl CustomTable {
                 if self.column(&key).is_some() {
                     return Err(TableError::config("column key collision; retry"));
                 }
-                let column = column::build_column(key, spec, &self.columns, &placement, link)?;
+                let column = column::build_column(
+                    key,
+                    spec,
+                    &self.columns,
+                    &placement,
+                    link,
+                    &link_targets,
+                )?;
                 let fill = column.default_value.clone().filter(|_| live_records > 0);
                 if column.required && fill.is_none() && live_records > 0 {
                     return Err(TableError::DefaultNeeded(live_records));
@@ -215,7 +223,7 @@ impl CustomTable {
                     self.refuse_dependents(&key)?;
                     events.push(E::ColumnTypeChanged {
                         table_id,
-                        from: current.clone(),
+                        from: Box::new(current.clone()),
                         column: updated.column,
                         migration: migration(migration_id, live_records),
                     });

@@ -2,7 +2,7 @@
 //! the link target's placement) are looked up by the caller and passed in.
 
 use super::views::ViewSpec;
-use crate::tables::column::{ColumnChanges, ColumnSpec, LinkFacts};
+use crate::tables::column::{ColumnChanges, ColumnDef, ColumnSpec, LinkFacts};
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::policy::Targets;
 use crate::tables::scope::ScopeRef;
@@ -48,6 +48,8 @@ pub enum TableCommand {
         room_department: Option<Uuid>,
         /// The link target's placement, when it exists in the caller's company.
         link: Option<LinkFacts>,
+        /// The columns of the table a rollup's or lookup's link column targets.
+        link_targets: Vec<ColumnDef>,
         /// Live records of the table now.
         live_records: i64,
         /// Id of the data migration, if one is needed.

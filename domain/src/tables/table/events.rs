@@ -82,7 +82,7 @@ pub enum TableEvent {
         /// The table.
         table_id: Uuid,
         /// The definition before.
-        from: ColumnDef,
+        from: Box<ColumnDef>,
         /// The definition after.
         column: ColumnDef,
         /// The data migration.

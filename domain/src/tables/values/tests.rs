@@ -16,6 +16,8 @@ fn column(t: ColumnType) -> ColumnDef {
         target_table_id: Some(Uuid::nil()),
         cardinality: Some(Cardinality::One),
         formula: None,
+        rollup: None,
+        lookup: None,
     }
 }
 

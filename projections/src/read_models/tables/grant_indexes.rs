@@ -169,6 +169,8 @@ mod tests {
             target_table_id: None,
             cardinality: None,
             formula: None,
+            rollup: None,
+            lookup: None,
         }
     }
 

@@ -56,6 +56,7 @@ impl Published {
             company_id: self.table.company_id,
             table_id: self.table.id,
             columns: self.columns.clone(),
+            gates: Vec::new(),
         }
     }
 

@@ -36,6 +36,7 @@ fn add(spec: ColumnSpec, live_records: i64) -> TableCommand {
         spec,
         room_department: None,
         link: None,
+        link_targets: Vec::new(),
         live_records,
         migration_id: MIGRATION,
     }
@@ -55,6 +56,7 @@ fn added(t: ColumnType) -> TableEvent {
             room_department: None,
         },
         None,
+        &[],
     )
     .unwrap();
     TableEvent::ColumnAdded {
@@ -110,7 +112,9 @@ fn computed_columns_refuse_required_and_default() {
     let r = spec("R", ColumnType::Rollup);
     assert_eq!(
         result(vec![created()], add(r, 0)),
-        Err(TableError::TypeUnsupported("rollup"))
+        Err(TableError::config(
+            "link_field is required for outgoing rollups and lookups"
+        ))
     );
 }
 

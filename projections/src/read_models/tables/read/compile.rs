@@ -47,7 +47,10 @@ fn field_of(field: &Field, alias: &str) -> anyhow::Result<String> {
     Ok(match field {
         Field::Column(c) => match &c.formula {
             Some(formula) => super::formula::value(formula, alias)?,
-            None => format!("{alias}.{}", ident(&c.key)?),
+            None => match super::gate::value(c, alias)? {
+                Some(computed) => computed,
+                None => format!("{alias}.{}", ident(&c.key)?),
+            },
         },
         Field::Id => format!("{alias}.id"),
         Field::CreatedAt => format!("{alias}.created_at"),
@@ -249,15 +252,25 @@ struct Scope<'a> {
     depth: usize,
 }
 
-/// Compiles a condition into `qb`.
+/// Compiles a condition on the record row (alias `t`) into `qb`.
 pub(super) fn push_condition(
     qb: &mut QueryBuilder<'static, Postgres>,
     condition: &Condition,
     company_id: Uuid,
 ) -> anyhow::Result<()> {
+    push_condition_as(qb, condition, company_id, "t")
+}
+
+/// Compiles a condition on the row under `alias` into `qb`.
+pub(super) fn push_condition_as(
+    qb: &mut QueryBuilder<'static, Postgres>,
+    condition: &Condition,
+    company_id: Uuid,
+    alias: &str,
+) -> anyhow::Result<()> {
     let scope = Scope {
         company_id,
-        alias: "t",
+        alias,
         under_not: false,
         depth: 0,
     };

@@ -5,9 +5,11 @@
 mod compile;
 mod decode;
 mod formula;
+mod gate;
 
 pub use compile::Selection;
 pub use decode::{RecordRow, decode_cell};
+pub use gate::Gate;
 
 use super::physical::{ident, table_name};
 use domain::tables::column::{ColumnDef, ColumnType};
@@ -26,10 +28,12 @@ pub struct TableHandle {
     pub table_id: Uuid,
     /// Its columns in order.
     pub columns: Vec<ColumnDef>,
+    /// What the caller may read of the tables its rollups and lookups read.
+    pub gates: Vec<Gate>,
 }
 
 impl TableHandle {
-    /// The columns records show: stored columns and formulas.
+    /// The columns records show: stored and computed columns.
     fn readable(&self) -> impl Iterator<Item = &ColumnDef> {
         self.columns.iter().filter(|c| c.is_readable())
     }
@@ -41,7 +45,9 @@ impl TableHandle {
         selection: &Selection,
         extra: &str,
     ) -> anyhow::Result<(QueryBuilder<'static, Postgres>, Vec<ColumnDef>)> {
-        let mut qb = QueryBuilder::new("SELECT t.id, t.created_at, t.updated_at, t.created_by, ");
+        let mut qb = QueryBuilder::new("");
+        self.push_with(&mut qb)?;
+        qb.push("SELECT t.id, t.created_at, t.updated_at, t.created_by, ");
         match &selection.flag {
             Some(flag) => {
                 qb.push("((");
@@ -88,7 +94,9 @@ impl TableHandle {
         select: &str,
         selection: &Selection,
     ) -> anyhow::Result<QueryBuilder<'static, Postgres>> {
-        let mut qb = QueryBuilder::new(format!("SELECT {select}"));
+        let mut qb = QueryBuilder::new("");
+        self.push_with(&mut qb)?;
+        qb.push(format!("SELECT {select}"));
         self.push_from(&mut qb, selection)?;
         Ok(qb)
     }
@@ -157,7 +165,9 @@ impl TableHandle {
             if i > 0 {
                 qb.push(", ");
             }
-            qb.push("(SELECT count(*)");
+            qb.push("(");
+            handle.push_with(&mut qb)?;
+            qb.push("SELECT count(*)");
             handle.push_from(&mut qb, selection)?;
             qb.push(")");
         }

@@ -1,0 +1,392 @@
+//! Outgoing rollups and lookups over HTTP (spec section 2 `link_field`,
+//! `aggregation`, `target_column`, `pick`): values in reads, filters and sorts,
+//! computed under the caller's permissions on the linked table; their refusals and
+//! dependencies.
+
+use super::fixture::{Tables, code};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+struct Shop {
+    products: String,
+    orders: String,
+    /// Column keys by name, both tables.
+    keys: Value,
+}
+
+async fn key(t: &Tables, table: &str, name: &str) -> String {
+    let (_, columns) = t
+        .call(Method::GET, &format!("{table}/columns"), "boss", None)
+        .await;
+    columns
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no column {name}: {columns}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn id(path: &str) -> &str {
+    path.rsplit('/').next().unwrap()
+}
+
+/// Products A (10, 1.5 kg, 2026-01-01), B (20, 2.5 kg, 2025-06-01), C (5); orders
+/// o1 (items A and B, main A), o2 (items C), o3 (no items).
+async fn shop(t: &Tables) -> Shop {
+    let products = t.table("company", "boss", "products").await;
+    for (name, kind) in [
+        ("name", "string"),
+        ("price", "integer"),
+        ("weight", "float"),
+        ("released", "date"),
+    ] {
+        t.column(&products, json!({"name": name, "type": kind}))
+            .await;
+    }
+    let a = t
+        .record(
+            &products,
+            json!({"name": "A", "price": 10, "weight": 1.5, "released": "2026-01-01"}),
+        )
+        .await;
+    let b = t
+        .record(
+            &products,
+            json!({"name": "B", "price": 20, "weight": 2.5, "released": "2025-06-01"}),
+        )
+        .await;
+    let c = t.record(&products, json!({"name": "C", "price": 5})).await;
+    let orders = t.table("company", "boss", "orders").await;
+    t.column(&orders, json!({"name": "label", "type": "string"}))
+        .await;
+    t.column(
+        &orders,
+        json!({"name": "items", "type": "link", "target_table_id": id(&products)}),
+    )
+    .await;
+    t.column(
+        &orders,
+        json!({"name": "main", "type": "link", "cardinality": "one", "target_table_id": id(&products)}),
+    )
+    .await;
+    t.record(
+        &orders,
+        json!({"label": "o1", "items": [a["id"], b["id"]], "main": [a["id"]]}),
+    )
+    .await;
+    t.record(&orders, json!({"label": "o2", "items": [c["id"]]}))
+        .await;
+    t.record(&orders, json!({"label": "o3"})).await;
+    for column in [
+        json!({"name": "count", "type": "rollup", "link_field": "items", "aggregation": "count"}),
+        json!({"name": "total", "type": "rollup", "link_field": "items", "aggregation": "sum", "target_column": "price"}),
+        json!({"name": "mean weight", "type": "rollup", "link_field": "items", "aggregation": "avg", "target_column": "weight"}),
+        json!({"name": "newest", "type": "rollup", "link_field": "items", "aggregation": "max", "target_column": "released"}),
+        json!({"name": "names", "type": "lookup", "link_field": "items", "target_column": "name"}),
+        json!({"name": "priciest", "type": "lookup", "link_field": "items", "target_column": "name",
+               "pick": {"order_column": "price", "direction": "desc"}}),
+        json!({"name": "main name", "type": "lookup", "link_field": "main", "target_column": "name"}),
+    ] {
+        let (status, body) = t.add_column(&orders, "boss", column.clone()).await;
+        assert_eq!(status, 200, "{column}: {body}");
+    }
+    let mut keys = serde_json::Map::new();
+    for name in ["items", "main", "count", "total"] {
+        keys.insert(name.into(), key(t, &orders, name).await.into());
+    }
+    for name in ["name", "price"] {
+        keys.insert(name.into(), key(t, &products, name).await.into());
+    }
+    Shop {
+        products,
+        orders,
+        keys: Value::Object(keys),
+    }
+}
+
+fn cells(page: &Value, name: &str) -> Vec<Value> {
+    page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["data"].get(name).cloned().unwrap_or(json!("<absent>")))
+        .collect()
+}
+
+#[tokio::test]
+async fn rollups_and_lookups_read_linked_records() {
+    let t = Tables::new().await;
+    let shop = shop(&t).await;
+    let orders = &shop.orders;
+    let (status, page) = t
+        .call(Method::GET, &format!("{orders}/records"), "boss", None)
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(cells(&page, "count"), [json!(2), json!(1), json!(0)]);
+    assert_eq!(cells(&page, "total"), [json!(30), json!(5), json!(null)]);
+    assert_eq!(
+        cells(&page, "mean weight"),
+        [json!(2.0), json!(null), json!(null)]
+    );
+    assert_eq!(
+        cells(&page, "newest"),
+        [json!("2026-01-01"), json!(null), json!(null)]
+    );
+    assert_eq!(
+        cells(&page, "names"),
+        [json!(["A", "B"]), json!(["C"]), json!([])]
+    );
+    assert_eq!(
+        cells(&page, "priciest"),
+        [json!("B"), json!("C"), json!(null)]
+    );
+    assert_eq!(
+        cells(&page, "main name"),
+        [json!("A"), json!(null), json!(null)]
+    );
+
+    // Filters and sorts compute the same values.
+    let (status, found) = t
+        .search(
+            orders,
+            json!({"filter": {"column": "total", "op": "gte", "value": 10}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(cells(&found, "label"), ["o1"]);
+    let (_, sorted) = t
+        .search(
+            orders,
+            json!({"sort": [{"column": "count", "order": "asc"}]}),
+        )
+        .await;
+    assert_eq!(cells(&sorted, "label"), ["o3", "o2", "o1"]);
+    let got = t
+        .search(
+            orders,
+            json!({"filter": {"column": "names", "op": "eq", "value": "A"}}),
+        )
+        .await;
+    assert_eq!(got.0, 400, "a list lookup is no scalar: {}", got.1);
+
+    // The column answers its resolved configuration.
+    let (_, columns) = t
+        .call(Method::GET, &format!("{orders}/columns"), "boss", None)
+        .await;
+    let total = columns
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "total")
+        .unwrap();
+    assert_eq!(total["link_field"], shop.keys["items"]);
+    assert_eq!(total["aggregation"], "sum");
+    assert_eq!(total["target_column"], shop.keys["price"]);
+    assert_eq!(total["direction"], "outgoing");
+    assert_eq!(total["restricted"], false);
+
+    // A product deleted from under a link is no longer counted.
+    let (_, products) = t
+        .call(
+            Method::GET,
+            &format!("{}/records", shop.products),
+            "boss",
+            None,
+        )
+        .await;
+    let b = products["records"][1]["id"].as_str().unwrap().to_string();
+    let (status, _) = t
+        .call(
+            Method::DELETE,
+            &format!("{}/records/{b}", shop.products),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, page) = t
+        .call(Method::GET, &format!("{orders}/records"), "boss", None)
+        .await;
+    assert_eq!(cells(&page, "count")[0], 1);
+    assert_eq!(cells(&page, "priciest")[0], "A");
+
+    // The preview samples through the same computation.
+    let (status, body) = t
+        .call(
+            Method::POST,
+            &format!("{orders}/columns/preview"),
+            "boss",
+            Some(
+                json!({"name": "cheapest", "type": "rollup", "link_field": "items",
+                        "aggregation": "min", "target_column": "price"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["normalized"]["restricted"], false);
+    let sample: Vec<Value> = body["sample"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["value"].clone())
+        .collect();
+    assert_eq!(sample, [json!(10), json!(5), json!(null)]);
+}
+
+#[tokio::test]
+async fn rollups_and_lookups_refuse_what_they_cannot_compute() {
+    let t = Tables::new().await;
+    let shop = shop(&t).await;
+    let orders = &shop.orders;
+    let before = t.app.event_count().await;
+    for (column, message) in [
+        (
+            json!({"name": "x", "type": "rollup", "aggregation": "count"}),
+            "link_field is required",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "label", "aggregation": "count"}),
+            "is not a link column",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "median"}),
+            "aggregation must be",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "sum"}),
+            "target_column is required",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "sum", "target_column": "name"}),
+            "cannot aggregate",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count", "direction": "incoming"}),
+            "not available yet",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count", "filter": []}),
+            "not available yet",
+        ),
+        (
+            json!({"name": "x", "type": "lookup", "link_field": "items", "target_column": "nope"}),
+            "not a stored column",
+        ),
+        (
+            json!({"name": "x", "type": "lookup", "link_field": "items", "target_column": "name",
+                "pick": {"order_column": "name", "direction": "desc"}}),
+            "pick.order_column must be",
+        ),
+        (
+            json!({"name": "x", "type": "lookup", "link_field": "items", "target_column": "name",
+                "pick": {"order_column": "price", "direction": "up"}}),
+            "pick.direction",
+        ),
+        (
+            json!({"name": "x", "type": "lookup", "link_field": "main", "target_column": "name",
+                "fallback": {"table_id": id(&shop.products)}}),
+            "not available yet",
+        ),
+    ] {
+        let got = t.add_column(orders, "boss", column.clone()).await;
+        assert_eq!(got.0, 400, "{column}: {}", got.1);
+        assert_eq!(code(&got), "column_config_invalid");
+        let text = got.1["detail"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains(message), "{column}: {text}");
+    }
+    assert_eq!(t.app.event_count().await, before);
+    // The link column they read cannot be deleted while they read it.
+    let items = shop.keys["items"].as_str().unwrap();
+    let got = t
+        .call(
+            Method::DELETE,
+            &format!("{orders}/columns/{items}"),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(got.0, 409, "{}", got.1);
+    assert_eq!(code(&got), "column_used_by_computed_column");
+    assert_eq!(got.1["detail"]["usage_count"], 6, "{}", got.1);
+}
+
+#[tokio::test]
+async fn rollups_count_only_the_linked_rows_the_caller_reads() {
+    let t = Tables::new().await;
+    let shop = shop(&t).await;
+    // Members read products cheaper than 15 and never their names.
+    let price = shop.keys["price"].as_str().unwrap();
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{}/default-permissions", shop.products),
+            "boss",
+            Some(json!({"can_read": "filtered",
+                        "row_filter": {"column": price, "op": "lt", "value": 15},
+                        "hidden_columns": ["name"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, page) = t
+        .call(
+            Method::GET,
+            &format!("{}/records", shop.orders),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        cells(&page, "count"),
+        [json!(1), json!(1), json!(0)],
+        "B is not theirs"
+    );
+    assert_eq!(cells(&page, "total"), [json!(10), json!(5), json!(null)]);
+    assert_eq!(
+        cells(&page, "names"),
+        [json!([]), json!([]), json!([])],
+        "names are hidden"
+    );
+    assert_eq!(
+        cells(&page, "main name"),
+        [json!(null), json!(null), json!(null)]
+    );
+    // The manager still reads everything.
+    let (_, page) = t
+        .call(
+            Method::GET,
+            &format!("{}/records", shop.orders),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(cells(&page, "count")[0], 2);
+
+    // A caller who cannot read the products table at all reads empty values and
+    // the column says `restricted`.
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{}/default-permissions", shop.products),
+            "boss",
+            Some(json!({"can_read": "none", "row_filter": null})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, page) = t
+        .call(
+            Method::GET,
+            &format!("{}/records", shop.orders),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(cells(&page, "count"), [json!(0), json!(0), json!(0)]);
+    assert_eq!(
+        cells(&page, "total"),
+        [json!(null), json!(null), json!(null)]
+    );
+}

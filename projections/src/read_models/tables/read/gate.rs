@@ -1,0 +1,151 @@
+//! Rollups and lookups read linked records only as their caller may: every table
+//! they read through a link enters the statement as a common table expression of
+//! the rows the caller reads there, with the columns the caller does not see (or
+//! that were deleted or retyped since) read as empty. The planner inlines it into
+//! each computed column's subquery (`NOT MATERIALIZED`).
+
+use super::super::physical::{ident, sql_type, table_name};
+use super::TableHandle;
+use super::compile::push_condition_as;
+use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::query::{AggregateOp, Condition};
+use sqlx::{Postgres, QueryBuilder};
+use uuid::Uuid;
+
+/// What the caller may read of a table that rollups and lookups read.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    /// The table.
+    pub table_id: Uuid,
+    /// The rows the caller reads there (`None`: every row).
+    pub rows: Option<Condition>,
+    /// The columns the caller sees there.
+    pub columns: Vec<ColumnDef>,
+}
+
+/// The name of the expression of a read table's rows.
+pub(super) fn gated(table_id: Uuid) -> String {
+    format!("g_{}", table_id.simple())
+}
+
+/// The SQL of a rollup's or lookup's value for the row under `alias`.
+pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<String>> {
+    if let Some(rollup) = &column.rollup {
+        let from = format!(
+            "FROM {} AS r WHERE r.id = ANY({alias}.{})",
+            gated(rollup.target_table),
+            ident(&rollup.link_field)?
+        );
+        let target = rollup
+            .target_column
+            .as_ref()
+            .map(|(key, t)| ident(key).map(|k| (k, *t)))
+            .transpose()?;
+        let aggregate = match (rollup.aggregation, target) {
+            (AggregateOp::Count, _) | (_, None) => "count(*)".to_string(),
+            (AggregateOp::CountDistinct, Some((k, _))) => format!("count(DISTINCT r.{k})"),
+            (AggregateOp::Sum, Some((k, ColumnType::Integer))) => {
+                format!("ct_formula_integer(sum(r.{k}))")
+            }
+            (AggregateOp::Sum, Some((k, _))) => format!("sum(r.{k})"),
+            (AggregateOp::Avg, Some((k, _))) => format!("avg(r.{k})::double precision"),
+            (AggregateOp::Min, Some((k, _))) => format!("min(r.{k})"),
+            (AggregateOp::Max, Some((k, _))) => format!("max(r.{k})"),
+        };
+        return Ok(Some(format!("(SELECT {aggregate} {from})")));
+    }
+    let Some(lookup) = &column.lookup else {
+        return Ok(None);
+    };
+    let link = format!("{alias}.{}", ident(&lookup.link_field)?);
+    let key = ident(&lookup.target_column.0)?;
+    let from = format!(
+        "FROM {} AS r WHERE r.id = ANY({link})",
+        gated(lookup.target_table)
+    );
+    // Ties break by link position, then id.
+    let position = format!("array_position({link}, r.id), r.id");
+    Ok(Some(match &lookup.pick {
+        None if lookup.many => format!(
+            "(SELECT coalesce(jsonb_agg(to_jsonb(r.{key}) ORDER BY {position}) \
+             FILTER (WHERE r.{key} IS NOT NULL), '[]'::jsonb) {from})"
+        ),
+        None => format!("(SELECT r.{key} {from} ORDER BY {position} LIMIT 1)"),
+        Some(pick) => format!(
+            "(SELECT r.{key} {from} ORDER BY r.{} {} NULLS LAST, {position} LIMIT 1)",
+            ident(&pick.order_column.0)?,
+            if pick.descending { "DESC" } else { "ASC" }
+        ),
+    }))
+}
+
+/// The target columns the handle's rollups and lookups read in `table_id`.
+fn needed(columns: &[ColumnDef], table_id: Uuid) -> Vec<(String, ColumnType)> {
+    let mut out: Vec<(String, ColumnType)> = Vec::new();
+    for column in columns {
+        let reads = match (&column.rollup, &column.lookup) {
+            (Some(r), _) if r.target_table == table_id => r.target_column.iter().cloned().collect(),
+            (_, Some(l)) if l.target_table == table_id => l.target_columns(),
+            _ => Vec::new(),
+        };
+        for read in reads {
+            if !out.contains(&read) {
+                out.push(read);
+            }
+        }
+    }
+    out
+}
+
+impl TableHandle {
+    /// `WITH g_<table> AS (...)` for every table the readable columns read through
+    /// links (nothing when none does), ready for a `SELECT`.
+    pub(super) fn push_with(&self, qb: &mut QueryBuilder<'static, Postgres>) -> anyhow::Result<()> {
+        let mut tables: Vec<Uuid> = Vec::new();
+        for table in self.readable().filter_map(ColumnDef::reads_table) {
+            if !tables.contains(&table) {
+                tables.push(table);
+            }
+        }
+        for (i, table) in tables.iter().enumerate() {
+            qb.push(if i == 0 { "WITH " } else { ", " });
+            qb.push(format!("{} AS NOT MATERIALIZED (SELECT ", gated(*table)));
+            let gate = self.gates.iter().find(|g| g.table_id == *table);
+            let mut list = vec![match gate {
+                Some(_) => "g.id".to_string(),
+                None => "NULL::uuid AS id".to_string(),
+            }];
+            for (key, t) in needed(&self.columns, *table) {
+                let key = ident(&key)?;
+                let seen = gate
+                    .is_some_and(|g| g.columns.iter().any(|c| c.key == key && c.column_type == t));
+                list.push(if seen {
+                    format!("g.{key}")
+                } else {
+                    format!("NULL::{} AS {key}", sql_type(t))
+                });
+            }
+            qb.push(list.join(", "));
+            match gate {
+                // A table the caller may not read (or that is gone) shows nothing.
+                None => {
+                    qb.push(" WHERE false");
+                }
+                Some(gate) => {
+                    qb.push(format!(" FROM {} AS g WHERE ", table_name(*table)));
+                    match &gate.rows {
+                        None => {
+                            qb.push("true");
+                        }
+                        Some(rows) => push_condition_as(qb, rows, self.company_id, "g")?,
+                    }
+                }
+            }
+            qb.push(")");
+        }
+        if !tables.is_empty() {
+            qb.push(" ");
+        }
+        Ok(())
+    }
+}
