@@ -262,7 +262,7 @@ impl ColumnResponse {
                 .and_then(|r| r.target_column.as_ref().map(|t| t.0.clone()))
                 .or_else(|| c.lookup.as_ref().map(|l| l.target_column.0.clone())),
             match_pairs: None,
-            filter: None,
+            filter: c.rollup.as_ref().and_then(|r| r.filter.clone()),
             expression: c.formula.as_ref().map(|f| f.expr.render(columns)),
             options: c.options.clone(),
             allowed_mime_types: c.allowed_mime_types.clone(),

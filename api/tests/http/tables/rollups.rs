@@ -89,6 +89,8 @@ async fn shop(t: &Tables) -> Shop {
         json!({"name": "priciest", "type": "lookup", "link_field": "items", "target_column": "name",
                "pick": {"order_column": "price", "direction": "desc"}}),
         json!({"name": "main name", "type": "lookup", "link_field": "main", "target_column": "name"}),
+        json!({"name": "cheap", "type": "rollup", "link_field": "items", "aggregation": "count",
+               "filter": [{"column": "price", "op": "lt", "value": 15}]}),
     ] {
         let (status, body) = t.add_column(&orders, "boss", column.clone()).await;
         assert_eq!(status, 200, "{column}: {body}");
@@ -146,6 +148,11 @@ async fn rollups_and_lookups_read_linked_records() {
     assert_eq!(
         cells(&page, "main name"),
         [json!("A"), json!(null), json!(null)]
+    );
+    assert_eq!(
+        cells(&page, "cheap"),
+        [json!(1), json!(1), json!(0)],
+        "a filtered rollup"
     );
 
     // Filters and sorts compute the same values.
@@ -268,8 +275,19 @@ async fn rollups_and_lookups_refuse_what_they_cannot_compute() {
             "not available yet",
         ),
         (
-            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count", "filter": []}),
-            "not available yet",
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count",
+                   "filter": vec![json!({"column": "price", "op": "gt", "value": 1}); 11]}),
+            "at most 10 predicates",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count",
+                   "filter": [{"column": "nope", "op": "gt", "value": 1}]}),
+            "filter[0]",
+        ),
+        (
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count",
+                   "filter": [{"column": "price", "op": "in", "value": (0..101).collect::<Vec<_>>()}]}),
+            "at most 100",
         ),
         (
             json!({"name": "x", "type": "lookup", "link_field": "items", "target_column": "nope"}),
@@ -310,7 +328,7 @@ async fn rollups_and_lookups_refuse_what_they_cannot_compute() {
         .await;
     assert_eq!(got.0, 409, "{}", got.1);
     assert_eq!(code(&got), "column_used_by_computed_column");
-    assert_eq!(got.1["detail"]["usage_count"], 6, "{}", got.1);
+    assert_eq!(got.1["detail"]["usage_count"], 7, "{}", got.1);
 }
 
 #[tokio::test]
@@ -354,6 +372,7 @@ async fn rollups_count_only_the_linked_rows_the_caller_reads() {
         cells(&page, "main name"),
         [json!(null), json!(null), json!(null)]
     );
+    assert_eq!(cells(&page, "cheap"), [json!(1), json!(1), json!(0)]);
     // The manager still reads everything.
     let (_, page) = t
         .call(

@@ -5,7 +5,7 @@
 
 use super::{Cardinality, ColumnDef, ColumnType};
 use crate::tables::TableError;
-use crate::tables::query::AggregateOp;
+use crate::tables::query::{self, AggregateOp, Condition, Field};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -22,6 +22,10 @@ pub struct Rollup {
     pub aggregation: AggregateOp,
     /// The aggregated target column (internal key) and its type; none for `count`.
     pub target_column: Option<(String, ColumnType)>,
+    /// Predicates (ANDed) a linked record must match to count, naming target
+    /// columns by internal key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Vec<Value>>,
 }
 
 /// A lookup: a target column surfaced through a link column.
@@ -144,7 +148,7 @@ pub fn rollup(
             "incoming rollups (direction, source_table_id, match) are not available yet on this service",
         ));
     }
-    not_yet(fields, &["source_table_id", "match", "filter"])?;
+    not_yet(fields, &["source_table_id", "match"])?;
     let (link, target_table) = link(fields, existing)?;
     let name = text(fields, "aggregation")
         .ok_or_else(|| TableError::config("aggregation is required for rollups"))?;
@@ -184,8 +188,49 @@ pub fn rollup(
         target_table,
         aggregation,
         target_column,
+        filter: fields
+            .get("filter")
+            .map(|filter| rollup_filter(filter, targets))
+            .transpose()?,
     })
 }
+
+/// Checks a rollup `filter` (at most [`MAX_FILTER`] predicates, `in` lists of at
+/// most 100) against the target's columns; returns it naming columns by key.
+fn rollup_filter(filter: &Value, targets: &[ColumnDef]) -> Result<Vec<Value>, TableError> {
+    let Value::Array(predicates) = filter else {
+        return Err(TableError::config("filter must be a list of predicates"));
+    };
+    if predicates.len() > MAX_FILTER {
+        return Err(TableError::config(format!(
+            "filter holds at most {MAX_FILTER} predicates"
+        )));
+    }
+    predicates
+        .iter()
+        .enumerate()
+        .map(|(i, predicate)| {
+            let invalid = |message: String| TableError::config(format!("filter[{i}]: {message}"));
+            if !predicate.get("column").is_some_and(Value::is_string) {
+                return Err(invalid("a predicate is {column, op, value}".into()));
+            }
+            match query::resolve_filter(predicate, targets).map_err(|e| invalid(e.to_string()))? {
+                Condition::Test {
+                    field: Field::Column(column),
+                    ..
+                } => {
+                    let mut keyed = predicate.clone();
+                    keyed["column"] = Value::String(column.key.clone());
+                    Ok(keyed)
+                }
+                _ => Err(invalid("filter on a column of the target table".into())),
+            }
+        })
+        .collect()
+}
+
+/// Predicates of a rollup filter at most.
+pub const MAX_FILTER: usize = 10;
 
 /// Builds a lookup from the ColumnCreate fields and the link target's columns. The
 /// defaults-table `fallback` is refused as not available yet.

@@ -8,7 +8,8 @@ use super::super::physical::{ident, sql_type, table_name};
 use super::TableHandle;
 use super::compile::push_condition_as;
 use domain::tables::column::{ColumnDef, ColumnType};
-use domain::tables::query::{AggregateOp, Condition};
+use domain::tables::query::{self, AggregateOp, Condition};
+use serde_json::{Value, json};
 use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
@@ -24,16 +25,45 @@ pub struct Gate {
 }
 
 /// The name of the expression of a read table's rows.
-pub(super) fn gated(table_id: Uuid) -> String {
+fn gated(table_id: Uuid) -> String {
     format!("g_{}", table_id.simple())
+}
+
+/// The rows a rollup or lookup reads: the caller's rows of the linked table, and
+/// for a rollup with a `filter` those of them that match it (an expression of its
+/// own).
+struct Source<'a> {
+    name: String,
+    table_id: Uuid,
+    filter: Option<&'a [Value]>,
+}
+
+fn source(column: &ColumnDef) -> Option<Source<'_>> {
+    if let Some(rollup) = &column.rollup {
+        let filter = rollup.filter.as_deref();
+        let name = match filter {
+            Some(_) => format!("{}_{}", gated(rollup.target_table), column.key),
+            None => gated(rollup.target_table),
+        };
+        return Some(Source {
+            name,
+            table_id: rollup.target_table,
+            filter,
+        });
+    }
+    column.lookup.as_ref().map(|lookup| Source {
+        name: gated(lookup.target_table),
+        table_id: lookup.target_table,
+        filter: None,
+    })
 }
 
 /// The SQL of a rollup's or lookup's value for the row under `alias`.
 pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<String>> {
     if let Some(rollup) = &column.rollup {
+        let name = source(column).map(|s| s.name).unwrap_or_default();
         let from = format!(
-            "FROM {} AS r WHERE r.id = ANY({alias}.{})",
-            gated(rollup.target_table),
+            "FROM {name} AS r WHERE r.id = ANY({alias}.{})",
             ident(&rollup.link_field)?
         );
         let target = rollup
@@ -99,25 +129,38 @@ fn needed(columns: &[ColumnDef], table_id: Uuid) -> Vec<(String, ColumnType)> {
 
 impl TableHandle {
     /// `WITH g_<table> AS (...)` for every table the readable columns read through
-    /// links (nothing when none does), ready for a `SELECT`.
+    /// links, and one for each filtered rollup (nothing when none reads any), ready
+    /// for a `SELECT`.
     pub(super) fn push_with(&self, qb: &mut QueryBuilder<'static, Postgres>) -> anyhow::Result<()> {
-        let mut tables: Vec<Uuid> = Vec::new();
-        for table in self.readable().filter_map(ColumnDef::reads_table) {
-            if !tables.contains(&table) {
-                tables.push(table);
+        let mut sources: Vec<Source<'_>> = Vec::new();
+        for found in self.readable().filter_map(source) {
+            if !sources.iter().any(|s| s.name == found.name) {
+                sources.push(found);
             }
         }
-        for (i, table) in tables.iter().enumerate() {
+        for (i, source) in sources.iter().enumerate() {
             qb.push(if i == 0 { "WITH " } else { ", " });
-            qb.push(format!("{} AS NOT MATERIALIZED (SELECT ", gated(*table)));
-            let gate = self.gates.iter().find(|g| g.table_id == *table);
-            let mut list = vec![match gate {
+            qb.push(format!("{} AS NOT MATERIALIZED (SELECT ", source.name));
+            let gate = self.gates.iter().find(|g| g.table_id == source.table_id);
+            let filter = match (gate, source.filter) {
+                (Some(gate), Some(filter)) => {
+                    Some(query::resolve_filter(&json!({"and": filter}), &gate.columns).ok())
+                }
+                _ => None,
+            };
+            // Nothing is read of a table the caller may not read (or that is gone),
+            // nor through a filter naming a column the caller does not see.
+            let readable = match (gate, &filter) {
+                (None, _) | (_, Some(None)) => None,
+                (Some(gate), _) => Some(gate),
+            };
+            let mut list = vec![match readable {
                 Some(_) => "g.id".to_string(),
                 None => "NULL::uuid AS id".to_string(),
             }];
-            for (key, t) in needed(&self.columns, *table) {
+            for (key, t) in needed(&self.columns, source.table_id) {
                 let key = ident(&key)?;
-                let seen = gate
+                let seen = readable
                     .is_some_and(|g| g.columns.iter().any(|c| c.key == key && c.column_type == t));
                 list.push(if seen {
                     format!("g.{key}")
@@ -126,24 +169,27 @@ impl TableHandle {
                 });
             }
             qb.push(list.join(", "));
-            match gate {
-                // A table the caller may not read (or that is gone) shows nothing.
+            match readable {
                 None => {
                     qb.push(" WHERE false");
                 }
                 Some(gate) => {
-                    qb.push(format!(" FROM {} AS g WHERE ", table_name(*table)));
+                    qb.push(format!(" FROM {} AS g WHERE ", table_name(source.table_id)));
                     match &gate.rows {
                         None => {
                             qb.push("true");
                         }
                         Some(rows) => push_condition_as(qb, rows, self.company_id, "g")?,
                     }
+                    if let Some(Some(filter)) = &filter {
+                        qb.push(" AND ");
+                        push_condition_as(qb, filter, self.company_id, "g")?;
+                    }
                 }
             }
             qb.push(")");
         }
-        if !tables.is_empty() {
+        if !sources.is_empty() {
             qb.push(" ");
         }
         Ok(())
