@@ -75,6 +75,16 @@ pub struct ColumnCreate {
 }
 
 impl ColumnCreate {
+    /// The other table the column names: a link's target, or an incoming rollup's
+    /// source table.
+    pub fn linked_table(&self) -> Option<Uuid> {
+        self.target_table_id.or_else(|| {
+            self.source_table_id
+                .as_deref()
+                .and_then(|id| id.parse().ok())
+        })
+    }
+
     /// The domain form.
     pub fn spec(&self) -> ColumnSpec {
         let mut computed = BTreeMap::new();
@@ -248,12 +258,23 @@ impl ColumnResponse {
                 Cardinality::One => "one".into(),
                 Cardinality::Many => "many".into(),
             }),
-            direction: c.rollup.as_ref().map(|_| "outgoing".into()),
-            source_table_id: None,
+            direction: c.rollup.as_ref().map(|r| {
+                if r.incoming.is_some() {
+                    "incoming"
+                } else {
+                    "outgoing"
+                }
+                .into()
+            }),
+            source_table_id: c
+                .rollup
+                .as_ref()
+                .filter(|r| r.incoming.is_some())
+                .map(|r| r.target_table),
             link_field: c
                 .rollup
                 .as_ref()
-                .map(|r| r.link_field.clone())
+                .and_then(|r| r.link_field.clone())
                 .or_else(|| c.lookup.as_ref().map(|l| l.link_field.clone())),
             aggregation: c.rollup.as_ref().map(|r| r.aggregation.as_str().into()),
             target_column: c
@@ -261,7 +282,21 @@ impl ColumnResponse {
                 .as_ref()
                 .and_then(|r| r.target_column.as_ref().map(|t| t.0.clone()))
                 .or_else(|| c.lookup.as_ref().map(|l| l.target_column.0.clone())),
-            match_pairs: None,
+            match_pairs: c
+                .rollup
+                .as_ref()
+                .and_then(|r| r.incoming.as_ref())
+                .map(|pairs| {
+                    pairs
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.source.clone(),
+                                p.mine.clone().unwrap_or_else(|| "$self".into()),
+                            )
+                        })
+                        .collect()
+                }),
             filter: c.rollup.as_ref().and_then(|r| r.filter.clone()),
             expression: c.formula.as_ref().map(|f| f.expr.render(columns)),
             options: c.options.clone(),

@@ -75,8 +75,9 @@ fn respond(
     }
 }
 
-/// The columns of the table a rollup's or lookup's `link_field` targets (none for
-/// other columns, or when the link column does not exist).
+/// The columns of the table a rollup or lookup reads: the one its `link_field`
+/// targets, or an incoming rollup's source table (none for other columns, or when
+/// the table does not exist).
 async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<ColumnDef>> {
     if !matches!(body.column_type, ColumnType::Rollup | ColumnType::Lookup) {
         return Ok(Vec::new());
@@ -88,6 +89,12 @@ async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<C
             .find(|c| c.is_named(reference))
             .and_then(|c| c.target_table_id)
     });
+    let target = match target.or(body.linked_table()) {
+        Some(id) => table_row(&table.caller.state, table.row.company_id, id)
+            .await?
+            .map(|row| row.id),
+        None => None,
+    };
     match target {
         Some(target) => table_columns(&table.caller.state, target).await,
         None => Ok(Vec::new()),
@@ -156,7 +163,7 @@ async fn create_column(
         link: link_facts(
             &caller.state,
             caller.principal.company_id,
-            body.target_table_id,
+            body.linked_table(),
         )
         .await?,
         link_targets: link_targets(&table, &body).await?,
@@ -215,7 +222,7 @@ async fn preview_column(
     let link = link_facts(
         &caller.state,
         caller.principal.company_id,
-        body.target_table_id,
+        body.linked_table(),
     )
     .await?;
     let placement = Placement {
@@ -228,6 +235,7 @@ async fn preview_column(
         new_key(),
         body.spec(),
         &table.columns,
+        table.row.id,
         &placement,
         link,
         &targets,

@@ -3,21 +3,29 @@
 //! keys and the target's types) and computed on read under the caller's
 //! permissions on the target table.
 
-use super::{Cardinality, ColumnDef, ColumnType};
+use super::{Cardinality, ColumnDef, ColumnType, LinkFacts};
 use crate::tables::TableError;
 use crate::tables::query::{self, AggregateOp, Condition, Field};
+use crate::tables::scope::{Placement, may_link};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// An outgoing rollup: an aggregate over the records a link column links to.
+/// A rollup: an aggregate over the records a link column of this table links to
+/// (outgoing), or over the records of a source table whose link columns link to
+/// this record (incoming).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rollup {
-    /// The link column (internal key).
-    pub link_field: String,
-    /// The table the link targets.
+    /// The link column (internal key) of an outgoing rollup.
+    pub link_field: Option<String>,
+    /// The table whose records are aggregated: the link's target, or an incoming
+    /// rollup's source table.
     pub target_table: Uuid,
+    /// An incoming rollup's `match`: 1 to 3 pairs, all of which a source record
+    /// must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incoming: Option<Vec<MatchPair>>,
     /// The aggregate.
     pub aggregation: AggregateOp,
     /// The aggregated target column (internal key) and its type; none for `count`.
@@ -27,6 +35,20 @@ pub struct Rollup {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<Vec<Value>>,
 }
+
+/// A pair of an incoming rollup's `match`: a link column of the source table and
+/// the record of this table it must link to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchPair {
+    /// The source table's link column (internal key).
+    pub source: String,
+    /// This table's cardinality-one link column whose record it must link to, or
+    /// `None` for `$self` (this record).
+    pub mine: Option<String>,
+}
+
+/// Pairs of an incoming rollup's `match` at most.
+pub const MAX_MATCH: usize = 3;
 
 /// A lookup: a target column surfaced through a link column.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,20 +158,48 @@ fn not_yet(fields: &BTreeMap<&'static str, Value>, names: &[&str]) -> Result<(),
     Ok(())
 }
 
-/// Builds an outgoing rollup from the ColumnCreate fields and the link target's
-/// columns. Incoming rollups and rollup filters are refused as not available yet.
+/// Where an incoming rollup's source table sits, as the caller looked it up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incoming<'a> {
+    /// The table the column is added to.
+    pub table_id: Uuid,
+    /// Where that table sits.
+    pub placement: &'a Placement,
+    /// The source table's company and scope, when it exists in the company.
+    pub source: Option<LinkFacts>,
+}
+
+/// Builds a rollup from the ColumnCreate fields and the columns of the table it
+/// aggregates (the link's target, or the incoming source table).
 pub fn rollup(
     fields: &BTreeMap<&'static str, Value>,
     existing: &[ColumnDef],
     targets: &[ColumnDef],
+    incoming: Incoming<'_>,
 ) -> Result<Rollup, TableError> {
-    if text(fields, "direction").is_some_and(|d| d != "outgoing") {
-        return Err(TableError::config(
-            "incoming rollups (direction, source_table_id, match) are not available yet on this service",
-        ));
-    }
-    not_yet(fields, &["source_table_id", "match"])?;
-    let (link, target_table) = link(fields, existing)?;
+    let (link_field, target_table, pairs) = match text(fields, "direction").as_deref() {
+        None | Some("outgoing") => {
+            for field in ["source_table_id", "match"] {
+                if fields.contains_key(field) {
+                    return Err(TableError::config(format!(
+                        "{field} is only allowed on incoming rollups"
+                    )));
+                }
+            }
+            let (link, target_table) = link(fields, existing)?;
+            (Some(link.key.clone()), target_table, None)
+        }
+        Some("incoming") => {
+            if fields.contains_key("link_field") {
+                return Err(TableError::config(
+                    "link_field is only allowed on outgoing rollups; incoming rollups take source_table_id and match",
+                ));
+            }
+            let (source, pairs) = incoming_pairs(fields, existing, targets, incoming)?;
+            (None, source, Some(pairs))
+        }
+        Some(_) => return Err(TableError::config("direction must be outgoing or incoming")),
+    };
     let name = text(fields, "aggregation")
         .ok_or_else(|| TableError::config("aggregation is required for rollups"))?;
     let aggregation = AggregateOp::parse(&name).ok_or_else(|| {
@@ -184,8 +234,9 @@ pub fn rollup(
         }
     };
     Ok(Rollup {
-        link_field: link.key.clone(),
+        link_field,
         target_table,
+        incoming: pairs,
         aggregation,
         target_column,
         filter: fields
@@ -193,6 +244,93 @@ pub fn rollup(
             .map(|filter| rollup_filter(filter, targets))
             .transpose()?,
     })
+}
+
+/// Checks an incoming rollup's `source_table_id` (a table of the company in this
+/// scope or an ancestor, as for link targets) and `match` (1 to 3 pairs of a
+/// source link column and `$self` or a cardinality-one link column of this table
+/// that targets the same table).
+fn incoming_pairs(
+    fields: &BTreeMap<&'static str, Value>,
+    existing: &[ColumnDef],
+    sources: &[ColumnDef],
+    incoming: Incoming<'_>,
+) -> Result<(Uuid, Vec<MatchPair>), TableError> {
+    let source: Uuid = text(fields, "source_table_id")
+        .ok_or_else(|| TableError::config("source_table_id is required for incoming rollups"))?
+        .parse()
+        .map_err(|_| TableError::config("source_table_id must be a table id"))?;
+    let facts = incoming
+        .source
+        .ok_or_else(|| TableError::config(format!("source table {source} does not exist")))?;
+    if !may_link(incoming.placement, facts.company_id, facts.scope) {
+        return Err(TableError::config(
+            "source_table_id must be a table of this scope or an ancestor scope (own chatroom, owning department or company)",
+        ));
+    }
+    let Some(Value::Object(pairs)) = fields.get("match") else {
+        return Err(TableError::config(
+            "match is required for incoming rollups: a map of source link column to $self or a link column of this table",
+        ));
+    };
+    if !(1..=MAX_MATCH).contains(&pairs.len()) {
+        return Err(TableError::config(format!(
+            "match holds 1..{MAX_MATCH} pairs"
+        )));
+    }
+    pairs
+        .iter()
+        .map(|(theirs, mine)| {
+            let theirs_column = sources
+                .iter()
+                .find(|c| c.is_named(theirs))
+                .filter(|c| c.column_type == ColumnType::Link)
+                .ok_or_else(|| {
+                    TableError::config(format!(
+                        "match: '{theirs}' is not a link column of the source table"
+                    ))
+                })?;
+            let links_to = theirs_column.target_table_id;
+            let mine = match mine.as_str() {
+                Some("$self") if links_to == Some(incoming.table_id) => None,
+                Some("$self") => {
+                    return Err(TableError::config(format!(
+                        "match: '{theirs}' does not link to this table, so it cannot match $self"
+                    )));
+                }
+                Some(reference) => {
+                    let column = existing
+                        .iter()
+                        .find(|c| c.is_named(reference))
+                        .filter(|c| {
+                            c.column_type == ColumnType::Link
+                                && c.link_cardinality() == Cardinality::One
+                        })
+                        .ok_or_else(|| {
+                            TableError::config(format!(
+                                "match: '{reference}' is not a cardinality-one link column of this table"
+                            ))
+                        })?;
+                    if column.target_table_id != links_to {
+                        return Err(TableError::config(format!(
+                            "match: '{theirs}' and '{reference}' must link to the same table"
+                        )));
+                    }
+                    Some(column.key.clone())
+                }
+                None => {
+                    return Err(TableError::config(
+                        "match values are $self or a column name",
+                    ));
+                }
+            };
+            Ok(MatchPair {
+                source: theirs_column.key.clone(),
+                mine,
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(|pairs| (source, pairs))
 }
 
 /// Checks a rollup `filter` (at most [`MAX_FILTER`] predicates, `in` lists of at

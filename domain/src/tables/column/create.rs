@@ -131,14 +131,15 @@ fn only_for(field: &str, present: bool, allowed: bool, types: &str) -> Result<()
 
 /// Validates a ColumnCreate and builds the stored definition with the given key.
 ///
-/// `placement` is where the table sits; `link` what the caller found about a link's
-/// target table (`None` when it does not exist in the caller's company);
-/// `link_targets` the columns of the table a rollup's or lookup's link column
-/// targets.
+/// `table_id` is the table and `placement` where it sits; `link` what the caller
+/// found about a link's target table or an incoming rollup's source table (`None`
+/// when it does not exist in the caller's company); `link_targets` the columns of
+/// the table a rollup or lookup reads.
 pub fn build_column(
     key: String,
     spec: ColumnSpec,
     existing: &[ColumnDef],
+    table_id: Uuid,
     placement: &Placement,
     link: Option<LinkFacts>,
     link_targets: &[ColumnDef],
@@ -241,10 +242,16 @@ pub fn build_column(
             ));
         }
         T::Rollup => {
+            let incoming = computed::Incoming {
+                table_id,
+                placement,
+                source: link,
+            };
             rollup = Some(Box::new(computed::rollup(
                 &spec.computed_fields,
                 existing,
                 link_targets,
+                incoming,
             )?));
         }
         T::Lookup => {

@@ -107,7 +107,10 @@ impl ColumnDef {
     pub fn reads(&self) -> Vec<String> {
         match (&self.formula, &self.rollup, &self.lookup) {
             (Some(formula), ..) => formula.references(),
-            (_, Some(rollup), _) => vec![rollup.link_field.clone()],
+            (_, Some(rollup), _) => match &rollup.incoming {
+                Some(pairs) => pairs.iter().filter_map(|p| p.mine.clone()).collect(),
+                None => rollup.link_field.iter().cloned().collect(),
+            },
             (.., Some(lookup)) => vec![lookup.link_field.clone()],
             _ => Vec::new(),
         }

@@ -182,6 +182,7 @@ impl CustomTable {
                     key,
                     spec,
                     &self.columns,
+                    table_id,
                     &placement,
                     link,
                     &link_targets,

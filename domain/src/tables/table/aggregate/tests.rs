@@ -47,6 +47,7 @@ fn added(t: ColumnType) -> TableEvent {
         "col_b2".into(),
         spec("B", t),
         &[],
+        TABLE,
         &Placement {
             company_id: COMPANY,
             scope: ScopeRef {

@@ -62,10 +62,26 @@ fn source(column: &ColumnDef) -> Option<Source<'_>> {
 pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<String>> {
     if let Some(rollup) = &column.rollup {
         let name = source(column).map(|s| s.name).unwrap_or_default();
-        let from = format!(
-            "FROM {name} AS r WHERE r.id = ANY({alias}.{})",
-            ident(&rollup.link_field)?
-        );
+        let from = match (&rollup.incoming, &rollup.link_field) {
+            // Source records whose link columns link to this record (`$self`) or
+            // to the record this record's cardinality-one link names.
+            (Some(pairs), _) => {
+                let mut tests = Vec::with_capacity(pairs.len());
+                for pair in pairs {
+                    let theirs = ident(&pair.source)?;
+                    tests.push(match &pair.mine {
+                        None => format!("r.{theirs} @> ARRAY[{alias}.id]"),
+                        Some(mine) => format!("r.{theirs} && {alias}.{}", ident(mine)?),
+                    });
+                }
+                format!("FROM {name} AS r WHERE {}", tests.join(" AND "))
+            }
+            (None, Some(link)) => format!(
+                "FROM {name} AS r WHERE r.id = ANY({alias}.{})",
+                ident(link)?
+            ),
+            (None, None) => anyhow::bail!("a rollup without link_field or match"),
+        };
         let target = rollup
             .target_column
             .as_ref()
@@ -114,7 +130,14 @@ fn needed(columns: &[ColumnDef], table_id: Uuid) -> Vec<(String, ColumnType)> {
     let mut out: Vec<(String, ColumnType)> = Vec::new();
     for column in columns {
         let reads = match (&column.rollup, &column.lookup) {
-            (Some(r), _) if r.target_table == table_id => r.target_column.iter().cloned().collect(),
+            (Some(r), _) if r.target_table == table_id => {
+                let mut reads: Vec<(String, ColumnType)> =
+                    r.target_column.iter().cloned().collect();
+                for pair in r.incoming.iter().flatten() {
+                    reads.push((pair.source.clone(), ColumnType::Link));
+                }
+                reads
+            }
             (_, Some(l)) if l.target_table == table_id => l.target_columns(),
             _ => Vec::new(),
         };
