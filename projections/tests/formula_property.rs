@@ -5,7 +5,7 @@
 //! division by zero empty.
 
 use domain::tables::column::{ColumnDef, ColumnType};
-use domain::tables::formula::Formula;
+use domain::tables::formula::{Formula, MAX_REFS};
 use projections::read_models::tables::read::{Selection, TableHandle};
 use projections::read_models::tables::table_name;
 use projections::testing::TestDatabase;
@@ -20,24 +20,7 @@ const FLOATS: [Option<f64>; 4] = [None, Some(-2.5), Some(0.0), Some(1.25)];
 const BOOLS: [Option<bool>; 3] = [None, Some(true), Some(false)];
 
 fn column(key: &str, name: &str, t: ColumnType) -> ColumnDef {
-    ColumnDef {
-        key: key.into(),
-        name: name.into(),
-        column_type: t,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
-        options: None,
-        allowed_mime_types: None,
-        max_count: None,
-        max_file_bytes: None,
-        target_table_id: None,
-        cardinality: None,
-        formula: None,
-        rollup: None,
-        lookup: None,
-    }
+    ColumnDef::new(key, name, t)
 }
 
 fn columns() -> Vec<ColumnDef> {
@@ -367,6 +350,11 @@ fn formulas_compute_in_sql_what_a_reference_evaluation_gives() {
             else {
                 return Ok(());
             };
+            // Expressions past the reference limit are refused (tested with the
+            // parser); the generator may build one.
+            if source.matches('[').count() > MAX_REFS {
+                return Ok(());
+            }
             let formula = Formula::build(&source, &columns())
                 .map_err(|e| TestCaseError::fail(format!("{source}: {e}")))?;
             let mut f = column("col_f", "F", ColumnType::Formula);

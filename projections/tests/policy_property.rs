@@ -35,22 +35,8 @@ fn today() -> NaiveDate {
 
 fn column(key: &str, t: ColumnType, target: Option<Uuid>) -> ColumnDef {
     ColumnDef {
-        key: key.into(),
-        name: key.into(),
-        column_type: t,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
-        options: None,
-        allowed_mime_types: None,
-        max_count: None,
-        max_file_bytes: None,
         target_table_id: target,
-        cardinality: None,
-        formula: None,
-        rollup: None,
-        lookup: None,
+        ..ColumnDef::new(key, key, t)
     }
 }
 

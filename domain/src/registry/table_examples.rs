@@ -17,24 +17,7 @@ const MIGRATION: Uuid = Uuid::from_u128(0x7201);
 const CREATOR: &str = "user:00000000-0000-0000-0000-00000000b001";
 
 fn column(column_type: ColumnType) -> ColumnDef {
-    ColumnDef {
-        key: "col_1".into(),
-        name: "Size".into(),
-        column_type,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
-        options: None,
-        allowed_mime_types: None,
-        max_count: None,
-        max_file_bytes: None,
-        target_table_id: None,
-        cardinality: None,
-        formula: None,
-        rollup: None,
-        lookup: None,
-    }
+    ColumnDef::new("col_1", "Size", column_type)
 }
 
 fn view(name: &str) -> ViewDef {

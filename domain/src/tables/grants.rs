@@ -173,24 +173,7 @@ mod tests {
     use serde_json::json;
 
     fn columns() -> Vec<ColumnDef> {
-        vec![ColumnDef {
-            key: "col_a".into(),
-            name: "Amount".into(),
-            column_type: ColumnType::Integer,
-            required: false,
-            default_value: None,
-            description: None,
-            max_length: None,
-            options: None,
-            allowed_mime_types: None,
-            max_count: None,
-            max_file_bytes: None,
-            target_table_id: None,
-            cardinality: None,
-            formula: None,
-            rollup: None,
-            lookup: None,
-        }]
+        vec![ColumnDef::new("col_a", "Amount", ColumnType::Integer)]
     }
 
     #[test]

@@ -385,24 +385,7 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
             lookup: None,
             ..(**c).clone()
         },
-        other => ColumnDef {
-            key: String::new(),
-            name: String::new(),
-            column_type: other.value_type(),
-            required: false,
-            default_value: None,
-            description: None,
-            max_length: None,
-            options: None,
-            allowed_mime_types: None,
-            max_count: None,
-            max_file_bytes: None,
-            target_table_id: None,
-            cardinality: None,
-            formula: None,
-            rollup: None,
-            lookup: None,
-        },
+        other => ColumnDef::new(String::new(), String::new(), other.value_type()),
     };
     values::normalize(&column, value, &mut Vec::new())
 }

@@ -117,6 +117,22 @@ impl Tables {
         body["column"]["id"].as_str().unwrap().to_string()
     }
 
+    /// The internal key of a column (as the manager `boss` lists it).
+    pub async fn column_key(&self, table: &str, name: &str) -> String {
+        let (_, columns) = self
+            .call(Method::GET, &format!("{table}/columns"), "boss", None)
+            .await;
+        columns
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no column {name}: {columns}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     pub async fn insert(&self, table: &str, user: &str, data: Value) -> (u16, Value) {
         self.call(
             Method::POST,

@@ -7,6 +7,7 @@ use super::fixture::{Tables, code};
 use super::public_read::{mint, query};
 use reqwest::Method;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// A table with price, qty, paid and title, three records and three formulas.
 async fn priced(t: &Tables) -> String {
@@ -48,6 +49,15 @@ async fn priced(t: &Tables) -> String {
         assert_eq!(body["migration_info"]["records_migrated"], 0);
     }
     table
+}
+
+/// The internal keys of the priced table's columns by name.
+async fn keys(t: &Tables, table: &str) -> HashMap<&'static str, String> {
+    let mut keys = HashMap::new();
+    for name in ["price", "qty", "title", "Total", "Ratio"] {
+        keys.insert(name, t.column_key(table, name).await);
+    }
+    keys
 }
 
 fn column_of(page: &Value, name: &str) -> Vec<Value> {
@@ -149,18 +159,7 @@ async fn formula_columns_compute_in_reads_filters_sorts_and_exports() {
     assert!(got.1.to_string().contains("computed"), "{}", got.1);
 
     // A renamed column is named anew in the expression; values still compute.
-    let (_, columns) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    let price = columns
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "price")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let price = t.column_key(&table, "price").await;
     let (status, body) = t
         .call(
             Method::PATCH,
@@ -227,20 +226,8 @@ async fn formula_errors_name_the_problem_and_change_nothing() {
 async fn formula_dependencies_refuse_delete_and_retype() {
     let t = Tables::new().await;
     let table = priced(&t).await;
-    let (_, columns) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    let key = |name: &str| {
-        columns
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let keys = keys(&t, &table).await;
+    let key = |name: &str| keys[name].clone();
     // A formula reading a formula.
     t.column(
         &table,
@@ -287,13 +274,7 @@ async fn formula_dependencies_refuse_delete_and_retype() {
         .await;
     assert_eq!(got.0, 400, "{}", got.1);
     // Deleting the readers first frees the column.
-    let (_, all) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    let double = all.as_array().unwrap().last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let double = t.column_key(&table, "Double").await;
     for k in [double, key("Total"), key("Ratio"), key("price")] {
         let got = t.call(Method::DELETE, &path(&k), "boss", None).await;
         assert_eq!(got.0, 200, "{}", got.1);
@@ -383,18 +364,8 @@ async fn formulas_follow_hidden_columns_and_the_preview_samples_them() {
 async fn public_reads_publish_a_formula_only_with_what_it_reads() {
     let t = Tables::new().await;
     let table = priced(&t).await;
-    let (_, columns) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    let key = |name: &str| {
-        columns
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap()["id"]
-            .clone()
-    };
+    let keys = keys(&t, &table).await;
+    let key = |name: &str| json!(keys[name]);
     let (status, view) = t
         .call(
             Method::POST,

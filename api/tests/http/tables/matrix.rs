@@ -56,7 +56,7 @@ async fn scenario(t: &Tables) -> (String, BTreeMap<String, String>) {
         json!({"subject_type": "chatroom", "subject_id": t.seed.room("acme", "ops-room"), "can_read": "filtered",
                "row_filter": {"column": "$n", "op": "gte", "value": 7}, "hidden_columns": ["note"]}),
     ];
-    let n_key = column_key(t, &table, "n").await;
+    let n_key = t.column_key(&table, "n").await;
     for g in grants {
         let body: Value = serde_json::from_str(&g.to_string().replace("$n", &n_key)).unwrap();
         let (status, answer) = t
@@ -88,22 +88,6 @@ async fn scenario(t: &Tables) -> (String, BTreeMap<String, String>) {
         assert_eq!(status, 201, "{body}");
     }
     (table, ids)
-}
-
-/// The internal key of a column.
-pub async fn column_key(t: &Tables, table: &str, name: &str) -> String {
-    let (_, columns) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    columns
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 fn labels(page: &Value) -> BTreeSet<String> {

@@ -4,7 +4,6 @@
 //! row; authoring errors name the node; anything unresolvable narrows.
 
 use super::fixture::Tables;
-use super::matrix::column_key;
 use chrono::{Duration, Utc};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -59,9 +58,9 @@ impl Policies {
         }
         let mut keys = Vec::new();
         for name in ["n", "s", "d", "t", "owner", "ref"] {
-            keys.push((format!("${name}"), column_key(&t, &table, name).await));
+            keys.push((format!("${name}"), t.column_key(&table, name).await));
         }
-        keys.push(("$score".into(), column_key(&t, &target, "score").await));
+        keys.push(("$score".into(), t.column_key(&target, "score").await));
         Self { t, table, keys }
     }
 

@@ -14,21 +14,6 @@ struct Shop {
     keys: Value,
 }
 
-async fn key(t: &Tables, table: &str, name: &str) -> String {
-    let (_, columns) = t
-        .call(Method::GET, &format!("{table}/columns"), "boss", None)
-        .await;
-    columns
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no column {name}: {columns}"))["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 fn id(path: &str) -> &str {
     path.rsplit('/').next().unwrap()
 }
@@ -97,10 +82,10 @@ async fn shop(t: &Tables) -> Shop {
     }
     let mut keys = serde_json::Map::new();
     for name in ["items", "main", "count", "total"] {
-        keys.insert(name.into(), key(t, &orders, name).await.into());
+        keys.insert(name.into(), t.column_key(&orders, name).await.into());
     }
     for name in ["name", "price"] {
-        keys.insert(name.into(), key(t, &products, name).await.into());
+        keys.insert(name.into(), t.column_key(&products, name).await.into());
     }
     Shop {
         products,

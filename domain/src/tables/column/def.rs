@@ -70,6 +70,29 @@ pub fn is_column_key(key: &str) -> bool {
 }
 
 impl ColumnDef {
+    /// A column with only a key, a name and a type (not required, no default, no
+    /// type settings): the shape tests and internal operands start from.
+    pub fn new(key: impl Into<String>, name: impl Into<String>, column_type: ColumnType) -> Self {
+        Self {
+            key: key.into(),
+            name: name.into(),
+            column_type,
+            required: false,
+            default_value: None,
+            description: None,
+            max_length: None,
+            options: None,
+            allowed_mime_types: None,
+            max_count: None,
+            max_file_bytes: None,
+            target_table_id: None,
+            cardinality: None,
+            formula: None,
+            rollup: None,
+            lookup: None,
+        }
+    }
+
     /// Link cardinality, defaulting to many.
     pub fn link_cardinality(&self) -> Cardinality {
         self.cardinality.unwrap_or(Cardinality::Many)

@@ -233,22 +233,8 @@ mod tests {
 
     fn select() -> ColumnDef {
         ColumnDef {
-            key: "col_1".into(),
-            name: "Status".into(),
-            column_type: ColumnType::Select,
-            required: false,
-            default_value: None,
-            description: None,
-            max_length: None,
             options: Some(vec!["open".into(), "done".into()]),
-            allowed_mime_types: None,
-            max_count: None,
-            max_file_bytes: None,
-            target_table_id: None,
-            cardinality: None,
-            formula: None,
-            rollup: None,
-            lookup: None,
+            ..ColumnDef::new("col_1", "Status", ColumnType::Select)
         }
     }
 

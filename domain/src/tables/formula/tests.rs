@@ -3,24 +3,7 @@ use crate::tables::column::ColumnType;
 use proptest::prelude::*;
 
 fn column(key: &str, name: &str, column_type: ColumnType) -> ColumnDef {
-    ColumnDef {
-        key: key.into(),
-        name: name.into(),
-        column_type,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
-        options: None,
-        allowed_mime_types: None,
-        max_count: None,
-        max_file_bytes: None,
-        target_table_id: None,
-        cardinality: None,
-        formula: None,
-        rollup: None,
-        lookup: None,
-    }
+    ColumnDef::new(key, name, column_type)
 }
 
 fn columns() -> Vec<ColumnDef> {

@@ -4,22 +4,9 @@ use serde_json::json;
 
 fn column(key: &str, name: &str, t: ColumnType) -> ColumnDef {
     ColumnDef {
-        key: key.into(),
-        name: name.into(),
-        column_type: t,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
-        options: None,
-        allowed_mime_types: None,
-        max_count: None,
-        max_file_bytes: None,
         target_table_id: Some(uuid::Uuid::nil()),
         cardinality: Some(Cardinality::Many),
-        formula: None,
-        rollup: None,
-        lookup: None,
+        ..ColumnDef::new(key, name, t)
     }
 }
 

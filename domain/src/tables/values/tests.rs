@@ -2,22 +2,13 @@ use super::*;
 
 fn column(t: ColumnType) -> ColumnDef {
     ColumnDef {
-        key: "col_1".into(),
-        name: "c".into(),
-        column_type: t,
-        required: false,
-        default_value: None,
-        description: None,
-        max_length: None,
         options: Some(vec!["a".into(), "b".into()]),
         allowed_mime_types: Some(vec!["image/*".into()]),
         max_count: Some(1),
         max_file_bytes: Some(10),
         target_table_id: Some(Uuid::nil()),
         cardinality: Some(Cardinality::One),
-        formula: None,
-        rollup: None,
-        lookup: None,
+        ..ColumnDef::new("col_1", "c", t)
     }
 }
 

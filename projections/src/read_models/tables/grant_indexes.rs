@@ -154,24 +154,7 @@ mod tests {
     use serde_json::json;
 
     fn column(key: &str, t: ColumnType) -> ColumnDef {
-        ColumnDef {
-            key: key.into(),
-            name: key.into(),
-            column_type: t,
-            required: false,
-            default_value: None,
-            description: None,
-            max_length: None,
-            options: None,
-            allowed_mime_types: None,
-            max_count: None,
-            max_file_bytes: None,
-            target_table_id: None,
-            cardinality: None,
-            formula: None,
-            rollup: None,
-            lookup: None,
-        }
+        ColumnDef::new(key, key, t)
     }
 
     #[test]
