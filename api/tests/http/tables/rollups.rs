@@ -205,6 +205,46 @@ async fn rollups_and_lookups_read_linked_records() {
     assert_eq!(cells(&page, "count")[0], 1);
     assert_eq!(cells(&page, "priciest")[0], "A");
 
+    // A linked column retyped under a rollup reads as empty for it, while a rollup
+    // created after the change reads the new type.
+    let price = shop.keys["price"].as_str().unwrap();
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{}/columns/{price}", shop.products),
+            "boss",
+            Some(json!({"type": "float"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    t.column(
+        orders,
+        json!({"name": "total now", "type": "rollup", "link_field": "items",
+               "aggregation": "sum", "target_column": "price"}),
+    )
+    .await;
+    let (status, page) = t
+        .call(Method::GET, &format!("{orders}/records"), "boss", None)
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        cells(&page, "total"),
+        [json!(null), json!(null), json!(null)]
+    );
+    assert_eq!(
+        cells(&page, "total now"),
+        [json!(10.0), json!(5.0), json!(null)]
+    );
+    let (status, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{}/columns/{price}", shop.products),
+            "boss",
+            Some(json!({"type": "integer"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
     // The preview samples through the same computation.
     let (status, body) = t
         .call(
@@ -411,6 +451,21 @@ async fn incoming_rollups_aggregate_the_records_that_link_here() {
         let (status, body) = t.add_column(&shop.products, "boss", column.clone()).await;
         assert_eq!(status, 200, "{column}: {body}");
     }
+    // A rollup filter reads stored and formula columns, not another rollup.
+    let got = t
+        .add_column(
+            &shop.orders,
+            "boss",
+            json!({"name": "x", "type": "rollup", "link_field": "items", "aggregation": "count",
+                   "filter": [{"column": "ordered", "op": "gt", "value": 0}]}),
+        )
+        .await;
+    assert_eq!(got.0, 400, "{}", got.1);
+    assert!(
+        got.1.to_string().contains("stored or formula column"),
+        "{}",
+        got.1
+    );
     // A pair naming a cardinality-one link column of this table: orders that share
     // this order's main product.
     let (status, body) = t

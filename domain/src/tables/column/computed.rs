@@ -356,12 +356,14 @@ fn rollup_filter(filter: &Value, targets: &[ColumnDef]) -> Result<Vec<Value>, Ta
                 Condition::Test {
                     field: Field::Column(column),
                     ..
-                } => {
+                } if column.reads_table().is_none() => {
                     let mut keyed = predicate.clone();
                     keyed["column"] = Value::String(column.key.clone());
                     Ok(keyed)
                 }
-                _ => Err(invalid("filter on a column of the target table".into())),
+                _ => Err(invalid(
+                    "filter on a stored or formula column of the aggregated table".into(),
+                )),
             }
         })
         .collect()

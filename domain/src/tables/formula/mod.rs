@@ -27,6 +27,13 @@ pub const MAX_CHARS: usize = 1000;
 pub const MAX_NESTING: usize = 20;
 /// Column references at most.
 pub const MAX_REFS: usize = 20;
+/// Levels of operations a stored tree holds at most, those of the formulas it
+/// reads included: its JSON nests two levels per operation, and JSON readers stop
+/// at 128 (a chain `1 + 1 + ... + 1` is one level per `+`).
+pub const MAX_TREE_DEPTH: usize = 40;
+/// Operations and values a stored tree holds at most, copies of the formulas it
+/// reads included (so that formulas reading formulas cannot grow without bound).
+pub const MAX_TREE_NODES: usize = 1000;
 
 /// The kind of value an expression yields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +209,26 @@ impl Expr {
         }
     }
 
+    /// Levels of the tree (a leaf is 1).
+    pub fn depth(&self) -> usize {
+        1 + self.children().iter().map(|c| c.depth()).max().unwrap_or(0)
+    }
+
+    /// Nodes of the tree.
+    pub fn nodes(&self) -> usize {
+        1 + self.children().iter().map(|c| c.nodes()).sum::<usize>()
+    }
+
+    fn children(&self) -> Vec<&Expr> {
+        match self {
+            Self::Formula { expr, .. } | Self::Neg(expr) => vec![expr],
+            Self::Binary { left, right, .. } => vec![left, right],
+            Self::If(a, b, c) => vec![a, b, c],
+            Self::And(items) | Self::Or(items) => items.iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The internal keys this expression reads directly (a referenced formula
     /// counts as itself, not as what it reads).
     pub fn references(&self, out: &mut Vec<String>) {
@@ -284,6 +311,12 @@ impl Formula {
     pub fn build(expression: &str, columns: &[ColumnDef]) -> Result<Self, String> {
         let parsed = parse(expression)?;
         let expr = resolve(parsed, columns)?;
+        let (depth, nodes) = (expr.depth(), expr.nodes());
+        if depth > MAX_TREE_DEPTH || nodes > MAX_TREE_NODES {
+            return Err(format!(
+                "formula: the expression holds {nodes} operations and values {depth} levels deep (formulas it reads included); at most {MAX_TREE_NODES} and {MAX_TREE_DEPTH} can be stored"
+            ));
+        }
         Ok(Self {
             kind: expr.kind(),
             expr,

@@ -197,7 +197,10 @@ fn text(i: &mut &str) -> Result<Expr> {
         '"',
         repeat(
             0..,
-            alt((preceded('\\', one_of(['"', '\\'])), none_of(['"', '\\']))),
+            alt((
+                preceded('\\', one_of(['"', '\\'])),
+                none_of(['"', '\\', '\0']),
+            )),
         )
         .fold(String::new, |mut s, c| {
             s.push(c);
@@ -210,7 +213,7 @@ fn text(i: &mut &str) -> Result<Expr> {
 }
 
 fn reference(i: &mut &str) -> Result<Expr> {
-    delimited('[', take_till(1.., ']'), ']')
+    delimited('[', take_till(1.., [']', '\0']), ']')
         .map(|r: &str| Expr::Ref(r.trim().to_string()))
         .parse_next(i)
 }

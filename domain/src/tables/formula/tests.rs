@@ -123,6 +123,21 @@ fn limits_are_checked_before_parsing() {
     assert!(build("\"((((((((((((((((((((((\" == [Title]").is_ok());
     let refs = vec!["[Price]"; 21].join(" + ");
     assert!(build(&refs).unwrap_err().contains("21 times"));
+    // A long chain is as deep as it is long: refused before it is stored.
+    let chain = vec!["1"; 41].join(" + ");
+    assert!(build(&chain).unwrap_err().contains("41 levels deep"));
+    assert!(build(&vec!["1"; 40].join(" + ")).is_ok());
+    // NUL never enters a stored string or a reference.
+    assert!(
+        build("\"a\u{0}b\" == [Title]")
+            .unwrap_err()
+            .contains("syntax error")
+    );
+    assert!(
+        build("[Pri\u{0}ce] + 1")
+            .unwrap_err()
+            .contains("syntax error")
+    );
 }
 
 proptest! {

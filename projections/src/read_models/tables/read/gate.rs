@@ -29,6 +29,13 @@ fn gated(table_id: Uuid) -> String {
     format!("g_{}", table_id.simple())
 }
 
+/// The name under which an expression exposes a column read as a type: readers
+/// created before and after a type change read it under different names, so the
+/// expression never holds one name twice.
+fn exposed(key: &str, t: ColumnType) -> anyhow::Result<String> {
+    Ok(format!("{}_{}", ident(key)?, t.as_str()))
+}
+
 /// The rows a rollup or lookup reads: the caller's rows of the linked table, and
 /// for a rollup with a `filter` those of them that match it (an expression of its
 /// own).
@@ -42,7 +49,11 @@ fn source(column: &ColumnDef) -> Option<Source<'_>> {
     if let Some(rollup) = &column.rollup {
         let filter = rollup.filter.as_deref();
         let name = match filter {
-            Some(_) => format!("{}_{}", gated(rollup.target_table), column.key),
+            Some(_) => format!(
+                "{}_{}",
+                gated(rollup.target_table),
+                ident(&column.key).ok()?
+            ),
             None => gated(rollup.target_table),
         };
         return Some(Source {
@@ -61,14 +72,16 @@ fn source(column: &ColumnDef) -> Option<Source<'_>> {
 /// The SQL of a rollup's or lookup's value for the row under `alias`.
 pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<String>> {
     if let Some(rollup) = &column.rollup {
-        let name = source(column).map(|s| s.name).unwrap_or_default();
+        let name = source(column)
+            .map(|s| s.name)
+            .ok_or_else(|| anyhow::anyhow!("column key {} is not an identifier", column.key))?;
         let from = match (&rollup.incoming, &rollup.link_field) {
             // Source records whose link columns link to this record (`$self`) or
             // to the record this record's cardinality-one link names.
             (Some(pairs), _) => {
                 let mut tests = Vec::with_capacity(pairs.len());
                 for pair in pairs {
-                    let theirs = ident(&pair.source)?;
+                    let theirs = exposed(&pair.source, ColumnType::Link)?;
                     tests.push(match &pair.mine {
                         None => format!("r.{theirs} @> ARRAY[{alias}.id]"),
                         Some(mine) => format!("r.{theirs} && {alias}.{}", ident(mine)?),
@@ -85,7 +98,7 @@ pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<St
         let target = rollup
             .target_column
             .as_ref()
-            .map(|(key, t)| ident(key).map(|k| (k, *t)))
+            .map(|(key, t)| exposed(key, *t).map(|k| (k, *t)))
             .transpose()?;
         let aggregate = match (rollup.aggregation, target) {
             (AggregateOp::Count, _) | (_, None) => "count(*)".to_string(),
@@ -104,7 +117,7 @@ pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<St
         return Ok(None);
     };
     let link = format!("{alias}.{}", ident(&lookup.link_field)?);
-    let key = ident(&lookup.target_column.0)?;
+    let key = exposed(&lookup.target_column.0, lookup.target_column.1)?;
     let from = format!(
         "FROM {} AS r WHERE r.id = ANY({link})",
         gated(lookup.target_table)
@@ -119,7 +132,7 @@ pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<St
         None => format!("(SELECT r.{key} {from} ORDER BY {position} LIMIT 1)"),
         Some(pick) => format!(
             "(SELECT r.{key} {from} ORDER BY r.{} {} NULLS LAST, {position} LIMIT 1)",
-            ident(&pick.order_column.0)?,
+            exposed(&pick.order_column.0, pick.order_column.1)?,
             if pick.descending { "DESC" } else { "ASC" }
         ),
     }))
@@ -167,7 +180,14 @@ impl TableHandle {
             let gate = self.gates.iter().find(|g| g.table_id == source.table_id);
             let filter = match (gate, source.filter) {
                 (Some(gate), Some(filter)) => {
-                    Some(query::resolve_filter(&json!({"and": filter}), &gate.columns).ok())
+                    // Filters read stored and formula columns, never another link.
+                    let filterable: Vec<ColumnDef> = gate
+                        .columns
+                        .iter()
+                        .filter(|c| c.reads_table().is_none())
+                        .cloned()
+                        .collect();
+                    Some(query::resolve_filter(&json!({"and": filter}), &filterable).ok())
                 }
                 _ => None,
             };
@@ -182,13 +202,13 @@ impl TableHandle {
                 None => "NULL::uuid AS id".to_string(),
             }];
             for (key, t) in needed(&self.columns, source.table_id) {
-                let key = ident(&key)?;
+                let name = exposed(&key, t)?;
                 let seen = readable
                     .is_some_and(|g| g.columns.iter().any(|c| c.key == key && c.column_type == t));
                 list.push(if seen {
-                    format!("g.{key}")
+                    format!("g.{} AS {name}", ident(&key)?)
                 } else {
-                    format!("NULL::{} AS {key}", sql_type(t))
+                    format!("NULL::{} AS {name}", sql_type(t))
                 });
             }
             qb.push(list.join(", "));
