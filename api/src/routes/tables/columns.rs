@@ -18,7 +18,7 @@ use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, ColumnType, LinkFacts, build_column};
 use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
-use projections::read_models::tables::read::Selection;
+use projections::read_models::tables::read::{Gate, Selection};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -279,14 +279,15 @@ async fn preview_column(
     ))
     .map_err(ApiError::internal)?;
     normalized["id"] = Value::Null;
+    // What the caller may read of the table a rollup or lookup would read.
+    let gates = link_gates(&caller, std::slice::from_ref(&column)).await?;
     if let Some(read) = column.reads_table() {
-        let readable = link_gates(&caller, std::slice::from_ref(&column)).await?;
-        normalized["restricted"] = readable.iter().all(|g| g.table_id != read).into();
+        normalized["restricted"] = gates.iter().all(|g| g.table_id != read).into();
     }
     if let Some(target) = column.target_table_id {
         normalized["target_table"] = target_summary(&table, target).await?;
     }
-    let sample = sample(&table, &column).await?;
+    let sample = sample(&table, &column, gates).await?;
     Ok(Json(ColumnPreviewResponse {
         valid: true,
         errors: Vec::new(),
@@ -307,15 +308,19 @@ async fn preview_column(
 
 /// The value the column would show in the first records the caller sees: a
 /// computed column computed by the same query that reads records (under the
-/// caller's permissions on what it reads), a stored column its default.
-async fn sample(table: &OpenTable, column: &ColumnDef) -> ApiResult<Vec<ColumnPreviewSample>> {
+/// caller's permissions on what it reads, `gates`), a stored column its default.
+async fn sample(
+    table: &OpenTable,
+    column: &ColumnDef,
+    gates: Vec<Gate>,
+) -> ApiResult<Vec<ColumnPreviewSample>> {
     let mut handle = table.handle();
     // A stored column has no physical column yet: the page reads ids only.
     let mut projection = Vec::new();
     let computed = !column.column_type.is_stored();
     if computed {
         handle.columns.push(column.clone());
-        handle.gates = link_gates(&table.caller, &handle.columns).await?;
+        handle.gates.extend(gates);
         projection.push(column.key.clone());
     }
     let selection = Selection {

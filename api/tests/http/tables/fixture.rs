@@ -133,6 +133,15 @@ impl Tables {
             .to_string()
     }
 
+    /// The first page of a table's records as `user` reads them (must answer 200).
+    pub async fn records(&self, table: &str, user: &str) -> Value {
+        let (status, page) = self
+            .call(Method::GET, &format!("{table}/records"), user, None)
+            .await;
+        assert_eq!(status, 200, "{user} reads {table}: {page}");
+        page
+    }
+
     pub async fn insert(&self, table: &str, user: &str, data: Value) -> (u16, Value) {
         self.call(
             Method::POST,

@@ -73,10 +73,7 @@ fn column_of(page: &Value, name: &str) -> Vec<Value> {
 async fn formula_columns_compute_in_reads_filters_sorts_and_exports() {
     let t = Tables::new().await;
     let table = priced(&t).await;
-    let (status, page) = t
-        .call(Method::GET, &format!("{table}/records"), "boss", None)
-        .await;
-    assert_eq!(status, 200, "{page}");
+    let page = t.records(&table, "boss").await;
     assert_eq!(
         column_of(&page, "Total"),
         [json!(30), json!(0), json!(null)]
@@ -179,9 +176,7 @@ async fn formula_columns_compute_in_reads_filters_sorts_and_exports() {
         .find(|c| c["name"] == "Total")
         .unwrap();
     assert_eq!(total["expression"], "[unit price] * [qty]");
-    let (_, page) = t
-        .call(Method::GET, &format!("{table}/records"), "boss", None)
-        .await;
+    let page = t.records(&table, "boss").await;
     assert_eq!(column_of(&page, "Total")[0], 30);
 }
 
@@ -294,10 +289,7 @@ async fn formulas_follow_hidden_columns_and_the_preview_samples_them() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let (status, page) = t
-        .call(Method::GET, &format!("{table}/records"), "member", None)
-        .await;
-    assert_eq!(status, 200, "{page}");
+    let page = t.records(&table, "member").await;
     let first = &page["records"][0]["data"];
     assert!(
         first.get("price").is_none() && first.get("Total").is_none(),
