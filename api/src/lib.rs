@@ -7,6 +7,7 @@ pub mod admission;
 pub mod answer_cache;
 pub mod auth;
 pub mod config;
+pub mod download;
 pub mod error;
 pub mod extract;
 pub mod idempotency;

@@ -124,6 +124,81 @@ impl Objects {
         Ok(result.into_stream().map_err(std::io::Error::other))
     }
 
+    /// The object's bytes as a stream checked against what was recorded: each
+    /// chunk is passed on once the next one has arrived, and the last one only when
+    /// all the bytes are `byte_size` bytes of `digest`; otherwise the stream ends
+    /// with an error instead. A response over it (even with its length declared) is
+    /// cut short rather than delivered complete and wrong.
+    pub async fn get_verified(
+        &self,
+        key: &str,
+        digest: &str,
+        byte_size: u64,
+    ) -> anyhow::Result<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
+        struct Check {
+            hasher: Sha256,
+            size: u64,
+            held: Option<Bytes>,
+            done: bool,
+        }
+        let inner = self.get_stream(key).await?;
+        let expected = digest.to_string();
+        let check = Check {
+            hasher: Sha256::new(),
+            size: 0,
+            held: None,
+            done: false,
+        };
+        Ok(futures::stream::unfold(
+            (inner, check),
+            move |(mut inner, mut check)| {
+                let expected = expected.clone();
+                async move {
+                    while !check.done {
+                        match inner.next().await {
+                            Some(Ok(chunk)) => {
+                                check.hasher.update(&chunk);
+                                check.size += chunk.len() as u64;
+                                if let Some(previous) = check.held.replace(chunk) {
+                                    return Some((Ok(previous), (inner, check)));
+                                }
+                            }
+                            Some(Err(e)) => {
+                                check.done = true;
+                                return Some((Err(e), (inner, check)));
+                            }
+                            None => {
+                                check.done = true;
+                                let got = format!(
+                                    "sha256:{}",
+                                    hex::encode(check.hasher.clone().finalize())
+                                );
+                                if got == expected && check.size == byte_size {
+                                    return check
+                                        .held
+                                        .take()
+                                        .map(|last| (Ok(last), (inner, check)));
+                                }
+                                tracing::error!(
+                                    expected,
+                                    got,
+                                    size = check.size,
+                                    byte_size,
+                                    "stored object failed its digest check"
+                                );
+                                let e = std::io::Error::other(
+                                    "the stored bytes do not match their digest",
+                                );
+                                return Some((Err(e), (inner, check)));
+                            }
+                        }
+                    }
+                    None
+                }
+            },
+        ))
+    }
+
     /// When the object was last written (`None` when it does not exist).
     pub async fn modified_at(
         &self,
@@ -151,6 +226,14 @@ impl Objects {
         Ok(self
             .store
             .copy(&StorePath::from(from), &StorePath::from(to))
+            .await?)
+    }
+
+    /// Moves an object to another key, replacing what is there.
+    pub async fn rename(&self, from: &str, to: &str) -> anyhow::Result<()> {
+        Ok(self
+            .store
+            .rename(&StorePath::from(from), &StorePath::from(to))
             .await?)
     }
 

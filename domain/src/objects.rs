@@ -1,5 +1,6 @@
 //! Owned objects: bytes the service keeps in its object store on a tenant's behalf
-//! (context archives, run inputs, outputs, logs, artifact bundles, build reports).
+//! (context archives, run inputs, outputs, logs, artifact bundles, build reports,
+//! scripts, table attachments).
 //!
 //! The bytes live in the object store; the log records that they exist, whose they
 //! are, their digest and size, and their deletion state.
@@ -29,6 +30,8 @@ pub enum ObjectKind {
     Report,
     /// A task script uploaded by file (a handle usable for 24 hours).
     Script,
+    /// A file of a custom table's attachment cells (content-addressed per table).
+    Attachment,
 }
 
 impl ObjectKind {
@@ -42,6 +45,7 @@ impl ObjectKind {
             Self::ArtifactBundle => "artifact_bundle",
             Self::Report => "report",
             Self::Script => "script",
+            Self::Attachment => "attachment",
         }
     }
 }

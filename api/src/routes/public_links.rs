@@ -3,13 +3,12 @@
 //! byte range of its bundle), as an attachment with `nosniff`. Any token that is
 //! malformed, forged, revoked, or whose object is gone answers the uniform 404.
 
+use crate::download::{attachment, attachment_response};
 use crate::error::{ApiError, ApiResult};
-use crate::routes::sandbox::runs::attachment;
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use domain::runs::link::LinkedObject;
 use domain::tasks::input::digest;
 use projections::read_models::runs::query as runs;
@@ -19,21 +18,6 @@ use utoipa_axum::routes;
 /// The public link route.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(public_object))
-}
-
-fn attachment_response(body: Body, content_type: &str, disposition: String) -> Response {
-    let mut response = body.into_response();
-    let headers = response.headers_mut();
-    let value = |text: &str| {
-        HeaderValue::from_str(text).unwrap_or(HeaderValue::from_static("application/octet-stream"))
-    };
-    headers.insert(header::CONTENT_TYPE, value(content_type));
-    headers.insert(header::CONTENT_DISPOSITION, value(&disposition));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }
 
 /// The object behind a public link.

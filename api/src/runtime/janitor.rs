@@ -1,11 +1,15 @@
 //! The janitor: ends upload sessions past their 24 hours and removes their staged
 //! bytes, and expires the contents of runs past their company's
-//! `run_content_retention_days`.
+//! `run_content_retention_days`, and removes table attachment files no record
+//! holds.
 
 use crate::runtime::Runtime;
 use domain::environments::upload::{ContextUpload, UploadCommand};
+use domain::objects::{ObjectCommand, OwnedObject};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand};
+use domain::tables::column::UNHELD_FILE_KEPT;
+use projections::read_models::owned_objects::query as objects;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -26,10 +30,44 @@ pub fn spawn(state: Arc<Runtime>, interval: Duration) {
     })
 }
 
-/// Expires every live session and every run's contents past their lifetime.
+/// Expires every live session and every run's contents past their lifetime, and
+/// removes the attachment files no record holds.
 pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
     expire_sessions(state).await?;
-    expire_run_contents(state).await
+    expire_run_contents(state).await?;
+    sweep_attachments(state, chrono::Utc::now()).await
+}
+
+/// Removes the table attachment files that no live record holds and that were last
+/// uploaded more than [`UNHELD_FILE_KEPT`] before `now`: every upload of the bytes is
+/// marked for deletion, the bytes go, and the deletion is recorded. A record
+/// deleted (or a cell emptied, a column or table deleted) thus takes its files
+/// with it at the next sweep.
+pub async fn sweep_attachments(
+    state: &Runtime,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<()> {
+    let unheld = objects::unheld_attachments(&state.pool, now - UNHELD_FILE_KEPT, 500).await?;
+    for (key, company, uploads) in unheld {
+        for id in &uploads {
+            let meta = metadata(company, *id, now);
+            let command = ObjectCommand::RequestDeletion;
+            state
+                .bus
+                .record::<OwnedObject>(&id.to_string(), command, &meta)
+                .await?;
+        }
+        state.objects.delete(&key).await?;
+        for id in &uploads {
+            let meta = metadata(company, *id, now);
+            let command = ObjectCommand::ConfirmDeletion;
+            state
+                .bus
+                .record::<OwnedObject>(&id.to_string(), command, &meta)
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 fn metadata(company: Uuid, subject: Uuid, now: chrono::DateTime<chrono::Utc>) -> EventMetadata {

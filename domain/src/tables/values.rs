@@ -302,8 +302,22 @@ pub fn format_datetime(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
+/// Length of a blob id: `sha256:` and 64 hex digits.
+const BLOB_ID_CHARS: usize = 71;
+
+/// Whether `id` has the form of a blob id: `sha256:` and 64 lowercase hex digits
+/// (the digest of the file's bytes; blobs are content-addressed per table).
+pub fn is_blob_id(id: &str) -> bool {
+    id.len() == BLOB_ID_CHARS
+        && id.strip_prefix("sha256:").is_some_and(|hex| {
+            hex.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
 /// Attachment metadata: a list of `{name, mime_type, size, blob_id?}` (one object
-/// alone is a list of one).
+/// alone is a list of one). A `blob_id` names an uploaded file of the table; the
+/// write path checks it and its size before this runs.
 fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
     let items = match value {
         Value::Array(items) => items.clone(),
@@ -346,8 +360,7 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
         {
             return Err(format!("'{name}' is larger than {max} bytes"));
         }
-        let allowed = column.allowed_mime_types.as_deref().unwrap_or_default();
-        if !allowed.is_empty() && !allowed.iter().any(|a| mime_matches(a, mime)) {
+        if !mime_allowed(column, mime) {
             return Err(format!(
                 "'{name}' has a MIME type ({mime}) this column does not allow"
             ));
@@ -357,7 +370,13 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
         object.insert("mime_type".into(), Value::String(mime.to_string()));
         object.insert("size".into(), json!(size));
         if let Some(blob) = fields.get("blob_id") {
-            object.insert("blob_id".into(), Value::String(text(blob, 200)?));
+            let blob = text(blob, BLOB_ID_CHARS)?;
+            if !is_blob_id(&blob) {
+                return Err(format!(
+                    "blob_id '{blob}' is not a blob id (sha256:<64 hex digits>, from an upload)"
+                ));
+            }
+            object.insert("blob_id".into(), Value::String(blob));
         }
         out.push(Value::Object(object));
     }
@@ -366,6 +385,13 @@ fn attachment(column: &ColumnDef, value: &Value) -> Result<Value, String> {
     } else {
         Value::Array(out)
     })
+}
+
+/// Whether an attachment column takes files of this MIME type (`image/*` matches a
+/// family; no list means any type).
+pub fn mime_allowed(column: &ColumnDef, mime: &str) -> bool {
+    let allowed = column.allowed_mime_types.as_deref().unwrap_or_default();
+    allowed.is_empty() || allowed.iter().any(|a| mime_matches(a, mime))
 }
 
 fn mime_matches(pattern: &str, mime: &str) -> bool {

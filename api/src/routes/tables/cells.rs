@@ -1,6 +1,7 @@
 //! Record cells in and out: type-aware validation of every write (with the
 //! directory and link checks values need) and the response form of records.
 
+use super::blobs;
 use super::scope::{OpenTable, table_row};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -37,7 +38,8 @@ pub struct RecordResponse {
     pub can_edit: bool,
 }
 
-fn invalid(column: &ColumnDef, message: impl Into<String>) -> ApiError {
+/// A refused cell value.
+pub(super) fn invalid(column: &ColumnDef, message: impl Into<String>) -> ApiError {
     ApiError::from(TableError::InvalidValue {
         column: column.name.clone(),
         message: message.into(),
@@ -82,6 +84,13 @@ pub async fn validate(
         if cells.contains_key(&column.key) {
             return Err(invalid(column, "named twice (by key and by name)"));
         }
+        let completed;
+        let value = if column.column_type == ColumnType::Attachment {
+            completed = blobs::attach::complete(table, column, value).await?;
+            &completed
+        } else {
+            value
+        };
         let mut refs = Vec::new();
         let value = values::normalize(column, value, &mut refs).map_err(|m| invalid(column, m))?;
         references.extend(refs.into_iter().map(|r| (column, r)));

@@ -52,6 +52,8 @@ pub enum Gate {
     TableInsert,
     /// CustomTableEditRequired (the row-level `can_edit` is decided per record).
     TableEdit,
+    /// CustomTableWriteRequired: inserts or edits rows (the attachment router).
+    TableWrite,
     /// CustomTableModeratorRequired: the table's creator, a company manager or the
     /// owning scope's manager.
     TableModerator,
@@ -81,6 +83,8 @@ pub enum Operation {
     ManageTable,
     /// Mint, list and revoke public read tokens.
     PublishTokens,
+    /// Upload attachment files (the shared attachment router's writes).
+    WriteBlobs,
 }
 
 /// Gates per operation, for (chatroom, department, company); any one of a cell's
@@ -128,6 +132,7 @@ pub const GATES: &[(Operation, [&[Gate]; 3])] = {
             PublishTokens,
             [&[TableModerator], &[TableModerator], &[TableModerator]],
         ),
+        (WriteBlobs, [&[TableWrite], &[TableWrite], &[TableWrite]]),
     ]
 };
 
@@ -159,6 +164,7 @@ fn gate(g: Gate, kind: ScopeKind, s: &Standing) -> bool {
         Gate::TableRead => s.read,
         Gate::TableInsert => s.insert,
         Gate::TableEdit => s.edit,
+        Gate::TableWrite => s.insert || s.edit,
         Gate::TableModerator => {
             entry(kind, s)
                 && (s.table_creator

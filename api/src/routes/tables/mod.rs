@@ -2,9 +2,11 @@
 //! `custom-tables.md`), mounted once per scope: `/chatroom/{chatroom_id}`,
 //! `/department/{department_id}` and `/company`. Every table route resolves the
 //! table through its owning scope's mount and gates it (see [`gates`], [`scope`]);
-//! the scope-id-free migration status route resolves the scope from the migration.
+//! the scope-id-free routes (migration status, attachment files) resolve the scope
+//! from the migration or the table.
 
 pub mod access;
+pub mod blobs;
 pub mod callback;
 mod callback_tokens;
 mod cells;
@@ -54,11 +56,15 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .nest(
             "/chatroom",
-            migrations::router().merge(public_tokens::router()),
+            migrations::router()
+                .merge(public_tokens::router())
+                .merge(blobs::router()),
         )
         .nest(
             "/department",
-            migrations::router().merge(public_tokens::router()),
+            migrations::router()
+                .merge(public_tokens::router())
+                .merge(blobs::router()),
         )
         .nest(
             "/chatroom/{chatroom_id}",
@@ -73,7 +79,8 @@ pub fn router() -> OpenApiRouter<AppState> {
             mount_routes()
                 .merge(columns::company_router())
                 .merge(migrations::router())
-                .merge(public_tokens::router()),
+                .merge(public_tokens::router())
+                .merge(blobs::router()),
         )
 }
 

@@ -1,5 +1,6 @@
 //! Custom tables over HTTP (spec `custom-tables.md` sections 1, 2, 4, 5, 7, 8).
 
+mod attachments;
 mod callback;
 mod channels;
 mod columns;

@@ -117,7 +117,7 @@ fn cases(t: &Tables, link_low: &str, link_high: &str) -> Vec<Typed> {
             "att",
             json!({"type": "attachment", "allowed_mime_types": ["image/*"], "max_count": 2, "max_file_bytes": 100}),
             json!([{"name": "x.png", "mime_type": "image/png", "size": 3}]),
-            json!([{"name": "y.png", "mime_type": "image/png", "size": 4, "blob_id": "b1"}]),
+            json!([{"name": "y.png", "mime_type": "image/png", "size": 4}]),
             false,
             json!([{"name": "x.pdf", "mime_type": "application/pdf", "size": 3}]),
         ),

@@ -49,3 +49,45 @@ pub async fn live_script(
     .fetch_optional(pool)
     .await
 }
+
+/// The bytes behind an attachment key while any upload of them is live: their
+/// size and when they were last uploaded.
+pub async fn attachment(
+    pool: &PgPool,
+    company: Uuid,
+    key: &str,
+) -> sqlx::Result<Option<(i64, DateTime<Utc>)>> {
+    sqlx::query_as(
+        "SELECT max(byte_size), max(created_at) FROM owned_objects
+          WHERE company_id = $1 AND key = $2 AND kind = 'attachment' AND deletion_state = 'active'
+         HAVING count(*) > 0",
+    )
+    .bind(company)
+    .bind(key)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Attachment files no live record holds (`custom_table_blob_holders`) and last
+/// uploaded before `before`: each key with its company and the objects (uploads)
+/// behind it, at most `limit` keys, oldest first. Keys have the form
+/// `attachments/<company>/<table>/<hex digest>`.
+pub async fn unheld_attachments(
+    pool: &PgPool,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<Vec<(String, Uuid, Vec<Uuid>)>> {
+    sqlx::query_as(
+        "SELECT o.key, o.company_id, array_agg(o.id) FROM owned_objects o
+          WHERE o.kind = 'attachment' AND o.deletion_state = 'active'
+            AND NOT EXISTS (SELECT 1 FROM custom_table_blob_holders h
+                             WHERE h.table_id = split_part(o.key, '/', 3)::uuid
+                               AND h.blob_id = 'sha256:' || split_part(o.key, '/', 4))
+          GROUP BY o.key, o.company_id HAVING max(o.created_at) < $1
+          ORDER BY max(o.created_at) LIMIT $2",
+    )
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}

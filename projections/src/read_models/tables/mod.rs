@@ -7,6 +7,7 @@
 //! a schema change sees exactly the rows that precede it in the log.
 
 mod grant_indexes;
+mod holders;
 mod physical;
 pub mod query;
 pub mod read;
@@ -22,7 +23,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::record::Record;
-use domain::tables::table::CustomTable;
+use domain::tables::table::{CustomTable, TableEvent};
 use records::Pending;
 use rewrite::Rewrite;
 use sqlx::PgConnection;
@@ -79,12 +80,29 @@ async fn flush(conn: &mut PgConnection, table_id: Uuid, pending: Pending) -> any
     let Some(layout) = layout(conn, table_id).await? else {
         return Ok(());
     };
+    let touched = pending.records().to_vec();
     let written = records::flush(conn, table_id, pending, &layout.columns).await?;
+    let attachments = holders::attachment_keys(&layout.columns);
+    if !attachments.is_empty() {
+        holders::sync(conn, table_id, &touched, &attachments).await?;
+    }
     // A background migration's shadow column follows every row written meanwhile.
     if let Some(rewrite) = &layout.rewrite {
         rewrite::sync(conn, table_id, rewrite, &written).await?;
     }
     Ok(())
+}
+
+/// Recomputes which records hold attachment files after the table's columns
+/// changed shape (or the table went away).
+async fn refresh_holders(conn: &mut PgConnection, table_id: Uuid) -> anyhow::Result<()> {
+    match layout(conn, table_id).await? {
+        Some(layout) => {
+            let keys = holders::attachment_keys(&layout.columns);
+            holders::refresh(conn, table_id, &keys).await
+        }
+        None => holders::forget(conn, table_id).await,
+    }
 }
 
 #[async_trait]
@@ -101,6 +119,7 @@ impl Projection for CustomTablesProjection {
             "custom_table_views",
             "custom_table_migrations",
             "custom_table_grants",
+            "custom_table_blob_holders",
         ]
     }
 
@@ -149,9 +168,19 @@ impl Projection for CustomTablesProjection {
                 if let Some(records) = pending.remove(&table_id) {
                     flush(conn, table_id, records).await?;
                 }
+                let reshapes = matches!(
+                    change,
+                    TableEvent::TableDeleted { .. }
+                        | TableEvent::ColumnDeleted { .. }
+                        | TableEvent::ColumnTypeChanged { .. }
+                        | TableEvent::MigrationCompleted { .. }
+                );
                 registry::apply(conn, change, event.time())
                     .await
                     .with_context(|| format!("table event at position {}", event.position))?;
+                if reshapes {
+                    refresh_holders(conn, table_id).await?;
+                }
             } else if let Some(change) = event.decode::<Record>()? {
                 let record_id =
                     Uuid::parse_str(&event.aggregate_id).context("record id is a UUID")?;

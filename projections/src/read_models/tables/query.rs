@@ -164,3 +164,14 @@ pub async fn view(
             .await?;
     Ok(row.map(|(v,)| v.0))
 }
+
+/// Whether a live record of the table holds attachment file `blob_id`.
+pub async fn blob_held(pool: &PgPool, table_id: Uuid, blob_id: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM custom_table_blob_holders WHERE table_id = $1 AND blob_id = $2)",
+    )
+    .bind(table_id)
+    .bind(blob_id)
+    .fetch_one(pool)
+    .await
+}

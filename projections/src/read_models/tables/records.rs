@@ -36,6 +36,11 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// The records with pending changes, in first-change order.
+    pub fn records(&self) -> &[Uuid] {
+        &self.order
+    }
+
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()

@@ -3,6 +3,7 @@
 
 use super::views::*;
 use crate::access::Run;
+use crate::download::attachment;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::pagination::LifecycleQuery;
@@ -63,22 +64,6 @@ pub(super) async fn artifact(
     }
     let row = runs::artifact(caller.pool(), run_id, artifact_id).await?;
     Ok((run, row.ok_or(ApiError::NotFound)?))
-}
-
-/// `attachment; filename="<name>"` with the name reduced to safe characters.
-pub fn attachment(path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("attachment; filename=\"{safe}\"")
 }
 
 /// A download capability for one artifact (5 minutes; there is no tenant

@@ -11,8 +11,6 @@ mod quick_run;
 mod submit;
 pub mod views;
 
-pub use artifacts::attachment;
-
 use crate::middleware::body_limit;
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;

@@ -89,6 +89,7 @@ fn golden_matrix() {
         (PublishTokens, Chatroom, "YY..Y.."),
         (PublishTokens, Department, "YY..Y.."),
         (PublishTokens, Company, "Y...Y.."),
+        (WriteBlobs, Chatroom, "YYYYYYY"),
     ];
     for (op, kind, cells) in expected {
         assert_eq!(row(op, kind), cells, "{op:?} in {kind:?}");
@@ -118,4 +119,17 @@ fn table_gates_follow_the_ladder() {
     };
     assert!(allows(Operation::ReadRows, ScopeKind::Company, &reader));
     assert!(!allows(Operation::InsertRows, ScopeKind::Company, &reader));
+    assert!(!allows(Operation::WriteBlobs, ScopeKind::Company, &reader));
+    for writer in [
+        Standing {
+            insert: true,
+            ..manager
+        },
+        Standing {
+            edit: true,
+            ..manager
+        },
+    ] {
+        assert!(allows(Operation::WriteBlobs, ScopeKind::Company, &writer));
+    }
 }

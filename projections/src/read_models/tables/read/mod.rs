@@ -2,6 +2,7 @@
 //! counts, aggregations and streamed exports. Callers pass an already-authorized
 //! [`TableHandle`] (company, table and its columns), never a bare id.
 
+mod blobs;
 mod compile;
 mod decode;
 mod formula;
