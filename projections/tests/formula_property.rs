@@ -355,7 +355,7 @@ fn formulas_compute_in_sql_what_a_reference_evaluation_gives() {
             if source.matches('[').count() > MAX_REFS {
                 return Ok(());
             }
-            let formula = Formula::build(&source, &columns())
+            let formula = Formula::build(&source, &columns(), &[])
                 .map_err(|e| TestCaseError::fail(format!("{source}: {e}")))?;
             let mut f = column("col_f", "F", ColumnType::Formula);
             f.formula = Some(Box::new(formula));

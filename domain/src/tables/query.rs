@@ -292,6 +292,7 @@ fn predicate(
     let (reference, op_name) = predicate_parts(fields).map_err(|m| invalid(path, m))?;
     let op = Op::parse(op_name).ok_or_else(|| invalid(path, format!("unknown op `{op_name}`")))?;
     let field = field(columns, reference)?;
+    eval_only(&field, "filter", reference)?;
     let t = field.value_type();
     use ColumnType as T;
     let allowed = match op {
@@ -390,10 +391,22 @@ pub(crate) fn operand(field: &Field, value: &Value) -> Result<Value, String> {
     values::normalize(&column, value, &mut Vec::new())
 }
 
+/// Refuses to filter or sort by an evaluate-only column (a lookup with a
+/// fallback, a formula with a cross-table reference).
+fn eval_only(field: &Field, what: &str, reference: &str) -> Result<(), TableError> {
+    match field {
+        Field::Column(c) if c.is_eval_only() => Err(TableError::InvalidQuery(format!(
+            "Cannot {what} on evaluate-only column '{reference}'"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Resolves a sort key; only scalar stored columns (not principal) and the system
 /// fields sort.
 pub fn sort_field(columns: &[ColumnDef], reference: &str) -> Result<Field, TableError> {
     let field = field(columns, reference)?;
+    eval_only(&field, "sort", reference)?;
     let t = field.value_type();
     if t == ColumnType::Principal {
         return Err(TableError::InvalidQuery(format!(

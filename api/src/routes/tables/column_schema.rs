@@ -2,9 +2,10 @@
 //! ColumnResponse, ColumnCreateResponse, ColumnPreviewResponse, ColumnUpdate).
 
 use chrono::{DateTime, Utc};
+use domain::tables::column::computed::{Fallback, FallbackValue};
 use domain::tables::column::{Cardinality, ColumnChanges, ColumnDef, ColumnSpec, ColumnType};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -219,6 +220,13 @@ pub struct ColumnResponse {
     pub filter: Option<Vec<Value>>,
     /// Formula expression.
     pub expression: Option<String>,
+    /// Lookup pick: `{order_column, direction}` (order column by internal key).
+    #[schema(value_type = Option<Object>)]
+    pub pick: Option<Value>,
+    /// Lookup fallback: `{table_id, match, target_column}` (columns by internal key,
+    /// `$row.<key>` for this table's columns).
+    #[schema(value_type = Option<Object>)]
+    pub fallback: Option<Value>,
     /// Select options.
     pub options: Option<Vec<String>>,
     /// Attachment MIME types.
@@ -299,6 +307,17 @@ impl ColumnResponse {
                 }),
             filter: c.rollup.as_ref().and_then(|r| r.filter.clone()),
             expression: c.formula.as_ref().map(|f| f.expr.render(columns)),
+            pick: c.lookup.as_ref().and_then(|l| l.pick.as_ref()).map(|p| {
+                json!({
+                    "order_column": p.order_column.0,
+                    "direction": if p.descending { "desc" } else { "asc" },
+                })
+            }),
+            fallback: c
+                .lookup
+                .as_ref()
+                .and_then(|l| l.fallback.as_ref())
+                .map(fallback_response),
             options: c.options.clone(),
             allowed_mime_types: c.allowed_mime_types.clone(),
             max_count: c.max_count,
@@ -308,6 +327,26 @@ impl ColumnResponse {
             updated_at,
         }
     }
+}
+
+/// A lookup's fallback as responses show it.
+fn fallback_response(fallback: &Fallback) -> Value {
+    let pairs: Map<String, Value> = fallback
+        .pairs
+        .iter()
+        .map(|p| {
+            let value = match &p.value {
+                FallbackValue::Row(key) => Value::String(format!("$row.{key}")),
+                FallbackValue::Literal(value) => value.clone(),
+            };
+            (p.column.0.clone(), value)
+        })
+        .collect();
+    json!({
+        "table_id": fallback.table,
+        "match": pairs,
+        "target_column": fallback.target_column.0,
+    })
 }
 
 /// The data migration a column change caused.

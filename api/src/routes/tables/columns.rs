@@ -15,7 +15,9 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use domain::SpecError;
 use domain::tables::TableError;
-use domain::tables::column::{ColumnDef, ColumnType, LinkFacts, build_column};
+use domain::tables::column::{
+    ColumnDef, ColumnType, LinkFacts, OtherTable, Surroundings, build_column,
+};
 use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
 use projections::read_models::tables::read::{Gate, Selection};
@@ -101,6 +103,47 @@ async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<C
     }
 }
 
+/// The other tables a new column may read besides its link's target: the targets
+/// of the table's link columns (a formula's cross-table references) and a lookup's
+/// fallback table, those that exist in the caller's company.
+async fn other_tables(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<OtherTable>> {
+    let mut ids: Vec<Uuid> = Vec::new();
+    match body.column_type {
+        ColumnType::Formula if body.expression.as_deref().is_some_and(|e| e.contains("->")) => {
+            ids.extend(
+                table
+                    .all_columns
+                    .iter()
+                    .filter(|c| c.column_type == ColumnType::Link)
+                    .filter_map(|c| c.target_table_id),
+            );
+        }
+        ColumnType::Lookup => ids.extend(
+            body.fallback
+                .as_ref()
+                .and_then(|f| f.get("table_id"))
+                .and_then(Value::as_str)
+                .and_then(|id| id.parse::<Uuid>().ok()),
+        ),
+        _ => {}
+    }
+    let mut others: Vec<OtherTable> = Vec::new();
+    let state = &table.caller.state;
+    for id in ids {
+        if others.iter().any(|o| o.id == id) {
+            continue;
+        }
+        if let Some(facts) = link_facts(state, table.row.company_id, Some(id)).await? {
+            others.push(OtherTable {
+                id,
+                facts,
+                columns: table_columns(state, id).await?,
+            });
+        }
+    }
+    Ok(others)
+}
+
 /// A fresh internal key.
 fn new_key() -> String {
     format!("col_{:016x}", rand::random::<u64>())
@@ -167,6 +210,7 @@ async fn create_column(
         )
         .await?,
         link_targets: link_targets(&table, &body).await?,
+        others: other_tables(&table, &body).await?,
         live_records: table.row.record_count,
         migration_id: Uuid::new_v4(),
     };
@@ -231,16 +275,16 @@ async fn preview_column(
         room_department: table.room_department,
     };
     let targets = link_targets(&table, &body).await?;
-    let built = build_column(
-        new_key(),
-        body.spec(),
-        &table.columns,
-        table.row.id,
-        &placement,
+    let others = other_tables(&table, &body).await?;
+    let around = Surroundings {
+        existing: &table.columns,
+        table_id: table.row.id,
+        placement: &placement,
         link,
-        &targets,
-    )
-    .and_then(|c| {
+        link_targets: &targets,
+        others: &others,
+    };
+    let built = build_column(new_key(), body.spec(), &around).and_then(|c| {
         if c.required && c.default_value.is_none() && table.row.record_count > 0 {
             Err(TableError::DefaultNeeded(table.row.record_count))
         } else {
@@ -279,10 +323,12 @@ async fn preview_column(
     ))
     .map_err(ApiError::internal)?;
     normalized["id"] = Value::Null;
-    // What the caller may read of the table a rollup or lookup would read.
+    // What the caller may read of the tables a computed column would read.
     let gates = link_gates(&caller, std::slice::from_ref(&column)).await?;
-    if let Some(read) = column.reads_table() {
-        normalized["restricted"] = gates.iter().all(|g| g.table_id != read).into();
+    let read = column.reads_tables();
+    if !read.is_empty() {
+        let restricted = read.iter().any(|t| gates.iter().all(|g| g.table_id != *t));
+        normalized["restricted"] = restricted.into();
     }
     if let Some(target) = column.target_table_id {
         normalized["target_table"] = target_summary(&table, target).await?;

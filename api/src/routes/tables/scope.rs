@@ -249,11 +249,12 @@ impl OpenTable {
         }
     }
 
-    /// Whether a rollup or lookup reads a table the caller may not read.
+    /// Whether a computed column reads a table the caller may not read.
     pub fn restricted(&self, column: &ColumnDef) -> bool {
         column
-            .reads_table()
-            .is_some_and(|t| !self.link_gates.iter().any(|g| g.table_id == t))
+            .reads_tables()
+            .iter()
+            .any(|t| !self.link_gates.iter().any(|g| g.table_id == *t))
     }
 
     /// Runs a command on the table as the caller.
@@ -411,7 +412,7 @@ async fn open_plain(
 /// empty, and the columns answer `restricted`).
 pub async fn link_gates(caller: &Caller, columns: &[ColumnDef]) -> ApiResult<Vec<Gate>> {
     let mut read: Vec<Uuid> = Vec::new();
-    for table in columns.iter().filter_map(ColumnDef::reads_table) {
+    for table in columns.iter().flat_map(ColumnDef::reads_tables) {
         if !read.contains(&table) {
             read.push(table);
         }

@@ -197,7 +197,7 @@ async fn formula_errors_name_the_problem_and_change_nothing() {
             json!("IF([price], 1, 2)"),
             "condition of IF must be a boolean",
         ),
-        (json!("[to -> amount]"), "cross-table references"),
+        (json!("[to -> amount]"), "'to' is not a link column"),
         (json!(too_long), "at most 1000"),
         (json!(too_deep), "at most 20"),
         (json!(too_many), "at most 20"),

@@ -53,6 +53,37 @@ pub struct LinkFacts {
     pub scope: ScopeRef,
 }
 
+/// Another table of the company a new column reads besides its link's target (the
+/// targets of the table's links, for a formula's cross-table references; a
+/// lookup's fallback table), as the caller looked it up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherTable {
+    /// Its id.
+    pub id: Uuid,
+    /// Where it sits.
+    pub facts: LinkFacts,
+    /// Its columns.
+    pub columns: Vec<ColumnDef>,
+}
+
+/// What a new column is checked against besides its own fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Surroundings<'a> {
+    /// The table's columns.
+    pub existing: &'a [ColumnDef],
+    /// The table.
+    pub table_id: Uuid,
+    /// Where the table sits.
+    pub placement: &'a Placement,
+    /// What the caller found about a link's target table or an incoming rollup's
+    /// source table (`None` when it does not exist in the caller's company).
+    pub link: Option<LinkFacts>,
+    /// The columns of the table a rollup or lookup reads.
+    pub link_targets: &'a [ColumnDef],
+    /// The other tables it may read.
+    pub others: &'a [OtherTable],
+}
+
 const RESERVED: [&str; 7] = [
     "id",
     "created_at",
@@ -130,20 +161,19 @@ fn only_for(field: &str, present: bool, allowed: bool, types: &str) -> Result<()
 }
 
 /// Validates a ColumnCreate and builds the stored definition with the given key.
-///
-/// `table_id` is the table and `placement` where it sits; `link` what the caller
-/// found about a link's target table or an incoming rollup's source table (`None`
-/// when it does not exist in the caller's company); `link_targets` the columns of
-/// the table a rollup or lookup reads.
 pub fn build_column(
     key: String,
     spec: ColumnSpec,
-    existing: &[ColumnDef],
-    table_id: Uuid,
-    placement: &Placement,
-    link: Option<LinkFacts>,
-    link_targets: &[ColumnDef],
+    around: &Surroundings<'_>,
 ) -> Result<ColumnDef, TableError> {
+    let Surroundings {
+        existing,
+        table_id,
+        placement,
+        link,
+        link_targets,
+        others,
+    } = *around;
     let column_type = spec
         .column_type
         .ok_or_else(|| TableError::config("type is required"))?;
@@ -238,7 +268,7 @@ pub fn build_column(
                 .and_then(Value::as_str)
                 .ok_or_else(|| TableError::config("expression is required for formula columns"))?;
             formula = Some(Box::new(
-                Formula::build(expression, existing).map_err(TableError::ColumnConfig)?,
+                Formula::build(expression, existing, others).map_err(TableError::ColumnConfig)?,
             ));
         }
         T::Rollup => {
@@ -259,6 +289,7 @@ pub fn build_column(
                 &spec.computed_fields,
                 existing,
                 link_targets,
+                computed::FallbackTables { placement, others },
             )?));
         }
         _ => {}

@@ -1,7 +1,7 @@
 //! The stored definition of a column.
 
 use super::ColumnType;
-use super::computed::{Lookup, Rollup};
+use super::computed::{FallbackValue, Lookup, Rollup};
 use crate::tables::formula::Formula;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -116,17 +116,40 @@ impl ColumnDef {
             || self.lookup.is_some()
     }
 
-    /// The table a rollup or lookup reads through its link, if it is one.
-    pub fn reads_table(&self) -> Option<uuid::Uuid> {
-        match (&self.rollup, &self.lookup) {
-            (Some(rollup), _) => Some(rollup.target_table),
-            (_, Some(lookup)) => Some(lookup.target_table),
-            _ => None,
+    /// The other tables it reads: a rollup's or lookup's linked table, a lookup's
+    /// fallback table, the tables a formula's cross-table references read.
+    pub fn reads_tables(&self) -> Vec<uuid::Uuid> {
+        let mut out = Vec::new();
+        match (&self.formula, &self.rollup, &self.lookup) {
+            (Some(formula), ..) => out.extend(formula.linked().into_iter().map(|(t, ..)| t)),
+            (_, Some(rollup), _) => out.push(rollup.target_table),
+            (.., Some(lookup)) => {
+                out.push(lookup.target_table);
+                out.extend(lookup.fallback.iter().map(|f| f.table));
+            }
+            _ => {}
         }
+        let mut tables: Vec<uuid::Uuid> = Vec::new();
+        for table in out {
+            if !tables.contains(&table) {
+                tables.push(table);
+            }
+        }
+        tables
+    }
+
+    /// Whether it is evaluate-only: shown in records but never filtered or sorted
+    /// by (a lookup with a fallback, a formula with a cross-table reference).
+    pub fn is_eval_only(&self) -> bool {
+        self.lookup.as_ref().is_some_and(|l| l.fallback.is_some())
+            || self
+                .formula
+                .as_ref()
+                .is_some_and(|f| !f.linked().is_empty())
     }
 
     /// The columns of its own table it reads (internal keys): a formula's
-    /// references, a rollup's or lookup's link column.
+    /// references, a rollup's or lookup's link column, a fallback's `$row` columns.
     pub fn reads(&self) -> Vec<String> {
         match (&self.formula, &self.rollup, &self.lookup) {
             (Some(formula), ..) => formula.references(),
@@ -134,7 +157,17 @@ impl ColumnDef {
                 Some(pairs) => pairs.iter().filter_map(|p| p.mine.clone()).collect(),
                 None => rollup.link_field.iter().cloned().collect(),
             },
-            (.., Some(lookup)) => vec![lookup.link_field.clone()],
+            (.., Some(lookup)) => {
+                let mut out = vec![lookup.link_field.clone()];
+                for pair in lookup.fallback.iter().flat_map(|f| &f.pairs) {
+                    if let FallbackValue::Row(key) = &pair.value
+                        && !out.contains(key)
+                    {
+                        out.push(key.clone());
+                    }
+                }
+                out
+            }
             _ => Vec::new(),
         }
     }

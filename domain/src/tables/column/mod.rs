@@ -7,7 +7,7 @@ mod def;
 mod kind;
 mod update;
 
-pub use create::{ColumnSpec, LinkFacts, build_column, check_name};
+pub use create::{ColumnSpec, LinkFacts, OtherTable, Surroundings, build_column, check_name};
 pub use def::{Cardinality, ColumnDef, is_column_key};
 pub use kind::ColumnType;
 pub use update::{ColumnChanges, TypeChange, Updated, apply_changes, conversion_allowed};

@@ -3,7 +3,8 @@
 //! internal key (so renames flow through) and is stored with the column.
 //!
 //! Grammar (`docs/formulas.md`): numbers, double-quoted strings, `TRUE` and `FALSE`,
-//! `[Column]` references by display name or internal key, unary minus, `* /`, `+ -`,
+//! `[Column]` references by display name or internal key, cross-table references
+//! `[Link -> Column]` through a cardinality-one link, unary minus, `* /`, `+ -`,
 //! the comparisons `< <= > >= == !=` (not chained), `IF(condition, then, else)`,
 //! `AND(...)`, `OR(...)` and parentheses.
 //!
@@ -16,10 +17,11 @@ mod parse;
 mod resolve;
 
 pub use parse::parse;
-pub use resolve::resolve;
+pub use resolve::{Tables, resolve};
 
-use super::column::{ColumnDef, ColumnType};
+use super::column::{ColumnDef, ColumnType, OtherTable};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 /// Characters of an expression at most.
 pub const MAX_CHARS: usize = 1000;
@@ -158,6 +160,19 @@ pub enum Expr {
         /// Its values' kind.
         kind: Kind,
     },
+    /// `[Link -> Target]`: an integer or float column of the record a
+    /// cardinality-one link column names (read under the caller's permissions on
+    /// that table; evaluate-only: never filtered or sorted by).
+    Linked {
+        /// The link column (internal key).
+        link: String,
+        /// The table it targets.
+        table: Uuid,
+        /// The target column (internal key).
+        key: String,
+        /// Its values' kind (integer or float).
+        kind: Kind,
+    },
     /// Another formula column, with its tree (formulas cannot change, so the copy
     /// stays true).
     Formula {
@@ -195,7 +210,7 @@ impl Expr {
             Self::Boolean(_) | Self::And(_) | Self::Or(_) => Kind::Boolean,
             // Unresolved references are never asked; text is a harmless answer.
             Self::Ref(_) => Kind::Text,
-            Self::Column { kind, .. } => *kind,
+            Self::Column { kind, .. } | Self::Linked { kind, .. } => *kind,
             Self::Formula { expr, .. } | Self::Neg(expr) => expr.kind(),
             Self::Binary { op, .. } if op.is_comparison() => Kind::Boolean,
             Self::Binary { op: BinOp::Div, .. } => Kind::Float,
@@ -236,6 +251,7 @@ impl Expr {
             Self::Column { key, .. } | Self::Formula { key, .. } if !out.contains(key) => {
                 out.push(key.clone());
             }
+            Self::Linked { link, .. } if !out.contains(link) => out.push(link.clone()),
             Self::Neg(e) => e.references(out),
             Self::Binary { left, right, .. } => {
                 left.references(out);
@@ -251,8 +267,26 @@ impl Expr {
         }
     }
 
+    /// The cross-table references it holds, those of the formulas it reads
+    /// included: (table, target column key, target column type).
+    pub fn linked(&self, out: &mut Vec<(Uuid, String, ColumnType)>) {
+        if let Self::Linked {
+            table, key, kind, ..
+        } = self
+        {
+            let read = (*table, key.clone(), kind.column_type());
+            if !out.contains(&read) {
+                out.push(read);
+            }
+        }
+        for child in self.children() {
+            child.linked(out);
+        }
+    }
+
     /// The expression as text, naming columns by their current display names (by
-    /// key where a name holds `]`).
+    /// key where a name holds `]`; a cross-table reference names the target column
+    /// by its internal key).
     pub fn render(&self, columns: &[ColumnDef]) -> String {
         let name = |key: &str| {
             columns
@@ -281,6 +315,7 @@ impl Expr {
             Self::Boolean(b) => if *b { "TRUE" } else { "FALSE" }.into(),
             Self::Ref(r) => format!("[{r}]"),
             Self::Column { key, .. } | Self::Formula { key, .. } => format!("[{}]", name(key)),
+            Self::Linked { link, key, .. } => format!("[{} -> {key}]", name(link)),
             Self::Neg(e) => format!("-{}", nested(e)),
             Self::Binary { op, left, right } => {
                 format!("{} {} {}", nested(left), op.symbol(), nested(right))
@@ -307,10 +342,15 @@ pub struct Formula {
 }
 
 impl Formula {
-    /// Parses and resolves an expression against the table's columns.
-    pub fn build(expression: &str, columns: &[ColumnDef]) -> Result<Self, String> {
+    /// Parses and resolves an expression against the table's columns and the
+    /// tables its links target.
+    pub fn build(
+        expression: &str,
+        columns: &[ColumnDef],
+        others: &[OtherTable],
+    ) -> Result<Self, String> {
         let parsed = parse(expression)?;
-        let expr = resolve(parsed, columns)?;
+        let expr = resolve(parsed, Tables { columns, others })?;
         let (depth, nodes) = (expr.depth(), expr.nodes());
         if depth > MAX_TREE_DEPTH || nodes > MAX_TREE_NODES {
             return Err(format!(
@@ -327,6 +367,13 @@ impl Formula {
     pub fn references(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.expr.references(&mut out);
+        out
+    }
+
+    /// The columns of other tables it reads through links: (table, key, type).
+    pub fn linked(&self) -> Vec<(Uuid, String, ColumnType)> {
+        let mut out = Vec::new();
+        self.expr.linked(&mut out);
         out
     }
 }

@@ -1,21 +1,32 @@
 //! Resolving a parsed formula against the table: references become internal keys
-//! (or the tree of another formula column) and every operation is type-checked.
+//! (or the tree of another formula column, or a numeric column of the record a
+//! cardinality-one link names) and every operation is type-checked.
 
 use super::{BinOp, Expr, Kind};
-use crate::tables::column::{ColumnDef, ColumnType};
+use crate::tables::column::{Cardinality, ColumnDef, ColumnType, OtherTable};
+
+/// What references resolve against: the table's columns and the tables its link
+/// columns target.
+#[derive(Debug, Clone, Copy)]
+pub struct Tables<'a> {
+    /// The table's columns.
+    pub columns: &'a [ColumnDef],
+    /// The tables its link columns target (that exist in the company).
+    pub others: &'a [OtherTable],
+}
 
 /// Resolves every reference of a parsed expression and checks its types.
-pub fn resolve(expr: Expr, columns: &[ColumnDef]) -> Result<Expr, String> {
+pub fn resolve(expr: Expr, tables: Tables<'_>) -> Result<Expr, String> {
     let resolved = match expr {
-        Expr::Ref(reference) => return column(&reference, columns),
+        Expr::Ref(reference) => return column(&reference, tables),
         Expr::Neg(inner) => {
-            let inner = resolve(*inner, columns)?;
+            let inner = resolve(*inner, tables)?;
             expect_number("unary -", inner.kind())?;
             Expr::Neg(Box::new(inner))
         }
         Expr::Binary { op, left, right } => {
-            let left = resolve(*left, columns)?;
-            let right = resolve(*right, columns)?;
+            let left = resolve(*left, tables)?;
+            let right = resolve(*right, tables)?;
             check_binary(op, left.kind(), right.kind())?;
             Expr::Binary {
                 op,
@@ -24,15 +35,15 @@ pub fn resolve(expr: Expr, columns: &[ColumnDef]) -> Result<Expr, String> {
             }
         }
         Expr::If(condition, then, otherwise) => {
-            let condition = resolve(*condition, columns)?;
+            let condition = resolve(*condition, tables)?;
             if condition.kind() != Kind::Boolean {
                 return Err(format!(
                     "formula: the condition of IF must be a boolean, not {}",
                     name(condition.kind())
                 ));
             }
-            let then = resolve(*then, columns)?;
-            let otherwise = resolve(*otherwise, columns)?;
+            let then = resolve(*then, tables)?;
+            let otherwise = resolve(*otherwise, tables)?;
             if !compatible(then.kind(), otherwise.kind()) {
                 return Err(format!(
                     "formula: the branches of IF must be of one kind, not {} and {}",
@@ -42,23 +53,24 @@ pub fn resolve(expr: Expr, columns: &[ColumnDef]) -> Result<Expr, String> {
             }
             Expr::If(Box::new(condition), Box::new(then), Box::new(otherwise))
         }
-        Expr::And(items) => Expr::And(booleans("AND", items, columns)?),
-        Expr::Or(items) => Expr::Or(booleans("OR", items, columns)?),
+        Expr::And(items) => Expr::And(booleans("AND", items, tables)?),
+        Expr::Or(items) => Expr::Or(booleans("OR", items, tables)?),
         literal => literal,
     };
     Ok(resolved)
 }
 
-fn column(reference: &str, columns: &[ColumnDef]) -> Result<Expr, String> {
-    let Some(column) = columns
+fn named<'a>(columns: &'a [ColumnDef], reference: &str) -> Option<&'a ColumnDef> {
+    columns
         .iter()
         .find(|c| c.key == reference)
         .or_else(|| columns.iter().find(|c| c.name == reference))
-    else {
-        if reference.contains("->") {
-            return Err(format!(
-                "formula: cross-table references like [{reference}] are not available yet"
-            ));
+}
+
+fn column(reference: &str, tables: Tables<'_>) -> Result<Expr, String> {
+    let Some(column) = named(tables.columns, reference) else {
+        if let Some((link, target)) = reference.split_once("->") {
+            return linked(link.trim(), target.trim(), tables);
         }
         return Err(format!(
             "formula: Column '{reference}' does not exist in table schema"
@@ -87,11 +99,50 @@ fn column(reference: &str, columns: &[ColumnDef]) -> Result<Expr, String> {
     })
 }
 
-fn booleans(function: &str, items: Vec<Expr>, columns: &[ColumnDef]) -> Result<Vec<Expr>, String> {
+/// `[Link -> Target]`: a numeric stored column of the record a cardinality-one
+/// link column names.
+fn linked(link: &str, target: &str, tables: Tables<'_>) -> Result<Expr, String> {
+    let reference = format!("[{link} -> {target}]");
+    let column = named(tables.columns, link)
+        .filter(|c| c.column_type == ColumnType::Link)
+        .ok_or_else(|| format!("formula: in {reference}, '{link}' is not a link column"))?;
+    if column.link_cardinality() != Cardinality::One {
+        return Err(format!(
+            "formula: in {reference}, '{link}' must be a cardinality-one link"
+        ));
+    }
+    let table = column.target_table_id.unwrap_or_default();
+    let others = tables
+        .others
+        .iter()
+        .find(|o| o.id == table)
+        .ok_or_else(|| format!("formula: in {reference}, the linked table does not exist"))?;
+    let read = named(&others.columns, target).ok_or_else(|| {
+        format!("formula: in {reference}, '{target}' is not a column of the linked table")
+    })?;
+    let kind = match read.column_type {
+        ColumnType::Integer => Kind::Integer,
+        ColumnType::Float => Kind::Float,
+        other => {
+            return Err(format!(
+                "formula: in {reference}, '{target}' is a {} column; cross-table references read integer and float columns",
+                other.as_str()
+            ));
+        }
+    };
+    Ok(Expr::Linked {
+        link: column.key.clone(),
+        table,
+        key: read.key.clone(),
+        kind,
+    })
+}
+
+fn booleans(function: &str, items: Vec<Expr>, tables: Tables<'_>) -> Result<Vec<Expr>, String> {
     items
         .into_iter()
         .map(|item| {
-            let item = resolve(item, columns)?;
+            let item = resolve(item, tables)?;
             if item.kind() != Kind::Boolean {
                 return Err(format!(
                     "formula: the arguments of {function} must be booleans, not {}",

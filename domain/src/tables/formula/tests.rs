@@ -18,7 +18,7 @@ fn columns() -> Vec<ColumnDef> {
 }
 
 fn build(expression: &str) -> Result<Formula, String> {
-    Formula::build(expression, &columns())
+    Formula::build(expression, &columns(), &[])
 }
 
 #[test]
@@ -69,10 +69,12 @@ fn references_resolve_to_keys_and_render_with_current_names() {
 fn formulas_read_other_formulas_and_inherit_hiding() {
     let mut cols = columns();
     let mut double = column("col_7", "Double", ColumnType::Formula);
-    double.formula = Some(Box::new(Formula::build("[Price] * 2", &cols).unwrap()));
+    double.formula = Some(Box::new(Formula::build("[Price] * 2", &cols, &[]).unwrap()));
     cols.push(double);
     let mut quad = column("col_8", "Quad", ColumnType::Formula);
-    quad.formula = Some(Box::new(Formula::build("[Double] * 2", &cols).unwrap()));
+    quad.formula = Some(Box::new(
+        Formula::build("[Double] * 2", &cols, &[]).unwrap(),
+    ));
     assert_eq!(quad.formula.as_ref().unwrap().references(), vec!["col_7"]);
     cols.push(quad);
     assert_eq!(dependents(&cols, "col_1"), vec!["Double".to_string()]);
@@ -92,7 +94,7 @@ fn errors_name_the_problem() {
         ("", "expression is required"),
         ("1 +", "syntax error at character"),
         ("[Nope] + 1", "Column 'Nope' does not exist"),
-        ("[Link -> Amount]", "cross-table references"),
+        ("[Link -> Amount]", "'Link' is not a link column"),
         ("[Doc] + 1", "json column, which formulas cannot read"),
         ("[Title] + 1", "`+` needs numbers, not text"),
         ("[Paid] < TRUE", "cannot compare"),
@@ -156,4 +158,69 @@ proptest! {
             prop_assert_eq!(again.expr, f.expr);
         }
     }
+}
+
+/// A table with cardinality-one and many links to table `T` (columns Amount, a
+/// float, and Title).
+fn linked_tables() -> (Vec<ColumnDef>, Vec<OtherTable>) {
+    let target = Uuid::from_u128(7);
+    let mut one = column("col_7", "Customer", ColumnType::Link);
+    one.target_table_id = Some(target);
+    one.cardinality = Some(crate::tables::column::Cardinality::One);
+    let mut many = column("col_8", "Items", ColumnType::Link);
+    many.target_table_id = Some(target);
+    let mut own = columns();
+    own.extend([one, many]);
+    let facts = crate::tables::column::LinkFacts {
+        company_id: target,
+        scope: crate::tables::scope::ScopeRef {
+            kind: crate::tables::scope::ScopeKind::Company,
+            id: target,
+        },
+    };
+    let others = vec![OtherTable {
+        id: target,
+        facts,
+        columns: vec![
+            column("col_a", "Amount", ColumnType::Float),
+            column("col_b", "Title", ColumnType::String),
+        ],
+    }];
+    (own, others)
+}
+
+#[test]
+fn cross_table_references_read_a_number_through_a_one_link() {
+    let (own, others) = linked_tables();
+    let f = Formula::build("[Price] * [Customer -> Amount]", &own, &others).unwrap();
+    assert_eq!(f.kind, Kind::Float);
+    assert_eq!(f.expr.render(&own), "[Price] * [Customer -> col_a]");
+    assert_eq!(
+        f.references(),
+        vec!["col_1".to_string(), "col_7".to_string()]
+    );
+    assert_eq!(
+        f.linked(),
+        vec![(Uuid::from_u128(7), "col_a".to_string(), ColumnType::Float)]
+    );
+    // The rendered form builds the same tree (the target named by key).
+    let again = Formula::build(&f.expr.render(&own), &own, &others).unwrap();
+    assert_eq!(again, f);
+    for (expression, expected) in [
+        ("[Items -> Amount]", "must be a cardinality-one link"),
+        (
+            "[Customer -> Title]",
+            "cross-table references read integer and float",
+        ),
+        (
+            "[Customer -> Nope]",
+            "'Nope' is not a column of the linked table",
+        ),
+        ("[Price -> Amount]", "'Price' is not a link column"),
+    ] {
+        let error = Formula::build(expression, &own, &others).unwrap_err();
+        assert!(error.contains(expected), "{expression}: {error}");
+    }
+    let error = Formula::build("[Customer -> Amount]", &own, &[]).unwrap_err();
+    assert!(error.contains("linked table does not exist"), "{error}");
 }

@@ -166,6 +166,7 @@ impl CustomTable {
                 room_department,
                 link,
                 link_targets,
+                others,
                 live_records,
                 migration_id,
             } => {
@@ -178,15 +179,15 @@ impl CustomTable {
                 if self.column(&key).is_some() {
                     return Err(TableError::config("column key collision; retry"));
                 }
-                let column = column::build_column(
-                    key,
-                    spec,
-                    &self.columns,
+                let around = column::Surroundings {
+                    existing: &self.columns,
                     table_id,
-                    &placement,
+                    placement: &placement,
                     link,
-                    &link_targets,
-                )?;
+                    link_targets: &link_targets,
+                    others: &others,
+                };
+                let column = column::build_column(key, spec, &around)?;
                 let fill = column.default_value.clone().filter(|_| live_records > 0);
                 if column.required && fill.is_none() && live_records > 0 {
                     return Err(TableError::DefaultNeeded(live_records));

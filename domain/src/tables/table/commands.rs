@@ -2,7 +2,7 @@
 //! the link target's placement) are looked up by the caller and passed in.
 
 use super::views::ViewSpec;
-use crate::tables::column::{ColumnChanges, ColumnDef, ColumnSpec, LinkFacts};
+use crate::tables::column::{ColumnChanges, ColumnDef, ColumnSpec, LinkFacts, OtherTable};
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::policy::Targets;
 use crate::tables::scope::ScopeRef;
@@ -50,6 +50,9 @@ pub enum TableCommand {
         link: Option<LinkFacts>,
         /// The columns of the table a rollup's or lookup's link column targets.
         link_targets: Vec<ColumnDef>,
+        /// Other tables the column may read (the targets of the table's links, a
+        /// lookup's fallback table).
+        others: Vec<OtherTable>,
         /// Live records of the table now.
         live_records: i64,
         /// Id of the data migration, if one is needed.

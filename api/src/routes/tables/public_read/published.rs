@@ -148,11 +148,11 @@ pub async fn publish(
     let schema = schema(state, &table, token.view_id).await?;
     let (view, all_columns) = (schema.0.clone(), schema.1.clone());
     let view = view.ok_or(ApiError::NotFound)?;
-    // A view changed since minting to filter or sort by a rollup or lookup (which
-    // read other tables under a caller's permissions) publishes nothing.
+    // A view changed since minting to filter or sort by a column reading another
+    // table (rollups, lookups, formulas with cross-table references, which read them under a caller's permissions) publishes nothing.
     if all_columns
         .iter()
-        .any(|c| c.reads_table().is_some() && view.filters_or_sorts_by(&c.key))
+        .any(|c| !c.reads_tables().is_empty() && view.filters_or_sorts_by(&c.key))
     {
         return Err(ApiError::NotFound);
     }

@@ -1,9 +1,12 @@
-//! Rollups and lookups over HTTP (spec section 2 `link_field`,
-//! `aggregation`, `target_column`, `pick`): values in reads, filters and sorts,
+//! Rollups, lookups and cross-table formula references over HTTP (spec section 2
+//! `link_field`, `aggregation`, `target_column`, `pick`, `fallback`, `expression`):
+//! values in reads, filters and sorts,
 //! computed under the caller's permissions on the linked table; their refusals and
 //! dependencies.
 
+mod fallback;
 mod incoming;
+mod linked_formulas;
 mod reads;
 mod refusals;
 

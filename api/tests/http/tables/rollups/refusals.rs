@@ -68,7 +68,7 @@ async fn rollups_and_lookups_refuse_what_they_cannot_compute() {
         (
             json!({"name": "x", "type": "lookup", "link_field": "main", "target_column": "name",
                 "fallback": {"table_id": id(&shop.products)}}),
-            "not available yet",
+            "fallback: target_column is required",
         ),
     ] {
         let got = t.add_column(orders, "boss", column.clone()).await;

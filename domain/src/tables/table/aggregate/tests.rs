@@ -37,29 +37,30 @@ fn add(spec: ColumnSpec, live_records: i64) -> TableCommand {
         room_department: None,
         link: None,
         link_targets: Vec::new(),
+        others: Vec::new(),
         live_records,
         migration_id: MIGRATION,
     }
 }
 
 fn added(t: ColumnType) -> TableEvent {
-    let column = column::build_column(
-        "col_b2".into(),
-        spec("B", t),
-        &[],
-        TABLE,
-        &Placement {
-            company_id: COMPANY,
-            scope: ScopeRef {
-                kind: ScopeKind::Company,
-                id: COMPANY,
-            },
-            room_department: None,
+    let placement = Placement {
+        company_id: COMPANY,
+        scope: ScopeRef {
+            kind: ScopeKind::Company,
+            id: COMPANY,
         },
-        None,
-        &[],
-    )
-    .unwrap();
+        room_department: None,
+    };
+    let around = column::Surroundings {
+        existing: &[],
+        table_id: TABLE,
+        placement: &placement,
+        link: None,
+        link_targets: &[],
+        others: &[],
+    };
+    let column = column::build_column("col_b2".into(), spec("B", t), &around).unwrap();
     TableEvent::ColumnAdded {
         table_id: TABLE,
         column,

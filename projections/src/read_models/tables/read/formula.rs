@@ -7,6 +7,7 @@
 //! is a `CASE`, whose empty condition takes the else branch.
 
 use super::super::physical::ident;
+use super::gate::{exposed, gated};
 use domain::tables::formula::{BinOp, Expr, Formula, Kind};
 
 /// The SQL of a formula's value for the row under `alias`.
@@ -34,6 +35,18 @@ fn sql(expr: &Expr, alias: &str) -> anyhow::Result<String> {
             format!("{alias}.{}::numeric", ident(key)?)
         }
         Expr::Column { key, .. } => format!("{alias}.{}", ident(key)?),
+        // The linked record's column as the caller reads it there (see `gate`).
+        Expr::Linked {
+            link,
+            table,
+            key,
+            kind,
+        } => format!(
+            "(SELECT r.{}::numeric FROM {} AS r WHERE r.id = ANY({alias}.{}) LIMIT 1)",
+            exposed(key, kind.column_type())?,
+            gated(*table),
+            ident(link)?
+        ),
         // Another formula reads as its own column does (guarded), so both show the
         // same value.
         Expr::Formula { expr, .. } => {

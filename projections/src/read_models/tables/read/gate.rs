@@ -7,6 +7,7 @@
 use super::super::physical::{ident, sql_type, table_name};
 use super::TableHandle;
 use super::compile::push_condition_as;
+use domain::tables::column::computed::FallbackValue;
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::query::{self, AggregateOp, Condition};
 use serde_json::{Value, json};
@@ -25,14 +26,14 @@ pub struct Gate {
 }
 
 /// The name of the expression of a read table's rows.
-fn gated(table_id: Uuid) -> String {
+pub(super) fn gated(table_id: Uuid) -> String {
     format!("g_{}", table_id.simple())
 }
 
 /// The name under which an expression exposes a column read as a type: readers
 /// created before and after a type change read it under different names, so the
 /// expression never holds one name twice.
-fn exposed(key: &str, t: ColumnType) -> anyhow::Result<String> {
+pub(super) fn exposed(key: &str, t: ColumnType) -> anyhow::Result<String> {
     Ok(format!("{}_{}", ident(key)?, t.as_str()))
 }
 
@@ -45,34 +46,49 @@ struct Source<'a> {
     filter: Option<&'a [Value]>,
 }
 
-fn source(column: &ColumnDef) -> Option<Source<'_>> {
+/// The caller's rows of a table, unfiltered.
+fn plain(table_id: Uuid) -> Source<'static> {
+    Source {
+        name: gated(table_id),
+        table_id,
+        filter: None,
+    }
+}
+
+/// The rows a computed column reads: a rollup's (filtered) linked rows, a lookup's
+/// linked rows and fallback table, the tables a formula's cross-table references
+/// read.
+fn sources_of(column: &ColumnDef) -> Vec<Source<'_>> {
     if let Some(rollup) = &column.rollup {
         let filter = rollup.filter.as_deref();
         let name = match filter {
-            Some(_) => format!(
-                "{}_{}",
-                gated(rollup.target_table),
-                ident(&column.key).ok()?
-            ),
+            Some(_) => match ident(&column.key) {
+                Ok(key) => format!("{}_{key}", gated(rollup.target_table)),
+                Err(_) => return Vec::new(),
+            },
             None => gated(rollup.target_table),
         };
-        return Some(Source {
+        return vec![Source {
             name,
             table_id: rollup.target_table,
             filter,
-        });
+        }];
     }
-    column.lookup.as_ref().map(|lookup| Source {
-        name: gated(lookup.target_table),
-        table_id: lookup.target_table,
-        filter: None,
-    })
+    column.reads_tables().into_iter().map(plain).collect()
+}
+
+/// The name of the expression of the linked records a lookup with a fallback may
+/// not read (a denial never falls back).
+fn denied(column: &ColumnDef) -> anyhow::Result<String> {
+    Ok(format!("d_{}", ident(&column.key)?))
 }
 
 /// The SQL of a rollup's or lookup's value for the row under `alias`.
 pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<String>> {
     if let Some(rollup) = &column.rollup {
-        let name = source(column)
+        let name = sources_of(column)
+            .into_iter()
+            .next()
             .map(|s| s.name)
             .ok_or_else(|| anyhow::anyhow!("column key {} is not an identifier", column.key))?;
         let from = match (&rollup.incoming, &rollup.link_field) {
@@ -124,7 +140,7 @@ pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<St
     );
     // Ties break by link position, then id.
     let position = format!("array_position({link}, r.id), r.id");
-    Ok(Some(match &lookup.pick {
+    let primary = match &lookup.pick {
         None if lookup.many => format!(
             "(SELECT coalesce(jsonb_agg(to_jsonb(r.{key}) ORDER BY {position}) \
              FILTER (WHERE r.{key} IS NOT NULL), '[]'::jsonb) {from})"
@@ -135,7 +151,45 @@ pub(super) fn value(column: &ColumnDef, alias: &str) -> anyhow::Result<Option<St
             exposed(&pick.order_column.0, pick.order_column.1)?,
             if pick.descending { "DESC" } else { "ASC" }
         ),
-    }))
+    };
+    let Some(fallback) = &lookup.fallback else {
+        return Ok(Some(primary));
+    };
+    // The defaults record, unless the link names a record the caller may not read.
+    let mut tests = Vec::with_capacity(fallback.pairs.len());
+    for pair in &fallback.pairs {
+        let (key, t) = &pair.column;
+        let right = match &pair.value {
+            FallbackValue::Row(mine) => format!("{alias}.{}", ident(mine)?),
+            FallbackValue::Literal(value) => literal(value, *t)?,
+        };
+        tests.push(format!("f.{} = {right}", exposed(key, *t)?));
+    }
+    let (key, t) = &fallback.target_column;
+    let defaults = format!(
+        "(SELECT f.{} FROM {} AS f WHERE {} ORDER BY f.id LIMIT 1)",
+        exposed(key, *t)?,
+        gated(fallback.table),
+        tests.join(" AND ")
+    );
+    let denial = format!(
+        "(coalesce(cardinality({link}), 0) > 0 AND EXISTS (SELECT 1 FROM {} AS d WHERE d.every OR d.id = ANY({link})))",
+        denied(column)?
+    );
+    Ok(Some(format!(
+        "coalesce({primary}, CASE WHEN {denial} THEN NULL ELSE {defaults} END)"
+    )))
+}
+
+/// A fallback literal (already in its column's canonical form) as SQL of the
+/// column's type.
+fn literal(value: &Value, t: ColumnType) -> anyhow::Result<String> {
+    Ok(match value {
+        Value::String(text) => format!("'{}'::{}", text.replace('\'', "''"), sql_type(t)),
+        Value::Number(n) => format!("({n})::{}", sql_type(t)),
+        Value::Bool(b) => if *b { "TRUE" } else { "FALSE" }.to_string(),
+        other => anyhow::bail!("a fallback literal {other} is not a scalar"),
+    })
 }
 
 /// The target columns the handle's rollups and lookups read in `table_id`.
@@ -151,8 +205,25 @@ fn needed(columns: &[ColumnDef], table_id: Uuid) -> Vec<(String, ColumnType)> {
                 }
                 reads
             }
-            (_, Some(l)) if l.target_table == table_id => l.target_columns(),
-            _ => Vec::new(),
+            (_, Some(l)) => {
+                let mut reads = Vec::new();
+                if l.target_table == table_id {
+                    reads.extend(l.target_columns());
+                }
+                if l.fallback.as_ref().is_some_and(|f| f.table == table_id) {
+                    reads.extend(l.fallback_columns());
+                }
+                reads
+            }
+            _ => match &column.formula {
+                Some(formula) => formula
+                    .linked()
+                    .into_iter()
+                    .filter(|(t, ..)| *t == table_id)
+                    .map(|(_, key, t)| (key, t))
+                    .collect(),
+                None => Vec::new(),
+            },
         };
         for read in reads {
             if !out.contains(&read) {
@@ -169,7 +240,7 @@ impl TableHandle {
     /// for a `SELECT`.
     pub(super) fn push_with(&self, qb: &mut QueryBuilder<'static, Postgres>) -> anyhow::Result<()> {
         let mut sources: Vec<Source<'_>> = Vec::new();
-        for found in self.readable().filter_map(source) {
+        for found in self.readable().flat_map(sources_of) {
             if !sources.iter().any(|s| s.name == found.name) {
                 sources.push(found);
             }
@@ -184,7 +255,7 @@ impl TableHandle {
                     let filterable: Vec<ColumnDef> = gate
                         .columns
                         .iter()
-                        .filter(|c| c.reads_table().is_none())
+                        .filter(|c| c.reads_tables().is_empty())
                         .cloned()
                         .collect();
                     Some(query::resolve_filter(&json!({"and": filter}), &filterable).ok())
@@ -232,9 +303,61 @@ impl TableHandle {
             }
             qb.push(")");
         }
-        if !sources.is_empty() {
+        let mut any = !sources.is_empty();
+        for column in self
+            .readable()
+            .filter(|c| c.lookup.as_ref().is_some_and(|l| l.fallback.is_some()))
+        {
+            qb.push(if any { ", " } else { "WITH " });
+            any = true;
+            self.push_denied(qb, column)?;
+        }
+        if any {
             qb.push(" ");
         }
+        Ok(())
+    }
+
+    /// `d_<column> AS (...)`: the records a lookup with a fallback links to that the
+    /// caller may not read (`every`: all of them, when the caller may not read the
+    /// table or the looked-up columns).
+    fn push_denied(
+        &self,
+        qb: &mut QueryBuilder<'static, Postgres>,
+        column: &ColumnDef,
+    ) -> anyhow::Result<()> {
+        let Some(lookup) = &column.lookup else {
+            return Ok(());
+        };
+        qb.push(format!("{} AS NOT MATERIALIZED (", denied(column)?));
+        let gate = self
+            .gates
+            .iter()
+            .find(|g| g.table_id == lookup.target_table)
+            .filter(|g| {
+                lookup.target_columns().iter().all(|(key, t)| {
+                    g.columns
+                        .iter()
+                        .any(|c| &c.key == key && c.column_type == *t)
+                })
+            });
+        match gate.map(|g| &g.rows) {
+            None => {
+                qb.push("SELECT NULL::uuid AS id, true AS every");
+            }
+            Some(None) => {
+                qb.push("SELECT NULL::uuid AS id, false AS every WHERE false");
+            }
+            Some(Some(rows)) => {
+                qb.push(format!(
+                    "SELECT x.id, false AS every FROM {} AS x WHERE (",
+                    table_name(lookup.target_table)
+                ));
+                push_condition_as(qb, rows, self.company_id, "x")?;
+                qb.push(") IS NOT TRUE");
+            }
+        }
+        qb.push(")");
         Ok(())
     }
 }
