@@ -17,13 +17,14 @@ use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use crate::download::{attachment, attachment_response};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::middleware::body_limit;
 use crate::objects::PutError;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Multipart};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::Response;
@@ -116,10 +117,14 @@ fn target_column<'a>(table: &'a OpenTable, reference: &str) -> ApiResult<&'a Col
 async fn upload_blob(
     caller: Caller,
     mount: Mount,
-    axum::extract::Query(target): axum::extract::Query<BlobTarget>,
-    mut multipart: Multipart,
+    ApiQuery(target): ApiQuery<BlobTarget>,
+    request: Request,
 ) -> ApiResult<(StatusCode, Json<TableBlobResponse>)> {
     let table = open_table(&caller, &mount, Operation::WriteBlobs).await?;
+    // The body is looked at only once the caller may write here.
+    let mut multipart = Multipart::from_request(request, &())
+        .await
+        .map_err(|e| file_error(e.body_text()))?;
     let column = target
         .column
         .as_deref()
