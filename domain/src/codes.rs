@@ -234,6 +234,15 @@ codes! {
     ScpScopeUndeclared = "scp_scope_undeclared" => Forbidden,
     /// A trigger's schedule type changed under its id.
     ScheduleKindChangeRequiresNewTriggerId = "schedule_kind_change_requires_new_trigger_id" => BadRequest,
+    /// A trigger set breaks a trigger rule (this service's code).
+    TriggerConfigInvalid = "trigger_config_invalid" => BadRequest,
+    /// A trigger's cron expression is not five POSIX fields (issue 22 contract).
+    InvalidCronExpression = "invalid_cron_expression" => BadRequest,
+    /// An `execute_command` trigger action, while Commands are not built (this
+    /// service's code).
+    CommandsNotAvailable = "commands_not_available" => Validation,
+    /// A trigger reads the column being deleted or retyped (this service's code).
+    ColumnUsedByTrigger = "column_used_by_trigger" => Conflict,
     /// A raw agent write on a table whose writes go through Commands.
     TableGovernedByCommands = "table_governed_by_commands" => Forbidden,
     /// The column configuration breaks a ColumnCreate or ColumnUpdate rule.

@@ -7,6 +7,7 @@ use crate::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use crate::tables::record::{Record, RecordEvent};
 use crate::tables::scope::{ScopeKind, ScopeRef};
 use crate::tables::table::{CustomTable, MigrationInfo, SortKey, TableEvent, ViewDef};
+use crate::tables::trigger::{Action, Schedule, Trigger};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -125,6 +126,25 @@ impl Catalogued for CustomTable {
             ChannelScopeSet {
                 table_id: TABLE,
                 column: Some("col_1".into()),
+            },
+            TriggersSet {
+                table_id: TABLE,
+                triggers: vec![Trigger {
+                    id: "nightly".into(),
+                    name: "Nightly summary".into(),
+                    enabled: true,
+                    on: None,
+                    schedule: Some(Schedule::Cron {
+                        expression: "0 2 * * *".into(),
+                        timezone: "Europe/Berlin".into(),
+                    }),
+                    when: None,
+                    actions: vec![Action::CreateRecord {
+                        table_id: TABLE,
+                        values: serde_json::from_value(json!({"col_1": "summary"}))
+                            .unwrap_or_default(),
+                    }],
+                }],
             },
             ColumnDeleted {
                 table_id: TABLE,

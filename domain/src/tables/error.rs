@@ -55,6 +55,21 @@ pub enum TableError {
     /// A background migration holds the table.
     #[error("migration {0} holds this table; retry when it has finished")]
     MigrationInProgress(Uuid),
+    /// A trigger set breaks a trigger rule.
+    #[error("{0}")]
+    TriggerConfig(String),
+    /// A trigger's cron expression is not five POSIX fields.
+    #[error("{0}")]
+    InvalidCron(String),
+    /// A trigger's schedule type changed under its id.
+    #[error("{0}")]
+    ScheduleKindChange(String),
+    /// A trigger action executes a Command, and Commands are not built yet.
+    #[error("execute_command actions need Commands, which this service does not offer yet")]
+    CommandsUnavailable,
+    /// A column a trigger reads would be deleted or retyped.
+    #[error("trigger(s) {0:?} read the column; change them first")]
+    ColumnInTrigger(Vec<String>),
     /// The table, column, view or record does not exist (or is deleted).
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -78,6 +93,11 @@ impl SpecError for TableError {
             Self::ColumnInComputed(_) => Code::ColumnUsedByComputedColumn,
             Self::ChannelScopeColumn => Code::ColumnIsChannelScope,
             Self::MigrationInProgress(_) => Code::TableLocked,
+            Self::TriggerConfig(_) => Code::TriggerConfigInvalid,
+            Self::InvalidCron(_) => Code::InvalidCronExpression,
+            Self::ScheduleKindChange(_) => Code::ScheduleKindChangeRequiresNewTriggerId,
+            Self::CommandsUnavailable => Code::CommandsNotAvailable,
+            Self::ColumnInTrigger(_) => Code::ColumnUsedByTrigger,
             Self::NotFound(_) => Code::NotFound,
         }
     }

@@ -22,6 +22,7 @@ pub mod record;
 pub mod scope;
 pub mod table;
 pub mod token_lifecycle;
+pub mod trigger;
 pub mod values;
 
 pub use error::TableError;

@@ -25,6 +25,7 @@ mod search;
 mod selection;
 mod sharing;
 mod table;
+mod triggers;
 mod views;
 
 pub use scope::PREFIX;
@@ -49,6 +50,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(views::router())
         .merge(permissions::router())
         .merge(callback_tokens::router())
+        .merge(triggers::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 17] = [
+const SOURCES: [&str; 18] = [
+    include_str!("triggers.rs"),
     include_str!("attachments.rs"),
     include_str!("callback/tokens.rs"),
     include_str!("callback/writes.rs"),

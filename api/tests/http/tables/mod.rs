@@ -17,4 +17,5 @@ mod refusals;
 mod replay;
 mod rollups;
 mod scopes;
+mod triggers;
 mod types;

@@ -8,6 +8,7 @@ use crate::tables::column::{self, ColumnDef};
 use crate::tables::formula;
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::scope::{Placement, ScopeKind, ScopeRef};
+use crate::tables::trigger::{self, Trigger};
 use crate::tables::{BACKGROUND_THRESHOLD, TableError};
 use cqrs_es::Aggregate;
 use cqrs_es::event_sink::EventSink;
@@ -43,6 +44,9 @@ pub struct CustomTable {
     pub clients_refused: bool,
     /// The channel scope column of a department table governed by a channel policy.
     pub channel_scope_column: Option<String>,
+    /// Its triggers.
+    #[serde(default)]
+    pub triggers: Vec<Trigger>,
 }
 
 fn check_table_name(name: &str) -> Result<(), TableError> {
@@ -96,14 +100,22 @@ impl CustomTable {
         }
     }
 
-    /// Refuses to delete or retype a column that formula columns read.
+    /// Refuses to delete or retype a column that computed columns or triggers read.
     fn refuse_dependents(&self, key: &str) -> Result<(), TableError> {
         let dependents = formula::dependents(&self.columns, key);
-        if dependents.is_empty() {
-            Ok(())
-        } else {
-            Err(TableError::ColumnInComputed(dependents))
+        if !dependents.is_empty() {
+            return Err(TableError::ColumnInComputed(dependents));
         }
+        let triggers: Vec<String> = self
+            .triggers
+            .iter()
+            .filter(|t| t.reads(key))
+            .map(|t| t.id.clone())
+            .collect();
+        if !triggers.is_empty() {
+            return Err(TableError::ColumnInTrigger(triggers));
+        }
+        Ok(())
     }
 
     fn decide(&self, command: TableCommand) -> Result<Vec<TableEvent>, TableError> {
@@ -325,6 +337,14 @@ impl CustomTable {
                 }
                 vec![E::ClientAccessSet { table_id, enabled }]
             }
+            TableCommand::SetTriggers { triggers } => {
+                let table_id = self.live()?;
+                let triggers = trigger::check(triggers, &self.columns, &self.triggers)?;
+                if triggers == self.triggers {
+                    return Ok(vec![]);
+                }
+                vec![E::TriggersSet { table_id, triggers }]
+            }
         })
     }
 }
@@ -405,6 +425,7 @@ impl Aggregate for CustomTable {
             E::GrantRevoked { subject, .. } => self.grants.retain(|(s, _)| *s != subject),
             E::ClientAccessSet { enabled, .. } => self.clients_refused = !enabled,
             E::ChannelScopeSet { column, .. } => self.channel_scope_column = column,
+            E::TriggersSet { triggers, .. } => self.triggers = triggers,
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::tables::column::{ColumnChanges, ColumnDef, ColumnSpec, LinkFacts, Oth
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::policy::Targets;
 use crate::tables::scope::ScopeRef;
+use crate::tables::trigger::Trigger;
 use uuid::Uuid;
 
 /// Commands of [`super::CustomTable`].
@@ -122,5 +123,10 @@ pub enum TableCommand {
     SetClientAccess {
         /// Whether they may.
         enabled: bool,
+    },
+    /// Replaces the table's trigger set.
+    SetTriggers {
+        /// The whole set, as sent.
+        triggers: Vec<Trigger>,
     },
 }

@@ -6,6 +6,7 @@ use super::views::ViewDef;
 use crate::tables::column::ColumnDef;
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::scope::ScopeRef;
+use crate::tables::trigger::Trigger;
 use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -166,6 +167,13 @@ pub enum TableEvent {
         /// Internal key of the column, or `None`: the table is no longer governed.
         column: Option<String>,
     },
+    /// The table's trigger set was replaced (a trigger missing from it is deleted).
+    TriggersSet {
+        /// The table.
+        table_id: Uuid,
+        /// The whole set, checked, columns by internal key.
+        triggers: Vec<Trigger>,
+    },
 }
 
 impl DomainEvent for TableEvent {
@@ -187,6 +195,7 @@ impl DomainEvent for TableEvent {
             Self::GrantRevoked { .. } => "GrantRevoked",
             Self::ClientAccessSet { .. } => "ClientAccessSet",
             Self::ChannelScopeSet { .. } => "ChannelScopeSet",
+            Self::TriggersSet { .. } => "TriggersSet",
         }
         .into()
     }
@@ -214,7 +223,8 @@ impl TableEvent {
             | Self::GrantSet { table_id, .. }
             | Self::GrantRevoked { table_id, .. }
             | Self::ClientAccessSet { table_id, .. }
-            | Self::ChannelScopeSet { table_id, .. } => *table_id,
+            | Self::ChannelScopeSet { table_id, .. }
+            | Self::TriggersSet { table_id, .. } => *table_id,
         }
     }
 }

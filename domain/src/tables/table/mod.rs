@@ -10,3 +10,4 @@ pub use aggregate::CustomTable;
 pub use commands::TableCommand;
 pub use events::{MigrationInfo, TableEvent};
 pub use views::{SortKey, ViewDef, ViewSpec};
+pub(crate) use views::{keyed, names_column};

@@ -53,7 +53,7 @@ fn key_of(field: &Field, reference: &str) -> String {
 }
 
 /// Rewrites every `column` of a filter tree to its internal key.
-fn keyed(node: &Value, columns: &[ColumnDef]) -> Value {
+pub(crate) fn keyed(node: &Value, columns: &[ColumnDef]) -> Value {
     match node {
         Value::Object(fields) => Value::Object(
             fields
@@ -99,7 +99,7 @@ impl ViewDef {
 }
 
 /// Whether a filter tree names the column anywhere.
-fn names_column(node: &Value, key: &str) -> bool {
+pub(crate) fn names_column(node: &Value, key: &str) -> bool {
     match node {
         Value::Object(fields) => fields
             .iter()

@@ -120,6 +120,7 @@ impl Projection for CustomTablesProjection {
             "custom_table_migrations",
             "custom_table_grants",
             "custom_table_blob_holders",
+            "custom_table_triggers",
         ]
     }
 

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use domain::tables::column::ColumnDef;
 use domain::tables::scope::{ScopeKind, ScopeRef};
+use domain::tables::trigger::Trigger;
 use sqlx::PgPool;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -173,5 +174,27 @@ pub async fn blob_held(pool: &PgPool, table_id: Uuid, blob_id: &str) -> sqlx::Re
     .bind(table_id)
     .bind(blob_id)
     .fetch_one(pool)
+    .await
+}
+
+/// A saved trigger (`custom_table_triggers`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TriggerRow {
+    /// The definition, columns by internal key.
+    pub definition: Json<Trigger>,
+    /// When the trigger was first saved.
+    pub created_at: DateTime<Utc>,
+    /// When its definition last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A table's triggers, in the order of its set.
+pub async fn triggers(pool: &PgPool, table_id: Uuid) -> sqlx::Result<Vec<TriggerRow>> {
+    sqlx::query_as(
+        "SELECT definition, created_at, updated_at FROM custom_table_triggers
+          WHERE table_id = $1 ORDER BY position",
+    )
+    .bind(table_id)
+    .fetch_all(pool)
     .await
 }

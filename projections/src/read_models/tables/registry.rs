@@ -9,6 +9,7 @@ use super::rewrite::{self, Rewrite};
 use chrono::{DateTime, Utc};
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::table::{MigrationInfo, TableEvent};
+use domain::tables::trigger::Trigger;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -75,6 +76,7 @@ pub async fn apply(
                  DELETE FROM custom_table_views WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_migrations WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_grants WHERE table_id = '{table_id}';
+                 DELETE FROM custom_table_triggers WHERE table_id = '{table_id}';
                  DELETE FROM custom_tables WHERE id = '{table_id}';"
                 ),
             )
@@ -238,7 +240,44 @@ pub async fn apply(
                 .await?;
             Ok(())
         }
+        E::TriggersSet { table_id, triggers } => set_triggers(conn, table_id, &triggers, at).await,
     }
+}
+
+/// Replaces a table's trigger rows: removed triggers go, a trigger keeps its
+/// `created_at`, and `updated_at` moves only when its definition changed.
+async fn set_triggers(
+    conn: &mut PgConnection,
+    table_id: Uuid,
+    triggers: &[Trigger],
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let ids: Vec<&str> = triggers.iter().map(|t| t.id.as_str()).collect();
+    sqlx::query(
+        "DELETE FROM custom_table_triggers WHERE table_id = $1 AND NOT (trigger_id = ANY($2))",
+    )
+    .bind(table_id)
+    .bind(&ids)
+    .execute(&mut *conn)
+    .await?;
+    for (position, trigger) in triggers.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO custom_table_triggers (table_id, trigger_id, position, definition, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $5)
+             ON CONFLICT (table_id, trigger_id) DO UPDATE
+                SET position = EXCLUDED.position, definition = EXCLUDED.definition,
+                    updated_at = CASE WHEN custom_table_triggers.definition = EXCLUDED.definition
+                                      THEN custom_table_triggers.updated_at ELSE EXCLUDED.updated_at END",
+        )
+        .bind(table_id)
+        .bind(&trigger.id)
+        .bind(position as i32)
+        .bind(Json(trigger))
+        .bind(at)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 async fn touch(conn: &mut PgConnection, table_id: Uuid, at: DateTime<Utc>) -> anyhow::Result<()> {

@@ -1,0 +1,208 @@
+use super::*;
+use crate::tables::column::ColumnType;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+fn columns() -> Vec<ColumnDef> {
+    vec![
+        ColumnDef::new("col_1", "Status", ColumnType::String),
+        ColumnDef::new("col_2", "Due", ColumnType::Date),
+        ColumnDef::new("col_3", "Amount", ColumnType::Integer),
+    ]
+}
+
+fn trigger(value: serde_json::Value) -> Trigger {
+    serde_json::from_value(value).unwrap()
+}
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
+#[test]
+fn triggers_are_stored_by_column_key() {
+    let checked = check(
+        vec![trigger(
+            json!({"id": "on-new", "name": "New", "on": "created",
+            "when": {"column": "Status", "op": "eq", "value": "open"},
+            "actions": [{"type": "update_record", "values": {"Amount": "$row.Amount"}}]}),
+        )],
+        &columns(),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        checked[0].when,
+        Some(json!({"column": "col_1", "op": "eq", "value": "open"}))
+    );
+    assert_eq!(
+        checked[0].actions[0],
+        Action::UpdateRecord {
+            values: serde_json::from_value(json!({"Amount": "$row.col_3"})).unwrap()
+        }
+    );
+    assert!(checked[0].reads("col_1") && checked[0].reads("col_3"));
+    assert!(!checked[0].reads("col_2"));
+}
+
+#[test]
+fn refusals_name_the_problem() {
+    let cases = [
+        (
+            json!({"id": "Bad", "name": "x", "on": "created", "actions": [{"type": "update_record", "values": {}}]}),
+            "must match",
+        ),
+        (
+            json!({"id": "a", "name": "x", "actions": [{"type": "update_record", "values": {}}]}),
+            "exactly one of on and schedule",
+        ),
+        (
+            json!({"id": "a", "name": "x", "on": "created", "actions": []}),
+            "1..10 actions",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "interval", "every_seconds": 59}, "actions": [{"type": "update_record", "values": {}}]}),
+            "every_seconds",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "interval", "every_seconds": 60}, "actions": [{"type": "update_record", "values": {}}]}),
+            "fires without one",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "daily", "at": "24:00", "timezone": "UTC"}, "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}),
+            "HH:MM",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "daily", "at": "09:00", "timezone": "Mars/Base"}, "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}),
+            "IANA",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "date_column_reached", "column": "Status"}, "actions": [{"type": "update_record", "values": {}}]}),
+            "not a date",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "cron", "expression": "0 9 * * *", "timezone": "UTC"}, "when": {"column": "Status", "op": "is_null"}, "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}),
+            "when needs a record",
+        ),
+        (
+            json!({"id": "a", "name": "x", "schedule": {"type": "cron", "expression": "0 9 * * *", "timezone": "UTC"}, "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {"a": "$row.Status"}}]}),
+            "fires without one",
+        ),
+        (
+            json!({"id": "a", "name": "x", "on": "updated", "actions": [{"type": "update_record", "values": {"a": "$row.Nope"}}]}),
+            "not a stored column",
+        ),
+    ];
+    for (value, expected) in cases {
+        let error = check(vec![trigger(value.clone())], &columns(), &[]).unwrap_err();
+        assert!(error.to_string().contains(expected), "{value}: {error}");
+    }
+    let command = json!({"id": "a", "name": "x", "on": "created", "actions": [{"type": "execute_command", "command_id": "c"}]});
+    assert_eq!(
+        check(vec![trigger(command)], &columns(), &[]).unwrap_err(),
+        TableError::CommandsUnavailable
+    );
+}
+
+#[test]
+fn cron_is_strict_posix() {
+    for bad in [
+        "0 0 9 * * *",
+        "@daily",
+        "0 9 * * MON",
+        "0 9 * JAN *",
+        "0 9 * * 7",
+        "0 9 ? * *",
+        "0 9 L * *",
+        "0 9 * * 1#2",
+        "0 9 1W * *",
+        "60 * * * *",
+        "5/10 * * * *",
+        "10-5 * * * *",
+    ] {
+        let error = cron::parse(bad).map(|_| ()).unwrap_err();
+        assert!(!error.is_empty(), "{bad}");
+    }
+    for good in [
+        "*/15 9-17 * * 1-5",
+        "0 0 1,15 * *",
+        "30 2 * 6 0",
+        "0 0 1-7 * 1",
+    ] {
+        cron::parse(good).unwrap();
+    }
+    let schedule = |e: &str| Schedule::Cron {
+        expression: e.into(),
+        timezone: "UTC".into(),
+    };
+    let wrong = check(
+        vec![trigger(json!({"id": "a", "name": "x", "schedule": {"type": "cron", "expression": "0 9 * * MON", "timezone": "UTC"},
+            "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}))],
+        &columns(),
+        &[],
+    )
+    .unwrap_err();
+    assert!(matches!(wrong, TableError::InvalidCron(_)), "{wrong:?}");
+    // Both day fields restricted: either matches (the 1st to 7th, or any Monday).
+    let fires = schedule("0 0 1-7 * 1")
+        .fires_after(at("2026-06-07T12:00:00Z"), 3)
+        .unwrap();
+    assert_eq!(
+        fires,
+        [
+            at("2026-06-08T00:00:00Z"),
+            at("2026-06-15T00:00:00Z"),
+            at("2026-06-22T00:00:00Z")
+        ]
+    );
+}
+
+#[test]
+fn schedules_fire_in_their_timezone_across_dst() {
+    let daily = Schedule::Daily {
+        at: "09:00".into(),
+        timezone: "Europe/Berlin".into(),
+    };
+    // Berlin moves to summer time on 2026-03-29: 08:00 UTC before, 07:00 UTC after.
+    let fires = daily.fires_after(at("2026-03-28T12:00:00Z"), 2).unwrap();
+    assert_eq!(
+        fires,
+        [at("2026-03-29T07:00:00Z"), at("2026-03-30T07:00:00Z")]
+    );
+    let fires = daily.fires_after(at("2026-03-27T12:00:00Z"), 1).unwrap();
+    assert_eq!(fires, [at("2026-03-28T08:00:00Z")]);
+    let interval = Schedule::Interval {
+        every_seconds: 3600,
+        anchor_at: Some(at("2026-01-01T00:30:00Z")),
+    };
+    let fires = interval.fires_after(at("2026-01-01T02:30:00Z"), 2).unwrap();
+    assert_eq!(
+        fires,
+        [at("2026-01-01T03:30:00Z"), at("2026-01-01T04:30:00Z")]
+    );
+    let before = interval.fires_after(at("2025-12-31T00:00:00Z"), 1).unwrap();
+    assert_eq!(before, [at("2026-01-01T00:30:00Z")]);
+}
+
+#[test]
+fn a_schedule_keeps_its_type_under_its_id() {
+    let cron = trigger(
+        json!({"id": "a", "name": "x", "schedule": {"type": "cron", "expression": "0 9 * * *", "timezone": "UTC"},
+        "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}),
+    );
+    let saved = check(vec![cron], &columns(), &[]).unwrap();
+    let daily = trigger(
+        json!({"id": "a", "name": "x", "schedule": {"type": "daily", "at": "09:00", "timezone": "UTC"},
+        "actions": [{"type": "create_record", "table_id": uuid::Uuid::nil(), "values": {}}]}),
+    );
+    let error = check(vec![daily.clone()], &columns(), &saved).unwrap_err();
+    assert!(
+        matches!(error, TableError::ScheduleKindChange(_)),
+        "{error:?}"
+    );
+    let renamed = Trigger {
+        id: "b".into(),
+        ..daily
+    };
+    check(vec![renamed], &columns(), &saved).unwrap();
+}
