@@ -6,7 +6,7 @@ use super::column_schema::{ColumnResponse, double_option};
 use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::gates::{self, Standing};
-use super::scope::{Mount, OpenTable, TableRow, enter_scope, open_table};
+use super::scope::{Mount, OpenTable, TableRow, enter_scope, link_gates, open_table};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::request::Caller;
@@ -20,7 +20,7 @@ use projections::read_models::tables::query as tables;
 use projections::read_models::tables::read::{Selection, TableHandle};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json as SqlJson;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -215,6 +215,19 @@ pub async fn present(
     let counts = TableHandle::count_each(caller.pool(), &counted)
         .await
         .map_err(ApiError::Internal)?;
+    // The other tables the page's computed columns read, opened once each: a
+    // column reading one the caller may not open answers `restricted`.
+    let reading: Vec<ColumnDef> = page
+        .iter()
+        .flat_map(|(_, defs)| defs.iter())
+        .filter(|d| !d.reads_tables().is_empty())
+        .cloned()
+        .collect();
+    let readable: HashSet<Uuid> = link_gates(caller, &reading)
+        .await?
+        .into_iter()
+        .map(|g| g.table_id)
+        .collect();
     let mut counts: HashMap<Uuid, i64> = counted
         .iter()
         .map(|(h, _)| h.table_id)
@@ -234,7 +247,10 @@ pub async fn present(
             let visible = all
                 .iter()
                 .filter(|(d, ..)| !a.hidden.contains(&d.key))
-                .map(|(d, created, updated)| ColumnResponse::of(d, &defs, *created, *updated))
+                .map(|(d, created, updated)| ColumnResponse {
+                    restricted: d.reads_tables().iter().any(|t| !readable.contains(t)),
+                    ..ColumnResponse::of(d, &defs, *created, *updated)
+                })
                 .collect();
             let mut row = t.row;
             row.channel_scope_column = row

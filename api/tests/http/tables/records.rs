@@ -421,3 +421,38 @@ async fn tables_rename_and_delete() {
         .await;
     assert_eq!(list["total"], 1);
 }
+
+#[tokio::test]
+async fn integers_keep_the_64_bit_range_and_a_sum_past_it_is_empty() {
+    let t = Tables::new().await;
+    let table = t.table("company", "boss", "big").await;
+    t.column(&table, json!({"name": "n", "type": "integer"}))
+        .await;
+    let sum = || async {
+        t.call(
+            Method::POST,
+            &format!("{table}/records/aggregate"),
+            "boss",
+            Some(json!({"aggregations": [{"op": "sum", "column": "n", "alias": "total"}]})),
+        )
+        .await
+    };
+    t.record(&table, json!({"n": i64::MAX})).await;
+    let (status, body) = sum().await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["groups"][0]["values"]["total"],
+        json!(i64::MAX),
+        "{body}"
+    );
+    let page = t.records(&table, "boss").await;
+    assert_eq!(
+        page["records"][0]["data"]["n"],
+        json!(i64::MAX),
+        "the whole range is kept"
+    );
+    t.record(&table, json!({"n": 1})).await;
+    let (status, body) = sum().await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["groups"][0]["values"]["total"], json!(null));
+}

@@ -9,6 +9,8 @@
 //! references, and a schedule's type never changing under an id.
 
 mod cron;
+#[cfg(test)]
+mod posix_property;
 mod schedule;
 #[cfg(test)]
 mod tests;

@@ -206,3 +206,22 @@ fn a_schedule_keeps_its_type_under_its_id() {
     };
     check(vec![renamed], &columns(), &saved).unwrap();
 }
+
+#[test]
+fn a_stepped_star_restricts_its_day_field() {
+    // `*/2` in the day of month is restricted: with a restricted day of week,
+    // either matches (odd days, or Mondays).
+    let schedule = Schedule::Cron {
+        expression: "0 0 */2 * 1".into(),
+        timezone: "UTC".into(),
+    };
+    let fires = schedule.fires_after(at("2026-06-01T12:00:00Z"), 3).unwrap();
+    assert_eq!(
+        fires,
+        [
+            at("2026-06-03T00:00:00Z"),
+            at("2026-06-05T00:00:00Z"),
+            at("2026-06-07T00:00:00Z")
+        ]
+    );
+}

@@ -211,4 +211,40 @@ async fn rollups_count_only_the_linked_rows_the_caller_reads() {
         cells(&page, "total"),
         [json!(null), json!(null), json!(null)]
     );
+    // Both the column routes and the table list say so; the manager reads on.
+    let restricted = |columns: &Value, name: &str| {
+        columns
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["restricted"].clone())
+    };
+    let (_, columns) = t
+        .call(
+            Method::GET,
+            &format!("{}/columns", shop.orders),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(restricted(&columns, "total"), Some(json!(true)));
+    assert_eq!(restricted(&columns, "label"), Some(json!(false)));
+    let mount = shop.orders.split("/tables/").next().unwrap().to_string();
+    for (user, expected) in [("member", true), ("boss", false)] {
+        let (_, list) = t
+            .call(Method::GET, &format!("{mount}/tables"), user, None)
+            .await;
+        let orders = list["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|table| table["name"] == "orders")
+            .unwrap_or_else(|| panic!("{user}: {list}"));
+        assert_eq!(
+            restricted(&orders["columns"], "total"),
+            Some(json!(expected)),
+            "{user} lists tables"
+        );
+    }
 }

@@ -233,7 +233,10 @@ impl TableHandle {
             select.push(match (op, expr) {
                 (AggregateOp::Count, _) | (_, None) => "count(*)".into(),
                 (AggregateOp::CountDistinct, Some(e)) => format!("count(DISTINCT {e})"),
-                (AggregateOp::Sum, Some(e)) if numeric_int => format!("sum({e})::bigint"),
+                // An integer sum outside 64 bits is empty (as in rollups), not an error.
+                (AggregateOp::Sum, Some(e)) if numeric_int => {
+                    format!("ct_formula_integer(sum({e}))")
+                }
                 (AggregateOp::Sum, Some(e)) => format!("sum({e})"),
                 (AggregateOp::Avg, Some(e)) => format!("avg({e})::double precision"),
                 (AggregateOp::Min, Some(e)) => format!("min({e})"),
