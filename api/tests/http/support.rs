@@ -348,6 +348,18 @@ impl As for RequestBuilder {
 }
 
 /// Status and JSON body of a response.
+/// A `multipart/form-data` body with one `file` part: its content type and bytes.
+pub fn multipart_file(filename: &str, mime: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "sandbox-test-boundary-7f3a";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {mime}\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 pub async fn json(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();

@@ -3,7 +3,7 @@
 //! against the digest, and removal once no record holds a file.
 
 use super::fixture::{BASE, Tables, code};
-use crate::support::{As, json};
+use crate::support::{As, json, multipart_file};
 use chrono::Utc;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -35,21 +35,12 @@ async fn upload(
     mime: &str,
     bytes: &[u8],
 ) -> (u16, Value) {
-    let boundary = "table-blob-boundary-41c2";
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: {mime}\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (content_type, body) = multipart_file(name, mime, bytes);
     let response = t
         .app
         .request(Method::POST, path)
         .bearer_token(&t.token(user))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("content-type", content_type)
         .body(body)
         .send()
         .await

@@ -25,6 +25,7 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
             json!({"subject_type": "user", "subject_id": subject, "can_read": "all"})
         }
         "PUT" if tail("/records/{record_id}") => json!({"data": {}}),
+        "PUT" if tail("/triggers") => json!({"triggers": []}),
         "PUT" if path.contains("permissions/") => json!({"can_read": "all"}),
         "PATCH" if tail("/client-access") => json!({"enabled": true}),
         _ => json!({}),

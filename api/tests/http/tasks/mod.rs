@@ -7,7 +7,7 @@ mod scripts;
 mod versions;
 
 use crate::environments::{Caller, SANDBOX, busybox_context};
-use crate::support::{As, json};
+use crate::support::{As, json, multipart_file};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -47,21 +47,12 @@ pub async fn draft(caller: &Caller<'_>, task: &str, fields: Value) -> (u16, Valu
 
 /// Posts a multipart body with one `file` part.
 pub async fn post_file(caller: &Caller<'_>, path: &str, file: &[u8]) -> (u16, Value) {
-    let boundary = "sandbox-test-boundary-7f3a";
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"script.sh\"\r\nContent-Type: text/plain\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (content_type, body) = multipart_file("script.sh", "text/plain", file);
     let response = caller
         .app
         .request(Method::POST, &format!("{SANDBOX}{path}"))
         .bearer_token(&caller.token)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("content-type", content_type)
         .body(body)
         .send()
         .await
