@@ -177,7 +177,6 @@ impl Schedule {
                 anchor_at,
             } => {
                 let anchor = anchor_at.unwrap_or(DateTime::UNIX_EPOCH);
-                let every = Duration::seconds(*every_seconds);
                 // The first window start strictly after `from`.
                 let elapsed = (from - anchor).num_seconds();
                 let k = if elapsed < 0 {
@@ -186,7 +185,10 @@ impl Schedule {
                     elapsed / every_seconds + 1
                 };
                 (0..count as i64)
-                    .map(|i| anchor + every * (k + i) as i32)
+                    .filter_map(|i| {
+                        let offset = every_seconds.checked_mul(k + i)?;
+                        anchor.checked_add_signed(Duration::try_seconds(offset)?)
+                    })
                     .collect()
             }
             Self::DateColumnReached { .. } => {

@@ -225,3 +225,36 @@ fn a_stepped_star_restricts_its_day_field() {
         ]
     );
 }
+
+proptest::proptest! {
+    /// Any expression text gives a schedule or a refusal, never a panic.
+    #[test]
+    fn arbitrary_cron_text_never_panics(expression in "[0-9*/,\\- LW#?@a-zA-Z]{0,40}") {
+        let _ = cron::parse(&expression);
+        let schedule = Schedule::Cron { expression, timezone: "UTC".into() };
+        let _ = schedule.fires_after(at("2026-01-01T00:00:00Z"), 2);
+    }
+
+    /// Any JSON of the trigger shape is checked or refused, never a panic.
+    #[test]
+    fn arbitrary_trigger_sets_never_panic(
+        id in "[a-zA-Z0-9_-]{0,70}",
+        every in proptest::prelude::any::<i64>(),
+        at_text in "[0-9:]{0,6}",
+        column in "(Status|Due|Amount|col_1|col_2|nope|\\$row\\.Status)",
+    ) {
+        for schedule in [
+            json!({"type": "interval", "every_seconds": every}),
+            json!({"type": "daily", "at": at_text, "timezone": "Asia/Tokyo"}),
+            json!({"type": "date_column_reached", "column": column, "offset_seconds": every}),
+        ] {
+            let value = json!({"id": id, "name": "x", "schedule": schedule,
+                "actions": [{"type": "update_record", "values": {"Amount": column}}]});
+            if let Ok(trigger) = serde_json::from_value::<Trigger>(value) {
+                if let Ok(checked) = check(vec![trigger], &columns(), &[]) {
+                    let _ = checked[0].schedule.as_ref().map(|s| s.fires_after(at("2026-01-01T00:00:00Z"), 3));
+                }
+            }
+        }
+    }
+}
