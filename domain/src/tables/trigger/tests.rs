@@ -250,10 +250,10 @@ proptest::proptest! {
         ] {
             let value = json!({"id": id, "name": "x", "schedule": schedule,
                 "actions": [{"type": "update_record", "values": {"Amount": column}}]});
-            if let Ok(trigger) = serde_json::from_value::<Trigger>(value) {
-                if let Ok(checked) = check(vec![trigger], &columns(), &[]) {
-                    let _ = checked[0].schedule.as_ref().map(|s| s.fires_after(at("2026-01-01T00:00:00Z"), 3));
-                }
+            if let Ok(trigger) = serde_json::from_value::<Trigger>(value)
+                && let Ok(checked) = check(vec![trigger], &columns(), &[])
+            {
+                let _ = checked[0].schedule.as_ref().map(|s| s.fires_after(at("2026-01-01T00:00:00Z"), 3));
             }
         }
     }
