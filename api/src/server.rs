@@ -134,6 +134,11 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
     let started = AppState::start(config, pool, cancel.clone()).await?;
     let runtime = started.state.runtime.clone();
     crate::runtime::start(&runtime);
+    // Table triggers act through the table write path, which needs the whole state.
+    crate::routes::tables::triggers::fire::spawn(
+        started.state.clone(),
+        std::time::Duration::from_secs(2),
+    );
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;

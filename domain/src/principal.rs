@@ -18,6 +18,9 @@ pub enum AuthMethod {
     /// A custom-table callback token's write, acting as the moderator who minted it
     /// (never the principal of a sandbox run).
     CallbackToken,
+    /// A table trigger's action, acting as the user who saved the trigger set.
+    /// Writes made this way fire no triggers.
+    Trigger,
 }
 
 impl AuthMethod {
@@ -27,6 +30,7 @@ impl AuthMethod {
             Self::Jwt => "jwt",
             Self::ApiKey => "api_key",
             Self::CallbackToken => "callback_token",
+            Self::Trigger => "trigger",
         }
     }
 }

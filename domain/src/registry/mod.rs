@@ -86,6 +86,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::public_token::PublicReadToken>(),
         entry::<crate::tables::callback_token::CallbackToken>(),
         entry::<crate::tables::callback_delivery::CallbackDelivery>(),
+        entry::<crate::tables::trigger::run::TriggerRun>(),
         entry::<crate::tasks::task::Task>(),
         entry::<crate::tasks::version::TaskVersion>(),
         entry::<crate::sharing::share::Share>(),

@@ -7,7 +7,8 @@ use crate::tables::grants::{EditMode, Grant, ReadMode, Subject};
 use crate::tables::record::{Record, RecordEvent};
 use crate::tables::scope::{ScopeKind, ScopeRef};
 use crate::tables::table::{CustomTable, MigrationInfo, SortKey, TableEvent, ViewDef};
-use crate::tables::trigger::{Action, Schedule, Trigger};
+use crate::tables::trigger::run::{RunCreated, TriggerRun, TriggerRunEvent};
+use crate::tables::trigger::{Action, Schedule, Trigger, TriggerEvent};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -145,6 +146,7 @@ impl Catalogued for CustomTable {
                             .unwrap_or_default(),
                     }],
                 }],
+                saved_by: CREATOR.into(),
             },
             ColumnDeleted {
                 table_id: TABLE,
@@ -240,6 +242,37 @@ impl Catalogued for crate::tables::callback_delivery::CallbackDelivery {
             },
             DeliveryEvent::CallbackAnswered { record_id },
             DeliveryEvent::CallbackReleased,
+        ]
+    }
+}
+
+impl Catalogued for TriggerRun {
+    fn examples() -> Vec<TriggerRunEvent> {
+        let trigger = Trigger {
+            id: "on-open".into(),
+            name: "Opened".into(),
+            enabled: true,
+            on: Some(TriggerEvent::Created),
+            schedule: None,
+            when: Some(json!({"column": "col_1", "op": "eq", "value": "open"})),
+            actions: vec![Action::UpdateRecord {
+                values: serde_json::from_value(json!({"col_1": "seen"})).unwrap_or_default(),
+            }],
+        };
+        vec![
+            TriggerRunEvent::TriggerRunCreated(Box::new(RunCreated {
+                run_id: Uuid::from_u128(0x7401),
+                company_id: COMPANY,
+                table_id: TABLE,
+                trigger,
+                record_id: Some(Uuid::from_u128(0x7301)),
+                window_start: None,
+                author: CREATOR.into(),
+            })),
+            TriggerRunEvent::TriggerRunSucceeded,
+            TriggerRunEvent::TriggerRunFailed {
+                error: "action 1: invalid_record_value: column 'Size': expected an integer".into(),
+            },
         ]
     }
 }

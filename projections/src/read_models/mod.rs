@@ -15,6 +15,7 @@ pub mod sharing;
 mod table;
 pub mod tables;
 pub mod tasks;
+pub mod trigger_runs;
 
 pub use rowset::RowSet;
 pub use table::Table;
@@ -37,6 +38,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),
         Arc::new(secrets::SecretsProjection),
+        Arc::new(trigger_runs::TriggerRunsProjection),
     ]
 }
 

@@ -25,7 +25,7 @@ mod search;
 mod selection;
 mod sharing;
 mod table;
-mod triggers;
+pub mod triggers;
 mod views;
 
 pub use scope::PREFIX;

@@ -337,13 +337,17 @@ impl CustomTable {
                 }
                 vec![E::ClientAccessSet { table_id, enabled }]
             }
-            TableCommand::SetTriggers { triggers } => {
+            TableCommand::SetTriggers { triggers, saved_by } => {
                 let table_id = self.live()?;
                 let triggers = trigger::check(triggers, &self.columns, &self.triggers)?;
                 if triggers == self.triggers {
                     return Ok(vec![]);
                 }
-                vec![E::TriggersSet { table_id, triggers }]
+                vec![E::TriggersSet {
+                    table_id,
+                    triggers,
+                    saved_by,
+                }]
             }
         })
     }

@@ -128,5 +128,7 @@ pub enum TableCommand {
     SetTriggers {
         /// The whole set, as sent.
         triggers: Vec<Trigger>,
+        /// Who saves it (`user:<id>`).
+        saved_by: String,
     },
 }

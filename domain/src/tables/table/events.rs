@@ -173,6 +173,9 @@ pub enum TableEvent {
         table_id: Uuid,
         /// The whole set, checked, columns by internal key.
         triggers: Vec<Trigger>,
+        /// Who saved it (`user:<id>`): the triggers' actions act as them.
+        #[serde(default)]
+        saved_by: String,
     },
 }
 

@@ -11,6 +11,7 @@
 mod cron;
 #[cfg(test)]
 mod posix_property;
+pub mod run;
 mod schedule;
 #[cfg(test)]
 mod tests;

@@ -240,7 +240,11 @@ pub async fn apply(
                 .await?;
             Ok(())
         }
-        E::TriggersSet { table_id, triggers } => set_triggers(conn, table_id, &triggers, at).await,
+        E::TriggersSet {
+            table_id,
+            triggers,
+            saved_by,
+        } => set_triggers(conn, table_id, &triggers, &saved_by, at).await,
     }
 }
 
@@ -250,6 +254,7 @@ async fn set_triggers(
     conn: &mut PgConnection,
     table_id: Uuid,
     triggers: &[Trigger],
+    saved_by: &str,
     at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
     let ids: Vec<&str> = triggers.iter().map(|t| t.id.as_str()).collect();
@@ -262,10 +267,10 @@ async fn set_triggers(
     .await?;
     for (position, trigger) in triggers.iter().enumerate() {
         sqlx::query(
-            "INSERT INTO custom_table_triggers (table_id, trigger_id, position, definition, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $5)
+            "INSERT INTO custom_table_triggers (table_id, trigger_id, position, definition, created_at, updated_at, saved_by)
+             VALUES ($1, $2, $3, $4, $5, $5, $6)
              ON CONFLICT (table_id, trigger_id) DO UPDATE
-                SET position = EXCLUDED.position, definition = EXCLUDED.definition,
+                SET position = EXCLUDED.position, definition = EXCLUDED.definition, saved_by = EXCLUDED.saved_by,
                     updated_at = CASE WHEN custom_table_triggers.definition = EXCLUDED.definition
                                       THEN custom_table_triggers.updated_at ELSE EXCLUDED.updated_at END",
         )
@@ -274,6 +279,7 @@ async fn set_triggers(
         .bind(position as i32)
         .bind(Json(trigger))
         .bind(at)
+        .bind(saved_by)
         .execute(&mut *conn)
         .await?;
     }

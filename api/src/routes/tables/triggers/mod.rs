@@ -1,7 +1,11 @@
 //! Table triggers (issue 22 contract, [docs/triggers.md]): `PUT` and `GET
 //! .../tables/{table_id}/triggers` replace and read a table's whole trigger set,
 //! `GET .../triggers/schedule-preview` shows when a schedule fires. Table
-//! moderators only.
+//! moderators only. Trigger runs: [`runs`] lists them, [`fire`] creates and runs
+//! them.
+
+pub mod fire;
+mod runs;
 
 use super::gates::Operation;
 use super::scope::{Mount, open_table};
@@ -29,6 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_triggers, put_triggers))
         .routes(routes!(schedule_preview))
+        .merge(runs::router())
 }
 
 /// A table's whole trigger set.
@@ -110,6 +115,7 @@ async fn put_triggers(
     table
         .execute(TableCommand::SetTriggers {
             triggers: body.triggers,
+            saved_by: caller.principal.reference(),
         })
         .await?;
     Ok(Json(saved(&caller, table.row.id).await?))
