@@ -410,3 +410,70 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
     );
     assert_ne!(earlier["id"], later["id"]);
 }
+
+async fn fire_at(t: &Tables, now: chrono::DateTime<chrono::Utc>) {
+    api::routes::tables::triggers::fire::fire_at(&t.app.state, now)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn schedule_triggers_serve_the_latest_due_window_once() {
+    let t = Tables::new().await;
+    let table = tasks(&t).await;
+    let log = t.table("company", "boss", "log").await;
+    t.column(&log, json!({"name": "note", "type": "string"}))
+        .await;
+    let gone = t.table("company", "boss", "gone").await;
+    let body = json!({"triggers": [
+        {"id": "hourly", "name": "Hourly", "schedule": {"type": "interval", "every_seconds": 3600, "anchor_at": "2026-01-01T00:00:00Z"},
+         "actions": [{"type": "create_record", "table_id": table_id(&log), "values": {"note": "tick"}}]},
+        {"id": "broken", "name": "Broken", "schedule": {"type": "interval", "every_seconds": 3600, "anchor_at": "2026-01-01T00:00:00Z"},
+         "actions": [{"type": "create_record", "table_id": table_id(&gone), "values": {}}]}
+    ]});
+    let (status, saved) = put(&t, &table, "boss", body).await;
+    assert_eq!(status, 200, "{saved}");
+    let (status, _) = t.call(Method::DELETE, &gone, "boss", None).await;
+    assert_eq!(status, 200);
+    let hour = chrono::Duration::hours(1);
+    let now = chrono::Utc::now();
+    // Downtime of several windows: one run, for the latest of them.
+    let later = now + hour * 3 + chrono::Duration::minutes(1);
+    fire_at(&t, later).await;
+    fire_at(&t, later).await;
+    let page = runs(&t, &table).await;
+    assert_eq!(page["total"], 2, "{page}");
+    let hourly: Vec<&Value> = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["trigger_id"] == "hourly")
+        .collect();
+    assert_eq!(hourly.len(), 1);
+    let window: chrono::DateTime<chrono::Utc> =
+        hourly[0]["window_start"].as_str().unwrap().parse().unwrap();
+    assert!(window <= later && later - window < hour, "{window}");
+    assert_eq!(hourly[0]["status"], "succeeded", "{}", hourly[0]);
+    assert_eq!(t.records(&log, "boss").await["total"], 1);
+    let broken = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["trigger_id"] == "broken")
+        .unwrap();
+    assert_eq!(broken["status"], "failed", "{broken}");
+
+    // The next window: one more run each (a failed run consumed its window).
+    fire_at(&t, later + hour).await;
+    let page = runs(&t, &table).await;
+    assert_eq!(page["total"], 4, "{page}");
+    assert_eq!(t.records(&log, "boss").await["total"], 2);
+    // A disabled trigger serves nothing.
+    let body = json!({"triggers": [
+        {"id": "hourly", "name": "Hourly", "enabled": false, "schedule": {"type": "interval", "every_seconds": 3600, "anchor_at": "2026-01-01T00:00:00Z"},
+         "actions": [{"type": "create_record", "table_id": table_id(&log), "values": {"note": "tick"}}]}
+    ]});
+    assert_eq!(put(&t, &table, "boss", body).await.0, 200);
+    fire_at(&t, later + hour * 2).await;
+    assert_eq!(runs(&t, &table).await["total"], 4);
+}

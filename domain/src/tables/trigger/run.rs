@@ -25,6 +25,15 @@ pub fn run_id_for_write(record_id: Uuid, sequence: i64, trigger_id: &str) -> Uui
     )
 }
 
+/// The run id of a schedule trigger's window.
+pub fn run_id_for_window(table_id: Uuid, trigger_id: &str, window_start: DateTime<Utc>) -> Uuid {
+    let window = window_start.timestamp();
+    Uuid::new_v5(
+        &RUN_IDS,
+        format!("{table_id}:{trigger_id}:{window}").as_bytes(),
+    )
+}
+
 /// A run as created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunCreated {

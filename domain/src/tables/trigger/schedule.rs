@@ -198,6 +198,49 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// The latest fire time in `(since, now]`, if any: the one window a schedule
+    /// serves after any pause (missed earlier windows are not run). `None` for
+    /// `date_column_reached`, which fires by record values.
+    pub fn latest_due(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let now = now.trunc_subsecs(0);
+        let latest = match self {
+            Self::Cron {
+                expression,
+                timezone: zone,
+            } => {
+                let zone = timezone(zone).ok()?;
+                let cron = cron::parse(expression).ok()?;
+                cron.find_previous_occurrence(&now.with_timezone(&zone), true)
+                    .ok()?
+                    .with_timezone(&Utc)
+            }
+            Self::Daily { at, timezone: zone } => {
+                let (hour, minute) = time_of_day(at).ok()?;
+                let zone = timezone(zone).ok()?;
+                let cron = cron::parse(&format!("{minute} {hour} * * *")).ok()?;
+                cron.find_previous_occurrence(&now.with_timezone(&zone), true)
+                    .ok()?
+                    .with_timezone(&Utc)
+            }
+            Self::Interval {
+                every_seconds,
+                anchor_at,
+            } => {
+                let anchor = anchor_at.unwrap_or(DateTime::UNIX_EPOCH);
+                let elapsed = (now - anchor).num_seconds();
+                if elapsed < 0 {
+                    return None;
+                }
+                let offset = (elapsed / every_seconds).checked_mul(*every_seconds)?;
+                anchor.checked_add_signed(Duration::try_seconds(offset)?)?
+            }
+            Self::DateColumnReached { .. } => return None,
+        };
+        (latest > since).then_some(latest)
+    }
+}
+
 /// Why a schedule is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScheduleError {

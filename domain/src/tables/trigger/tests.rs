@@ -258,3 +258,43 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_latest_due_window_is_the_only_one_served() {
+    let interval = Schedule::Interval {
+        every_seconds: 3600,
+        anchor_at: Some(at("2026-01-01T00:30:00Z")),
+    };
+    // Three windows passed since the last one served: only the latest is due.
+    let due = interval.latest_due(at("2026-01-01T00:30:00Z"), at("2026-01-01T03:45:00Z"));
+    assert_eq!(due, Some(at("2026-01-01T03:30:00Z")));
+    assert_eq!(
+        interval.latest_due(at("2026-01-01T03:30:00Z"), at("2026-01-01T04:29:59Z")),
+        None,
+        "served already"
+    );
+    assert_eq!(
+        interval.latest_due(at("2025-01-01T00:00:00Z"), at("2025-12-31T00:00:00Z")),
+        None
+    );
+    let cron = Schedule::Cron {
+        expression: "0 2 * * *".into(),
+        timezone: "Europe/Berlin".into(),
+    };
+    assert_eq!(
+        cron.latest_due(at("2026-11-20T00:00:00Z"), at("2026-11-28T01:30:00Z")),
+        Some(at("2026-11-28T01:00:00Z"))
+    );
+    let daily = Schedule::Daily {
+        at: "07:30".into(),
+        timezone: "Asia/Tokyo".into(),
+    };
+    assert_eq!(
+        daily.latest_due(at("2026-11-27T22:30:00Z"), at("2026-11-28T22:29:00Z")),
+        None
+    );
+    assert_eq!(
+        daily.latest_due(at("2026-11-27T22:30:00Z"), at("2026-11-28T22:30:00Z")),
+        Some(at("2026-11-28T22:30:00Z"))
+    );
+}

@@ -8,6 +8,8 @@
 //! same runs again, which the aggregate ignores. Only triggers first saved before
 //! the write fire, and writes made by trigger actions fire none (no cascades).
 //!
+//! Schedule triggers become runs in [`schedules`].
+//!
 //! [`run_pending`] runs the actions of pending runs as the user who saved the
 //! trigger set, through the one table write path (`records::insert`,
 //! `records::change`: permissions, column checks, locks). A created record's id
@@ -18,12 +20,13 @@
 use super::super::gates::Operation;
 use super::super::records;
 use super::super::scope::{Mount, OpenTable, open_table_id, table_columns, table_row};
+use super::schedules;
 use crate::admission;
 use crate::auth::user_principal;
 use crate::error::ApiError;
 use crate::request::{Caller, Context};
 use crate::state::AppState;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use domain::principal::{Actor, AuthMethod, EventMetadata};
 use domain::tables::query;
 use domain::tables::record::{Record, RecordEvent};
@@ -55,14 +58,22 @@ pub fn spawn(state: AppState, interval: Duration) {
     })
 }
 
-/// One pass: new writes become runs, pending runs run. One node at a time.
+/// One pass now.
 pub async fn fire(state: &AppState) -> anyhow::Result<()> {
+    fire_at(state, Utc::now()).await
+}
+
+/// One pass as of `now`: new writes and due schedule windows become runs, pending
+/// runs run. One node at a time.
+pub async fn fire_at(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<()> {
     let _lock = admission::lock(&state.pool, Uuid::nil(), "table-triggers").await?;
     dispatch(state).await?;
+    schedules::schedule(state, now).await?;
     run_pending(state).await
 }
 
-fn metadata(company: Uuid, subject: Uuid) -> EventMetadata {
+/// Metadata of the events the trigger machinery records.
+pub(super) fn metadata(company: Uuid, subject: Uuid) -> EventMetadata {
     EventMetadata {
         actor: Actor::System("triggers"),
         company_id: Some(company),

@@ -6,6 +6,7 @@
 
 pub mod fire;
 mod runs;
+mod schedules;
 
 use super::gates::Operation;
 use super::scope::{Mount, open_table};
