@@ -243,6 +243,8 @@ codes! {
     CommandsNotAvailable = "commands_not_available" => Validation,
     /// A trigger reads the column being deleted or retyped (this service's code).
     ColumnUsedByTrigger = "column_used_by_trigger" => Conflict,
+    /// A retry while a run of the same trigger is pending (this service's code).
+    TriggerRunActive = "trigger_run_active" => Conflict,
     /// A raw agent write on a table whose writes go through Commands.
     TableGovernedByCommands = "table_governed_by_commands" => Forbidden,
     /// The column configuration breaks a ColumnCreate or ColumnUpdate rule.

@@ -42,8 +42,9 @@ async fn every_table_route_has_an_authorization_test() {
         if !path.starts_with(BASE) {
             continue;
         }
-        // The route after its scope mount: `/tables/...` or `/migrations/...`.
-        let tail = ["/tables", "/migrations"]
+        // The route after its scope mount: `/tables/...`, `/migrations/...` or
+        // `/trigger-runs/...`.
+        let tail = ["/tables", "/migrations", "/trigger-runs"]
             .iter()
             .filter_map(|m| path.find(m).map(|i| &path[i..]))
             .min_by_key(|t| std::cmp::Reverse(t.len()))

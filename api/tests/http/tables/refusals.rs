@@ -93,6 +93,7 @@ async fn fixtures(t: &Tables) -> Ids {
             ("client_id", t.client().to_string()),
             ("migration_id", uuid::Uuid::new_v4().to_string()),
             ("token_id", uuid::Uuid::new_v4().to_string()),
+            ("run_id", uuid::Uuid::new_v4().to_string()),
         ],
         tables: tables.try_into().unwrap(),
     }

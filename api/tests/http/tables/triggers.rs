@@ -409,6 +409,41 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
         "later actions did not run"
     );
     assert_ne!(earlier["id"], later["id"]);
+
+    // A retry runs the frozen definition again, even after the trigger changed.
+    let mount = table.split("/tables/").next().unwrap().to_string();
+    let retry = format!("{mount}/trigger-runs/{}/retry", run["id"].as_str().unwrap());
+    let fixed = json!({"triggers": [{"id": "bad", "name": "Fixed", "on": "created",
+        "actions": [{"type": "update_record", "values": {"Amount": 2}}]}]});
+    assert_eq!(put(&t, &table, "boss", fixed).await.0, 200);
+    let (status, again) = t.call(Method::POST, &retry, "boss", Some(json!({}))).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["status"], "pending");
+    assert_eq!(again["record_id"], later["id"]);
+    assert_ne!(again["id"], run["id"]);
+    let busy = t.call(Method::POST, &retry, "boss", Some(json!({}))).await;
+    assert_eq!(busy.0, 409, "{}", busy.1);
+    assert_eq!(code(&busy), "trigger_run_active");
+    fire(&t).await;
+    let page = runs(&t, &table).await;
+    assert_eq!(page["runs"][0]["id"], again["id"]);
+    assert_eq!(
+        page["runs"][0]["status"], "failed",
+        "the frozen definition ran"
+    );
+    assert_eq!(
+        t.call(Method::POST, &retry, "member", Some(json!({})))
+            .await
+            .0,
+        403
+    );
+    let unknown = format!("{mount}/trigger-runs/{}/retry", uuid::Uuid::new_v4());
+    assert_eq!(
+        t.call(Method::POST, &unknown, "boss", Some(json!({})))
+            .await
+            .0,
+        404
+    );
 }
 
 async fn fire_at(t: &Tables, now: chrono::DateTime<chrono::Utc>) {

@@ -90,3 +90,26 @@ pub async fn event_triggers(
     .fetch_all(pool)
     .await
 }
+
+/// A run by id, in a company.
+pub async fn run(pool: &PgPool, company: Uuid, id: Uuid) -> sqlx::Result<Option<TriggerRunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM custom_table_trigger_runs WHERE id = $1 AND company_id = $2"
+    ))
+    .bind(id)
+    .bind(company)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Whether a run of the trigger is still pending.
+pub async fn active(pool: &PgPool, table_id: Uuid, trigger_id: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM custom_table_trigger_runs
+                         WHERE table_id = $1 AND trigger_id = $2 AND status = 'pending')",
+    )
+    .bind(table_id)
+    .bind(trigger_id)
+    .fetch_one(pool)
+    .await
+}

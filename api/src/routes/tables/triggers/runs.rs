@@ -1,16 +1,20 @@
 //! `GET {scope_mount}/tables/{table_id}/trigger-runs`: a table's trigger runs,
-//! newest first (table moderators).
+//! newest first, and `POST {scope_mount}/trigger-runs/{run_id}/retry`: the frozen
+//! definition of a finished run, run again (table moderators).
 
 use super::super::gates::Operation;
 use super::super::records::window;
-use super::super::scope::{Mount, open_table};
-use crate::error::ApiResult;
+use super::super::scope::{Mount, open_table, open_table_id};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
+use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use projections::read_models::trigger_runs::query as runs;
+use domain::error::Code;
+use domain::tables::trigger::run::{RunCreated, TriggerRun, TriggerRunCommand};
+use projections::read_models::trigger_runs::query::{self as runs, TriggerRunRow};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -19,7 +23,9 @@ use uuid::Uuid;
 
 /// The trigger-runs route.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_runs))
+    OpenApiRouter::new()
+        .routes(routes!(list_runs))
+        .routes(routes!(retry_run))
 }
 
 /// A window of the list.
@@ -51,6 +57,20 @@ pub struct TriggerRunResponse {
     pub error: Option<String>,
 }
 
+impl From<TriggerRunRow> for TriggerRunResponse {
+    fn from(r: TriggerRunRow) -> Self {
+        Self {
+            id: r.id,
+            trigger_id: r.trigger_id,
+            status: r.status,
+            record_id: r.record_id,
+            window_start: r.window_start,
+            created_at: r.created_at,
+            error: r.error,
+        }
+    }
+}
+
 /// A page of runs.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TriggerRunListResponse {
@@ -73,18 +93,46 @@ async fn list_runs(
     let (skip, limit) = window(query.skip, query.limit, "query")?;
     let (rows, total) = runs::of_table(caller.pool(), table.row.id, skip, limit).await?;
     Ok(Json(TriggerRunListResponse {
-        runs: rows
-            .into_iter()
-            .map(|r| TriggerRunResponse {
-                id: r.id,
-                trigger_id: r.trigger_id,
-                status: r.status,
-                record_id: r.record_id,
-                window_start: r.window_start,
-                created_at: r.created_at,
-                error: r.error,
-            })
-            .collect(),
+        runs: rows.into_iter().map(TriggerRunResponse::from).collect(),
         total,
     }))
+}
+
+/// Runs the definition frozen in a finished run again, as a new run (it runs at
+/// the next pass); 409 `trigger_run_active` while a run of the trigger is pending.
+#[utoipa::path(post, path = "/trigger-runs/{run_id}/retry", tag = "custom_tables",
+    params(("run_id" = Uuid, Path, description = "A finished run")),
+    responses((status = 201, body = TriggerRunResponse)))]
+async fn retry_run(
+    caller: Caller,
+    mount: Mount,
+) -> ApiResult<(StatusCode, Json<TriggerRunResponse>)> {
+    let run_id = mount.uuid("run_id")?;
+    let run = runs::run(caller.pool(), caller.principal.company_id, run_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let table = open_table_id(&caller, &mount, run.table_id, Operation::ManageTable).await?;
+    if runs::active(caller.pool(), table.row.id, &run.trigger_id).await? {
+        return Err(ApiError::code(
+            Code::TriggerRunActive,
+            format!("a run of trigger '{}' is still pending", run.trigger_id),
+        ));
+    }
+    let retry_id = Uuid::new_v4();
+    let created = RunCreated {
+        run_id: retry_id,
+        company_id: run.company_id,
+        table_id: run.table_id,
+        trigger: run.definition.0,
+        record_id: run.record_id,
+        window_start: run.window_start,
+        author: run.author,
+    };
+    caller
+        .command::<TriggerRun>(retry_id, TriggerRunCommand::Create(Box::new(created)))
+        .await?;
+    let retried = runs::run(caller.pool(), caller.principal.company_id, retry_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok((StatusCode::CREATED, Json(TriggerRunResponse::from(retried))))
 }
