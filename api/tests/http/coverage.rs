@@ -20,9 +20,10 @@ const TABLES: &str = "/private/module/custom_tables";
 const TABLE_ROUTES: &str = include_str!("tables/route_authorization.json");
 const PUBLIC_ROUTES: &str = include_str!("public_routes.json");
 
-/// The route key of the custom-tables data: the path after its scope mount.
-fn table_route(method: &str, path: &str) -> String {
-    let tail = ["/tables", "/migrations"]
+/// The route key of the custom-tables data: the path after its scope mount
+/// (`/tables/...`, `/migrations/...` or `/trigger-runs/...`).
+pub(crate) fn table_route(method: &str, path: &str) -> String {
+    let tail = ["/tables", "/migrations", "/trigger-runs"]
         .iter()
         .filter_map(|m| path.find(m).map(|i| &path[i..]))
         .min_by_key(|t| std::cmp::Reverse(t.len()))

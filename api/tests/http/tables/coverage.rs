@@ -4,6 +4,7 @@
 //! test that does not exist fails here.
 
 use super::fixture::{BASE, Tables};
+use crate::coverage::table_route;
 use reqwest::Method;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -42,15 +43,8 @@ async fn every_table_route_has_an_authorization_test() {
         if !path.starts_with(BASE) {
             continue;
         }
-        // The route after its scope mount: `/tables/...`, `/migrations/...` or
-        // `/trigger-runs/...`.
-        let tail = ["/tables", "/migrations", "/trigger-runs"]
-            .iter()
-            .filter_map(|m| path.find(m).map(|i| &path[i..]))
-            .min_by_key(|t| std::cmp::Reverse(t.len()))
-            .unwrap_or(path);
         for method in item.as_object().unwrap().keys() {
-            routes.insert(format!("{} {tail}", method.to_uppercase()));
+            routes.insert(table_route(&method.to_uppercase(), path));
         }
     }
     let mapping: Value = serde_json::from_str(ROUTES).unwrap();
