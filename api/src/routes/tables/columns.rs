@@ -2,11 +2,10 @@
 //! and the deprecated company-scope PUT) and delete.
 
 use super::column_schema::*;
+use super::column_sources;
 use super::gates::Operation;
 use super::migrations;
-use super::scope::{
-    Mount, OpenTable, link_gates, open_table, scope_facts, table_columns, table_row,
-};
+use super::scope::{Mount, OpenTable, link_gates, open_table, scope_facts, table_row};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
@@ -15,9 +14,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use domain::SpecError;
 use domain::tables::TableError;
-use domain::tables::column::{
-    ColumnDef, ColumnType, LinkFacts, OtherTable, Surroundings, build_column,
-};
+use domain::tables::column::{ColumnDef, Surroundings, build_column};
 use domain::tables::scope::{Placement, ScopeRef};
 use domain::tables::table::{TableCommand, TableEvent};
 use projections::read_models::tables::read::{Gate, Selection};
@@ -77,98 +74,9 @@ fn respond(
     }
 }
 
-/// The columns of the table a rollup or lookup reads: the one its `link_field`
-/// targets, or an incoming rollup's source table (none for other columns, or when
-/// the table does not exist).
-async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<ColumnDef>> {
-    if !matches!(body.column_type, ColumnType::Rollup | ColumnType::Lookup) {
-        return Ok(Vec::new());
-    }
-    let target = body.link_field.as_deref().and_then(|reference| {
-        table
-            .all_columns
-            .iter()
-            .find(|c| c.is_named(reference))
-            .and_then(|c| c.target_table_id)
-    });
-    let target = match target.or(body.linked_table()) {
-        Some(id) => table_row(&table.caller.state, table.row.company_id, id)
-            .await?
-            .map(|row| row.id),
-        None => None,
-    };
-    match target {
-        Some(target) => table_columns(&table.caller.state, target).await,
-        None => Ok(Vec::new()),
-    }
-}
-
-/// The other tables a new column may read besides its link's target: the targets
-/// of the table's link columns (a formula's cross-table references) and a lookup's
-/// fallback table, those that exist in the caller's company.
-async fn other_tables(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<OtherTable>> {
-    let mut ids: Vec<Uuid> = Vec::new();
-    match body.column_type {
-        ColumnType::Formula if body.expression.as_deref().is_some_and(|e| e.contains("->")) => {
-            ids.extend(
-                table
-                    .all_columns
-                    .iter()
-                    .filter(|c| c.column_type == ColumnType::Link)
-                    .filter_map(|c| c.target_table_id),
-            );
-        }
-        ColumnType::Lookup => ids.extend(
-            body.fallback
-                .as_ref()
-                .and_then(|f| f.get("table_id"))
-                .and_then(Value::as_str)
-                .and_then(|id| id.parse::<Uuid>().ok()),
-        ),
-        _ => {}
-    }
-    let mut others: Vec<OtherTable> = Vec::new();
-    let state = &table.caller.state;
-    for id in ids {
-        if others.iter().any(|o| o.id == id) {
-            continue;
-        }
-        if let Some(facts) = link_facts(state, table.row.company_id, Some(id)).await? {
-            others.push(OtherTable {
-                id,
-                facts,
-                columns: table_columns(state, id).await?,
-            });
-        }
-    }
-    Ok(others)
-}
-
 /// A fresh internal key.
 fn new_key() -> String {
     format!("col_{:016x}", rand::random::<u64>())
-}
-
-/// What the caller's company knows about a link target.
-async fn link_facts(
-    state: &AppState,
-    company_id: Uuid,
-    target: Option<Uuid>,
-) -> ApiResult<Option<LinkFacts>> {
-    let Some(target) = target else {
-        return Ok(None);
-    };
-    let Some(row) = table_row(state, company_id, target).await? else {
-        return Ok(None);
-    };
-    let kind = row.scope_kind;
-    Ok(Some(LinkFacts {
-        company_id: row.company_id,
-        scope: ScopeRef {
-            kind,
-            id: row.scope_id,
-        },
-    }))
 }
 
 /// The table's columns (spec: `ColumnResponse[]`).
@@ -198,19 +106,15 @@ async fn create_column(
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnCreateResponse>> {
     let table = open_table(&caller, &mount, Operation::CreateColumn).await?;
+    let sources = column_sources::of(&table, &body).await?;
     let key = new_key();
     let command = TableCommand::AddColumn {
         key: key.clone(),
         spec: body.spec(),
         room_department: table.room_department,
-        link: link_facts(
-            &caller.state,
-            caller.principal.company_id,
-            body.linked_table(),
-        )
-        .await?,
-        link_targets: link_targets(&table, &body).await?,
-        others: other_tables(&table, &body).await?,
+        link: sources.link,
+        link_targets: sources.link_targets,
+        others: sources.others,
         live_records: table.row.record_count,
         migration_id: Uuid::new_v4(),
     };
@@ -263,26 +167,19 @@ async fn preview_column(
     ApiJson(body): ApiJson<ColumnCreate>,
 ) -> ApiResult<Json<ColumnPreviewResponse>> {
     let table = open_table(&caller, &mount, Operation::ManageColumns).await?;
-    let link = link_facts(
-        &caller.state,
-        caller.principal.company_id,
-        body.linked_table(),
-    )
-    .await?;
+    let sources = column_sources::of(&table, &body).await?;
     let placement = Placement {
         company_id: table.row.company_id,
         scope: table.scope,
         room_department: table.room_department,
     };
-    let targets = link_targets(&table, &body).await?;
-    let others = other_tables(&table, &body).await?;
     let around = Surroundings {
         existing: &table.columns,
         table_id: table.row.id,
         placement: &placement,
-        link,
-        link_targets: &targets,
-        others: &others,
+        link: sources.link,
+        link_targets: &sources.link_targets,
+        others: &sources.others,
     };
     let built = build_column(new_key(), body.spec(), &around).and_then(|c| {
         if c.required && c.default_value.is_none() && table.row.record_count > 0 {

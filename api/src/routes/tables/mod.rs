@@ -11,6 +11,7 @@ pub mod callback;
 mod callback_tokens;
 mod cells;
 mod column_schema;
+mod column_sources;
 mod columns;
 mod export;
 pub mod gates;

@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 18] = [
-    include_str!("triggers.rs"),
+const SOURCES: [&str; 19] = [
+    include_str!("triggers/mod.rs"),
+    include_str!("triggers/firing.rs"),
     include_str!("attachments.rs"),
     include_str!("callback/tokens.rs"),
     include_str!("callback/writes.rs"),

@@ -4,6 +4,7 @@
 pub mod computed;
 mod create;
 mod def;
+mod fallback;
 mod kind;
 mod update;
 

@@ -28,6 +28,7 @@ use crate::request::{Caller, Context};
 use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use domain::principal::{Actor, AuthMethod, EventMetadata};
+use domain::tables::column::ColumnDef;
 use domain::tables::query;
 use domain::tables::record::{Record, RecordEvent};
 use domain::tables::trigger::Action;
@@ -36,6 +37,7 @@ use projections::log;
 use projections::read_models::tables::read::{Selection, TableHandle};
 use projections::read_models::trigger_runs::query::{self as runs, TriggerRunRow};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -101,6 +103,7 @@ pub async fn dispatch(state: &AppState) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let events = log::read_range_of(&mut conn, cursor, until, &["custom_table_record"]).await?;
     drop(conn);
+    let mut columns_of: HashMap<Uuid, Vec<ColumnDef>> = HashMap::new();
     for event in events {
         let on = match event.decode::<Record>()? {
             Some(RecordEvent::RecordCreated { table_id, .. }) => (table_id, "created"),
@@ -120,9 +123,17 @@ pub async fn dispatch(state: &AppState) -> anyhow::Result<()> {
         let Some(company_id) = meta.get("company_id").and_then(|c| c.parse().ok()) else {
             continue;
         };
-        let columns = table_columns(state, table_id)
-            .await
-            .map_err(|e| anyhow::anyhow!(refused(e)))?;
+        // Read once per table and pass.
+        let columns = match columns_of.get(&table_id) {
+            Some(columns) => columns.clone(),
+            None => {
+                let columns = table_columns(state, table_id)
+                    .await
+                    .map_err(|e| anyhow::anyhow!(refused(e)))?;
+                columns_of.insert(table_id, columns.clone());
+                columns
+            }
+        };
         for (trigger, author) in triggers {
             let trigger = trigger.0;
             if let Some(when) = &trigger.when {

@@ -2,7 +2,7 @@
 //! gives none, never when the caller may not read what the link names; refused
 //! configurations; evaluate-only.
 
-use super::{cells, id, shop};
+use super::{assert_eval_only, assert_read_by_computed, cells, id, shop};
 use crate::tables::fixture::{Tables, code};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -103,26 +103,9 @@ async fn lookups_fall_back_to_the_defaults_table_when_the_link_gives_nothing() {
     );
 
     // Evaluate-only: never filtered or sorted by.
-    for body in [
-        json!({"filter": {"column": "price or default", "op": "gt", "value": 1}}),
-        json!({"sort": [{"column": "eu default", "order": "asc"}]}),
-    ] {
-        let got = t.search(&shop.orders, body.clone()).await;
-        assert_eq!(got.0, 400, "{body}: {}", got.1);
-        let text = got.1["detail"]["message"].as_str().unwrap_or_default();
-        assert!(text.contains("evaluate-only"), "{body}: {text}");
-    }
+    assert_eval_only(&t, &shop.orders, "price or default", "eu default").await;
     // The column of this table it matches by cannot go while it is read.
-    let got = t
-        .call(
-            Method::DELETE,
-            &format!("{}/columns/{region}", shop.orders),
-            "boss",
-            None,
-        )
-        .await;
-    assert_eq!(got.0, 409, "{}", got.1);
-    assert_eq!(code(&got), "column_used_by_computed_column");
+    assert_read_by_computed(&t, &shop.orders, &region).await;
 }
 
 #[tokio::test]

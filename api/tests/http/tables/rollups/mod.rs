@@ -108,3 +108,25 @@ pub(super) fn cells(page: &Value, name: &str) -> Vec<Value> {
         .map(|r| r["data"].get(name).cloned().unwrap_or(json!("<absent>")))
         .collect()
 }
+
+/// Filtering by `filter_by` and sorting by `sort_by` (evaluate-only columns) both
+/// answer 400 naming them as such.
+pub(super) async fn assert_eval_only(t: &Tables, table: &str, filter_by: &str, sort_by: &str) {
+    for body in [
+        json!({"filter": {"column": filter_by, "op": "gt", "value": 1}}),
+        json!({"sort": [{"column": sort_by, "order": "asc"}]}),
+    ] {
+        let got = t.search(table, body.clone()).await;
+        assert_eq!(got.0, 400, "{body}: {}", got.1);
+        let text = got.1["detail"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains("evaluate-only"), "{body}: {text}");
+    }
+}
+
+/// Deleting the column answers 409 `column_used_by_computed_column`.
+pub(super) async fn assert_read_by_computed(t: &Tables, table: &str, key: &str) {
+    let path = format!("{table}/columns/{key}");
+    let got = t.call(reqwest::Method::DELETE, &path, "boss", None).await;
+    assert_eq!(got.0, 409, "{}", got.1);
+    assert_eq!(super::fixture::code(&got), "column_used_by_computed_column");
+}
