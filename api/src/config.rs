@@ -133,6 +133,16 @@ pub struct Config {
     /// answers 503 `committed_not_yet_visible` (the write stays committed).
     #[arg(long, env = "SANDBOX_READ_WAIT_TIMEOUT", default_value = "10s")]
     pub read_wait_timeout: humantime::Duration,
+
+    /// How often the table trigger pass runs (new writes, reached dates and due
+    /// schedule windows become trigger runs, pending runs run).
+    #[arg(long, env = "SANDBOX_TRIGGER_INTERVAL", default_value = "2s")]
+    pub trigger_interval: humantime::Duration,
+
+    /// Lets `POST /root/custom-tables/run-due-triggers` take a `now` other than
+    /// the real clock (tests only; refused with 400 otherwise).
+    #[arg(long, env = "SANDBOX_ALLOW_CLOCK_OVERRIDE", default_value = "false", value_parser = BoolishValueParser::new(), action = clap::ArgAction::Set)]
+    pub allow_clock_override: bool,
 }
 
 impl Config {

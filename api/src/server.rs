@@ -79,6 +79,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .merge(routes::public_links::router())
         .merge(routes::tables::public_read::router())
         .merge(routes::tables::callback::router())
+        .merge(routes::root::router())
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
         .route_layer(from_fn(record_metrics))
@@ -137,7 +138,7 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
     // Table triggers act through the table write path, which needs the whole state.
     crate::routes::tables::triggers::fire::spawn(
         started.state.clone(),
-        std::time::Duration::from_secs(2),
+        config.trigger_interval.into(),
     );
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -31,6 +31,8 @@ pub struct Deployment {
     pub selectable_regions: Vec<String>,
     /// The kill switch (true = enabled).
     pub enabled: bool,
+    /// Whether the operator's trigger pass may be given another clock (tests).
+    pub allow_clock_override: bool,
     /// Confirmed job quota per selectable region (`None` when unknown).
     pub job_quotas: Vec<(String, Option<u64>)>,
 }
@@ -157,6 +159,7 @@ impl AppState {
             provider: config.provider,
             selectable_regions: config.selectable_regions(),
             enabled: config.enabled,
+            allow_clock_override: config.allow_clock_override,
             job_quotas: config.job_quotas(),
         };
         let objects = Objects::local(

@@ -241,6 +241,9 @@ codes! {
     /// An `execute_command` trigger action, while Commands are not built (this
     /// service's code).
     CommandsNotAvailable = "commands_not_available" => Validation,
+    /// `now` sent to the operator's trigger pass by a server that takes no clock
+    /// override (this service's code).
+    ClockOverrideDisabled = "clock_override_disabled" => BadRequest,
     /// A trigger reads the column being deleted or retyped (this service's code).
     ColumnUsedByTrigger = "column_used_by_trigger" => Conflict,
     /// A retry while a run of the same trigger is pending (this service's code).

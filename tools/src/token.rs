@@ -7,14 +7,18 @@ use clap::Subcommand;
 /// Token commands.
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Print a fresh JWT for a user of the directory.
+    /// Print a fresh JWT for a user of the directory, or with `--root` an
+    /// operator token for the `/root` routes, alone on one line.
     Mint {
         /// Company reference from the directory file.
-        #[arg(long)]
-        company: String,
+        #[arg(long, required_unless_present = "root", conflicts_with = "root")]
+        company: Option<String>,
         /// User reference from the directory file.
+        #[arg(long, required_unless_present = "root", conflicts_with = "root")]
+        user: Option<String>,
+        /// An operator token instead of a user's.
         #[arg(long)]
-        user: String,
+        root: bool,
         /// Lifetime of the token.
         #[arg(long, default_value = "24h")]
         ttl: humantime::Duration,
@@ -23,7 +27,20 @@ pub enum TokenCommand {
 
 /// Runs a token command.
 pub async fn run(target: &Target, command: TokenCommand) -> anyhow::Result<()> {
-    let TokenCommand::Mint { company, user, ttl } = command;
+    let TokenCommand::Mint {
+        company,
+        user,
+        root,
+        ttl,
+    } = command;
+    let ttl = chrono::Duration::from_std(ttl.into())?;
+    if root {
+        println!("{}", target.jwt()?.mint_operator(ttl)?);
+        return Ok(());
+    }
+    let (Some(company), Some(user)) = (company, user) else {
+        anyhow::bail!("--company and --user name the token's user");
+    };
     let company = company_id(&company);
     let user_id = entry_id(company, "user", &user);
     let pool = target.pool().await?;
@@ -37,11 +54,6 @@ pub async fn run(target: &Target, command: TokenCommand) -> anyhow::Result<()> {
         exists,
         "no user `{user}` in that company; apply the directory file first"
     );
-    println!(
-        "{}",
-        target
-            .jwt()?
-            .mint(user_id, company, chrono::Duration::from_std(ttl.into())?)?
-    );
+    println!("{}", target.jwt()?.mint(user_id, company, ttl)?);
     Ok(())
 }

@@ -158,6 +158,22 @@ async fn token_mint_prints_a_token_for_a_directory_user() {
 }
 
 #[tokio::test]
+async fn token_mint_root_prints_an_operator_token_alone_on_one_line() {
+    let cli = Cli::new().await;
+    let (ok, stdout, stderr) = cli.run(&["token", "mint", "--root"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let secret = std::fs::read(cli.data.path().join("jwt.secret")).unwrap();
+    let keys = api::auth::jwt::JwtKeys::new(secret.trim_ascii());
+    assert!(keys.verify_operator(stdout.trim()));
+    assert!(keys.verify(stdout.trim()).is_none(), "not a user's token");
+    let (ok, _, stderr) = cli.run(&["token", "mint", "--root", "--user", "dm"]);
+    assert!(!ok, "--root names no user: {stderr}");
+    let (ok, _, stderr) = cli.run(&["token", "mint", "--company", "acme"]);
+    assert!(!ok, "a user token names its user: {stderr}");
+}
+
+#[tokio::test]
 async fn unknown_references_are_refused_with_a_clear_message() {
     let cli = Cli::new().await;
     let mut bad = directory();

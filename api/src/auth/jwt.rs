@@ -1,4 +1,6 @@
-//! User JWTs: HS256 tokens naming the user and the company.
+//! User JWTs: HS256 tokens naming the user and the company; and operator tokens,
+//! signed with the same secret but for another audience (`sandbox-root`), which
+//! name no user and open only the `/root` routes.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -15,6 +17,20 @@ pub struct Claims {
     pub iat: i64,
     /// Expires at (seconds since the epoch).
     pub exp: i64,
+}
+
+/// The audience of operator tokens.
+const OPERATOR_AUDIENCE: &str = "sandbox-root";
+
+/// The claims of an operator token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct OperatorClaims {
+    /// Always [`OPERATOR_AUDIENCE`].
+    aud: String,
+    /// Issued at (seconds since the epoch).
+    iat: i64,
+    /// Expires at (seconds since the epoch).
+    exp: i64,
 }
 
 /// Signing and verification keys.
@@ -54,7 +70,31 @@ impl JwtKeys {
         )?)
     }
 
-    /// The claims of a valid, unexpired token.
+    /// An operator token, valid for `ttl` (`sandboxctl token mint --root`).
+    pub fn mint_operator(&self, ttl: chrono::Duration) -> anyhow::Result<String> {
+        let now = chrono::Utc::now().timestamp();
+        let claims = OperatorClaims {
+            aud: OPERATOR_AUDIENCE.into(),
+            iat: now,
+            exp: now + ttl.num_seconds(),
+        };
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.encoding,
+        )?)
+    }
+
+    /// Whether `token` is a valid, unexpired operator token.
+    pub fn verify_operator(&self, token: &str) -> bool {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.set_audience(&[OPERATOR_AUDIENCE]);
+        validation.set_required_spec_claims(&["exp", "aud"]);
+        jsonwebtoken::decode::<OperatorClaims>(token, &self.decoding, &validation).is_ok()
+    }
+
+    /// The claims of a valid, unexpired user token.
     pub fn verify(&self, token: &str) -> Option<Claims> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
@@ -87,5 +127,21 @@ mod tests {
             .mint(user, company, chrono::Duration::seconds(-10))
             .unwrap();
         assert!(keys.verify(&expired).is_none());
+    }
+
+    #[test]
+    fn operator_and_user_tokens_are_not_interchangeable() {
+        let keys = JwtKeys::new(b"0123456789abcdef0123456789abcdef");
+        let operator = keys.mint_operator(chrono::Duration::hours(1)).unwrap();
+        assert!(keys.verify_operator(&operator));
+        assert!(keys.verify(&operator).is_none());
+        let user = keys
+            .mint(Uuid::new_v4(), Uuid::new_v4(), chrono::Duration::hours(1))
+            .unwrap();
+        assert!(!keys.verify_operator(&user));
+        let expired = keys.mint_operator(chrono::Duration::seconds(-10)).unwrap();
+        assert!(!keys.verify_operator(&expired));
+        let other = JwtKeys::new(b"another secret of sufficient length!!");
+        assert!(!other.verify_operator(&operator));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod api_key;
 pub mod jwt;
+pub mod operator;
 pub mod restricted;
 
 use crate::error::ApiError;

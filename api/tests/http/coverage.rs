@@ -3,6 +3,8 @@
 //! - sandbox routes: a row of the golden matrix (`sandbox/authorization_matrix.json`);
 //! - custom-table routes: an entry of `tables/route_authorization.json` naming a test
 //!   that exists;
+//! - operator routes (below `/root`): an entry of `operator_routes.json` naming a
+//!   test that exists;
 //! - everything else (health, metrics, public info, public links): an entry of
 //!   `public_routes.json` saying why it needs no login, checked here by calling it
 //!   without credentials.
@@ -19,6 +21,7 @@ const SANDBOX: &str = "/private/module/sandbox";
 const TABLES: &str = "/private/module/custom_tables";
 const TABLE_ROUTES: &str = include_str!("tables/route_authorization.json");
 const PUBLIC_ROUTES: &str = include_str!("public_routes.json");
+const OPERATOR_ROUTES: &str = include_str!("operator_routes.json");
 
 /// The route key of the custom-tables data: the path after its scope mount
 /// (`/tables/...`, `/migrations/...` or `/trigger-runs/...`).
@@ -31,7 +34,8 @@ pub(crate) fn table_route(method: &str, path: &str) -> String {
     format!("{method} {tail}")
 }
 
-/// The routes of the document, per service: `sandbox`, `tables` or `public`.
+/// The routes of the document, per service: `sandbox`, `tables`, `operator` or
+/// `public`.
 fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
     let mut services: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -41,6 +45,8 @@ fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
                 ("sandbox", format!("{method} {rest}"))
             } else if path.starts_with(TABLES) {
                 ("tables", table_route(&method, path))
+            } else if path.starts_with("/root/") {
+                ("operator", format!("{method} {path}"))
             } else {
                 ("public", format!("{method} {path}"))
             };
@@ -69,6 +75,7 @@ fn named() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("sandbox", sandbox),
         ("tables", keys(TABLE_ROUTES)),
         ("public", keys(PUBLIC_ROUTES)),
+        ("operator", keys(OPERATOR_ROUTES)),
     ])
 }
 
@@ -120,13 +127,15 @@ async fn every_route_has_authorization_data() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http"),
         &mut sources,
     );
-    let tables: Value = serde_json::from_str(TABLE_ROUTES).unwrap();
-    for (route, test) in tables["routes"].as_object().unwrap() {
-        let test = test.as_str().unwrap();
-        if !sources.contains(&format!("async fn {test}()")) {
-            problems.push(format!(
-                "tables data: {route} names {test}, which is not a test"
-            ));
+    for (service, text) in [("tables", TABLE_ROUTES), ("operator", OPERATOR_ROUTES)] {
+        let data: Value = serde_json::from_str(text).unwrap();
+        for (route, test) in data["routes"].as_object().unwrap() {
+            let test = test.as_str().unwrap();
+            if !sources.contains(&format!("async fn {test}()")) {
+                problems.push(format!(
+                    "{service} data: {route} names {test}, which is not a test"
+                ));
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

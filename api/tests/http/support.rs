@@ -51,6 +51,8 @@ pub struct Options {
     pub run_slots: usize,
     /// How long a command waits for the read models.
     pub read_wait_timeout: std::time::Duration,
+    /// Whether the trigger pass takes a `now` from the operator.
+    pub allow_clock_override: bool,
 }
 
 impl Default for Options {
@@ -63,6 +65,7 @@ impl Default for Options {
             secret_pepper: true,
             run_slots: 4,
             read_wait_timeout: std::time::Duration::from_secs(10),
+            allow_clock_override: true,
         }
     }
 }
@@ -174,6 +177,8 @@ impl TestApp {
             buildah: "buildah".into(),
             build_timeout: std::time::Duration::from_secs(300).into(),
             read_wait_timeout: options.read_wait_timeout.into(),
+            trigger_interval: std::time::Duration::from_secs(2).into(),
+            allow_clock_override: options.allow_clock_override,
         };
         let cancel = CancellationToken::new();
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())

@@ -269,6 +269,9 @@ impl Catalogued for TriggerRun {
                 window_start: None,
                 author: CREATOR.into(),
             })),
+            TriggerRunEvent::TriggerRunAwaiting {
+                sandbox_run_ids: vec![Uuid::from_u128(0x7501)],
+            },
             TriggerRunEvent::TriggerRunSucceeded,
             TriggerRunEvent::TriggerRunFailed {
                 error: "action 1: invalid_record_value: column 'Size': expected an integer".into(),

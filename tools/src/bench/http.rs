@@ -118,5 +118,7 @@ pub fn bench_config(
         buildah: "buildah".into(),
         build_timeout: std::time::Duration::from_secs(300).into(),
         read_wait_timeout: std::time::Duration::from_secs(10).into(),
+        trigger_interval: std::time::Duration::from_secs(2).into(),
+        allow_clock_override: false,
     }
 }

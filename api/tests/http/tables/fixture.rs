@@ -1,6 +1,6 @@
 //! A seeded server with helpers for custom-table requests.
 
-use crate::support::{As, Seed, TestApp, json, standard_directory};
+use crate::support::{As, Options, Seed, TestApp, json, standard_directory};
 use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -15,7 +15,12 @@ pub struct Tables {
 
 impl Tables {
     pub async fn new() -> Self {
-        let app = TestApp::spawn().await;
+        Self::with_options(Options::default()).await
+    }
+
+    /// The standard directory on a server with `options`.
+    pub async fn with_options(options: Options) -> Self {
+        let app = TestApp::spawn_with(options).await;
         let seed = app.seed().await;
         Self { app, seed }
     }

@@ -136,9 +136,50 @@ fn invalid(id: &str, message: impl std::fmt::Display) -> TableError {
     TableError::TriggerConfig(format!("trigger '{id}': {message}"))
 }
 
-/// Rewrites `$row.<column>` tokens in action values to internal keys; refuses
-/// unknown columns and, for a recordless trigger, any token.
+/// Rewrites the `$row.<column>` tokens in an action's values or input, at any
+/// depth, to internal keys; refuses unknown columns and, for a recordless
+/// trigger, any token.
 fn row_tokens(
+    id: &str,
+    value: &Value,
+    columns: &[ColumnDef],
+    has_record: bool,
+) -> Result<Value, TableError> {
+    Ok(match value {
+        Value::String(text) => match text.strip_prefix("$row.") {
+            Some(_) if !has_record => {
+                return Err(invalid(
+                    id,
+                    format!("{text} reads a record, and this trigger fires without one"),
+                ));
+            }
+            Some(reference) => {
+                let found = columns
+                    .iter()
+                    .find(|c| c.is_named(reference) && c.column_type.is_stored())
+                    .ok_or_else(|| {
+                        invalid(
+                            id,
+                            format!("$row.{reference} is not a stored column of this table"),
+                        )
+                    })?;
+                Value::String(format!("$row.{}", found.key))
+            }
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| row_tokens(id, item, columns, has_record))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(row_tokens_in(id, map, columns, has_record)?),
+        other => other.clone(),
+    })
+}
+
+/// [`row_tokens`] of each value of a map.
+fn row_tokens_in(
     id: &str,
     values: &Map<String, Value>,
     columns: &[ColumnDef],
@@ -146,31 +187,18 @@ fn row_tokens(
 ) -> Result<Map<String, Value>, TableError> {
     values
         .iter()
-        .map(|(column, value)| {
-            let value = match value.as_str().and_then(|v| v.strip_prefix("$row.")) {
-                Some(_) if !has_record => {
-                    return Err(invalid(
-                        id,
-                        format!("{value} reads a record, and this trigger fires without one"),
-                    ));
-                }
-                Some(reference) => {
-                    let found = columns
-                        .iter()
-                        .find(|c| c.is_named(reference) && c.column_type.is_stored())
-                        .ok_or_else(|| {
-                            invalid(
-                                id,
-                                format!("$row.{reference} is not a stored column of this table"),
-                            )
-                        })?;
-                    Value::String(format!("$row.{}", found.key))
-                }
-                None => value.clone(),
-            };
-            Ok((column.clone(), value))
-        })
+        .map(|(key, value)| Ok((key.clone(), row_tokens(id, value, columns, has_record)?)))
         .collect()
+}
+
+/// Whether `value` holds the token at any depth.
+fn holds(value: &Value, token: &str) -> bool {
+    match value {
+        Value::String(text) => text == token,
+        Value::Array(items) => items.iter().any(|v| holds(v, token)),
+        Value::Object(map) => map.values().any(|v| holds(v, token)),
+        _ => false,
+    }
 }
 
 /// Checks one trigger against the table's columns and its previous definition.
@@ -237,7 +265,7 @@ fn check_one(
         .into_iter()
         .map(|action| {
             if let Some(values) = action.values() {
-                let values = row_tokens(&id, values, columns, has_record)?;
+                let values = row_tokens_in(&id, values, columns, has_record)?;
                 return Ok(match action {
                     Action::CreateRecord { table_id, .. } => Action::CreateRecord { table_id, values },
                     Action::UpdateRecord { .. } if !has_record => {
@@ -249,12 +277,21 @@ fn check_one(
                     _ => Action::UpdateRecord { values },
                 });
             }
-            match &action {
+            match action {
                 Action::RunSandboxTask { input, .. } if !(input.is_object() || input.is_null()) => {
                     Err(invalid(&id, "run_sandbox_task input is an object"))
                 }
+                Action::RunSandboxTask {
+                    chatroom_id,
+                    task_version_id,
+                    input,
+                } => Ok(Action::RunSandboxTask {
+                    chatroom_id,
+                    task_version_id,
+                    input: row_tokens(&id, &input, columns, has_record)?,
+                }),
                 Action::ExecuteCommand { .. } => Err(TableError::CommandsUnavailable),
-                _ => Ok(action),
+                action => Ok(action),
             }
         })
         .collect::<Result<_, _>>()?;
@@ -292,17 +329,21 @@ pub fn check(
 }
 
 impl Trigger {
-    /// Whether it reads the column (its `when`, schedule column or `$row` tokens).
+    /// Whether it reads the column (its `when`, schedule column or `$row` tokens
+    /// in action values and inputs).
     pub fn reads(&self, key: &str) -> bool {
         let token = format!("$row.{key}");
+        let in_action = |action: &Action| match action {
+            Action::CreateRecord { values, .. } | Action::UpdateRecord { values } => {
+                values.values().any(|v| holds(v, &token))
+            }
+            Action::RunSandboxTask { input, .. } => holds(input, &token),
+            Action::ExecuteCommand { args, .. } => holds(args, &token),
+        };
         self.when
             .as_ref()
             .is_some_and(|w| crate::tables::table::names_column(w, key))
             || matches!(&self.schedule, Some(Schedule::DateColumnReached { column, .. }) if column == key)
-            || self
-                .actions
-                .iter()
-                .filter_map(Action::values)
-                .any(|values| values.values().any(|v| v.as_str() == Some(token.as_str())))
+            || self.actions.iter().any(in_action)
     }
 }

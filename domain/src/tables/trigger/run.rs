@@ -1,5 +1,6 @@
 //! The TriggerRun aggregate: one firing of a trigger. Its id is derived from what
-//! caused it (the record event, or the schedule window), so whoever creates it
+//! caused it (the record event, the reached date value, or the schedule window),
+//! so whoever creates it
 //! twice — a dispatcher that crashed before saving its cursor, a second node —
 //! reaches the same aggregate and creates nothing more. The definition is frozen
 //! into the run when it is created.
@@ -34,6 +35,20 @@ pub fn run_id_for_window(table_id: Uuid, trigger_id: &str, window_start: DateTim
     )
 }
 
+/// The run id of a `date_column_reached` trigger reaching a record's value.
+pub fn run_id_for_date(
+    table_id: Uuid,
+    trigger_id: &str,
+    record_id: Uuid,
+    value: DateTime<Utc>,
+) -> Uuid {
+    let value = value.timestamp_micros();
+    Uuid::new_v5(
+        &RUN_IDS,
+        format!("{table_id}:{trigger_id}:{record_id}:{value}").as_bytes(),
+    )
+}
+
 /// A run as created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunCreated {
@@ -61,6 +76,8 @@ pub enum TriggerRunStatus {
     /// Created, not yet done.
     #[default]
     Pending,
+    /// Its actions applied and submitted sandbox runs; it ends when they end.
+    Running,
     /// Every action applied.
     Succeeded,
     /// An action was refused; the actions after it did not run.
@@ -68,10 +85,16 @@ pub enum TriggerRunStatus {
 }
 
 impl TriggerRunStatus {
+    /// Whether it has ended.
+    pub fn terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
+            Self::Running => "running",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
         }
@@ -83,7 +106,10 @@ impl TriggerRunStatus {
 pub enum TriggerRunCommand {
     /// Creates the run (nothing happens when it exists).
     Create(Box<RunCreated>),
-    /// Records how its actions ended.
+    /// Its actions applied and submitted these sandbox runs: it is running until
+    /// they end (nothing happens unless it is pending).
+    Await(Vec<Uuid>),
+    /// Records how it ended (nothing happens once it has).
     Finish(Result<(), String>),
 }
 
@@ -92,7 +118,13 @@ pub enum TriggerRunCommand {
 pub enum TriggerRunEvent {
     /// The trigger fired.
     TriggerRunCreated(Box<RunCreated>),
-    /// Every action applied.
+    /// Every action applied; these sandbox runs were submitted and it waits for
+    /// them.
+    TriggerRunAwaiting {
+        /// The sandbox runs, in action order.
+        sandbox_run_ids: Vec<Uuid>,
+    },
+    /// Every action applied (and every sandbox run it submitted completed).
     TriggerRunSucceeded,
     /// An action was refused.
     TriggerRunFailed {
@@ -105,6 +137,7 @@ impl DomainEvent for TriggerRunEvent {
     fn event_type(&self) -> String {
         match self {
             Self::TriggerRunCreated(_) => "TriggerRunCreated",
+            Self::TriggerRunAwaiting { .. } => "TriggerRunAwaiting",
             Self::TriggerRunSucceeded => "TriggerRunSucceeded",
             Self::TriggerRunFailed { .. } => "TriggerRunFailed",
         }
@@ -136,6 +169,9 @@ pub struct TriggerRun {
     pub created: Option<Box<RunCreated>>,
     /// Where it is.
     pub status: TriggerRunStatus,
+    /// The sandbox runs it waits for.
+    #[serde(default)]
+    pub sandbox_run_ids: Vec<Uuid>,
 }
 
 impl Aggregate for TriggerRun {
@@ -158,9 +194,16 @@ impl Aggregate for TriggerRun {
                         .await;
                 }
             }
-            TriggerRunCommand::Finish(outcome) => {
+            TriggerRunCommand::Await(sandbox_run_ids) => {
                 self.created.as_ref().ok_or(TriggerRunError::NotFound)?;
                 if self.status == TriggerRunStatus::Pending {
+                    let event = TriggerRunEvent::TriggerRunAwaiting { sandbox_run_ids };
+                    sink.write(event, self).await;
+                }
+            }
+            TriggerRunCommand::Finish(outcome) => {
+                self.created.as_ref().ok_or(TriggerRunError::NotFound)?;
+                if !self.status.terminal() {
                     let event = match outcome {
                         Ok(()) => TriggerRunEvent::TriggerRunSucceeded,
                         Err(error) => TriggerRunEvent::TriggerRunFailed { error },
@@ -175,6 +218,10 @@ impl Aggregate for TriggerRun {
     fn apply(&mut self, event: Self::Event) {
         match event {
             TriggerRunEvent::TriggerRunCreated(run) => self.created = Some(run),
+            TriggerRunEvent::TriggerRunAwaiting { sandbox_run_ids } => {
+                self.status = TriggerRunStatus::Running;
+                self.sandbox_run_ids = sandbox_run_ids;
+            }
             TriggerRunEvent::TriggerRunSucceeded => self.status = TriggerRunStatus::Succeeded,
             TriggerRunEvent::TriggerRunFailed { .. } => self.status = TriggerRunStatus::Failed,
         }

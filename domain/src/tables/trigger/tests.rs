@@ -46,6 +46,34 @@ fn triggers_are_stored_by_column_key() {
 }
 
 #[test]
+fn row_tokens_in_a_sandbox_input_are_keyed_at_any_depth() {
+    let room = uuid::Uuid::from_u128(1);
+    let checked = check(
+        vec![trigger(
+            json!({"id": "run", "name": "Run", "on": "created",
+            "actions": [{"type": "run_sandbox_task", "chatroom_id": room, "task_version_id": room,
+                         "input": {"a": "$row.Status", "b": [{"c": "$row.Due"}], "d": "$rowless"}}]}),
+        )],
+        &columns(),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        checked[0].actions[0],
+        Action::RunSandboxTask {
+            chatroom_id: room,
+            task_version_id: room,
+            input: json!({"a": "$row.col_1", "b": [{"c": "$row.col_2"}], "d": "$rowless"}),
+        }
+    );
+    assert!(checked[0].reads("col_2") && !checked[0].reads("col_3"));
+    let unknown = json!({"id": "run", "name": "Run", "on": "created",
+        "actions": [{"type": "run_sandbox_task", "chatroom_id": room, "task_version_id": room,
+                     "input": {"deep": ["$row.Nope"]}}]});
+    assert!(check(vec![trigger(unknown)], &columns(), &[]).is_err());
+}
+
+#[test]
 fn refusals_name_the_problem() {
     let cases = [
         (

@@ -8,7 +8,7 @@
 
 mod grant_indexes;
 mod holders;
-mod physical;
+pub(crate) mod physical;
 pub mod query;
 pub mod read;
 mod records;

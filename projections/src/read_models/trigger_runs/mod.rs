@@ -29,6 +29,7 @@ const RUNS: Table = Table {
         ("author", "text"),
         ("definition", "jsonb"),
         ("error", "text"),
+        ("sandbox_run_ids", "uuid[]"),
         ("created_at", "timestamptz"),
         ("updated_at", "timestamptz"),
     ],
@@ -52,6 +53,7 @@ struct RunRow {
     author: String,
     definition: Value,
     error: Option<String>,
+    sandbox_run_ids: Vec<Uuid>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -102,14 +104,19 @@ impl Projection for TriggerRunsProjection {
                         author: run.author.clone(),
                         definition: serde_json::to_value(&run.trigger).unwrap_or(Value::Null),
                         error: None,
+                        sandbox_run_ids: Vec::new(),
                         created_at: at,
                         updated_at: at,
                     });
                 }
-                TriggerRunEvent::TriggerRunSucceeded | TriggerRunEvent::TriggerRunFailed { .. } => {
+                event => {
                     if let Some(row) = rows.get_mut(&Id { id }) {
                         row.updated_at = at;
                         match event {
+                            TriggerRunEvent::TriggerRunAwaiting { sandbox_run_ids } => {
+                                row.status = TriggerRunStatus::Running;
+                                row.sandbox_run_ids = sandbox_run_ids;
+                            }
                             TriggerRunEvent::TriggerRunFailed { error } => {
                                 row.status = TriggerRunStatus::Failed;
                                 row.error = Some(error);

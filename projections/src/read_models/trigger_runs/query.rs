@@ -17,7 +17,7 @@ pub struct TriggerRunRow {
     pub table_id: Uuid,
     /// The trigger.
     pub trigger_id: String,
-    /// `pending`, `succeeded` or `failed`.
+    /// `pending`, `running`, `succeeded` or `failed`.
     pub status: String,
     /// The record it fired for.
     pub record_id: Option<Uuid>,
@@ -29,11 +29,13 @@ pub struct TriggerRunRow {
     pub definition: Json<Trigger>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The sandbox runs it submitted.
+    pub sandbox_run_ids: Vec<Uuid>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, company_id, table_id, trigger_id, status, record_id, window_start, author, definition, error, created_at";
+const COLUMNS: &str = "id, company_id, table_id, trigger_id, status, record_id, window_start, author, definition, error, sandbox_run_ids, created_at";
 
 /// A table's runs, newest first.
 pub async fn of_table(
@@ -70,6 +72,28 @@ pub async fn pending(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<TriggerRunRo
     .await
 }
 
+/// Runs waiting for the sandbox runs they submitted, oldest first.
+pub async fn running(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<TriggerRunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM custom_table_trigger_runs WHERE status = 'running'
+          ORDER BY created_at, id LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// Runs by id (in no particular order).
+pub async fn by_ids(pool: &PgPool, ids: &[Uuid]) -> sqlx::Result<Vec<TriggerRunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM custom_table_trigger_runs WHERE id = ANY($1)
+          ORDER BY created_at, id"
+    ))
+    .bind(ids)
+    .fetch_all(pool)
+    .await
+}
+
 /// The enabled event triggers of a table that fire on `event` (`created` or
 /// `updated`), first saved at or before `at`, with who saved them.
 pub async fn event_triggers(
@@ -102,14 +126,119 @@ pub async fn run(pool: &PgPool, company: Uuid, id: Uuid) -> sqlx::Result<Option<
     .await
 }
 
-/// Whether a run of the trigger is still pending.
+/// Whether a run of the trigger is still pending or running.
 pub async fn active(pool: &PgPool, table_id: Uuid, trigger_id: &str) -> sqlx::Result<bool> {
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM custom_table_trigger_runs
-                         WHERE table_id = $1 AND trigger_id = $2 AND status = 'pending')",
+                         WHERE table_id = $1 AND trigger_id = $2
+                           AND status IN ('pending', 'running'))",
     )
     .bind(table_id)
     .bind(trigger_id)
     .fetch_one(pool)
     .await
+}
+
+/// An enabled `date_column_reached` trigger with its table's company.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DateTrigger {
+    /// The trigger's table.
+    pub table_id: Uuid,
+    /// The table's company.
+    pub company_id: Uuid,
+    /// The trigger as saved.
+    pub definition: Json<Trigger>,
+    /// Who saved the trigger set.
+    pub saved_by: String,
+    /// When the trigger was first saved.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Every enabled `date_column_reached` trigger.
+pub async fn date_triggers(pool: &PgPool) -> sqlx::Result<Vec<DateTrigger>> {
+    sqlx::query_as(
+        "SELECT t.table_id, c.company_id, t.definition, t.saved_by, t.created_at
+           FROM custom_table_triggers t JOIN custom_tables c ON c.id = t.table_id
+          WHERE (t.definition->>'enabled')::boolean
+            AND t.definition->'schedule'->>'type' = 'date_column_reached'
+          ORDER BY t.table_id, t.position",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Where a `date_column_reached` trigger looks: its table's date or datetime
+/// column, the offset, and the span of fire times that count.
+#[derive(Debug, Clone)]
+pub struct DateReach<'a> {
+    /// The table.
+    pub table_id: Uuid,
+    /// The trigger.
+    pub trigger_id: &'a str,
+    /// The column's internal key.
+    pub column: &'a str,
+    /// Whether it is a `date` column (its value stands for midnight UTC).
+    pub date: bool,
+    /// Seconds added to the value.
+    pub offset_seconds: i64,
+    /// Fire times at or before this are not due (the trigger did not exist).
+    pub after: DateTime<Utc>,
+    /// Fire times after this are not due yet.
+    pub until: DateTime<Utc>,
+}
+
+/// Records whose value (plus the offset) was reached within the span and that the
+/// trigger has not fired for with that value, as (record, the value's instant),
+/// earliest first.
+pub async fn reached_dates(
+    pool: &PgPool,
+    reach: &DateReach<'_>,
+    limit: i64,
+) -> anyhow::Result<Vec<(Uuid, DateTime<Utc>)>> {
+    let column = crate::read_models::tables::physical::ident(reach.column)?;
+    let instant = if reach.date {
+        format!("(r.{column}::timestamp AT TIME ZONE 'UTC')")
+    } else {
+        format!("r.{column}")
+    };
+    let table = crate::read_models::tables::physical::table_name(reach.table_id);
+    let sql = format!(
+        "SELECT r.id, v.at FROM {table} r CROSS JOIN LATERAL (SELECT {instant} AS at) v
+          WHERE v.at + make_interval(secs => $3) > $4 AND v.at + make_interval(secs => $3) <= $5
+            AND NOT EXISTS (SELECT 1 FROM custom_table_trigger_fired_values f
+                             WHERE f.table_id = $1 AND f.trigger_id = $2
+                               AND f.record_id = r.id AND f.value = v.at)
+          ORDER BY v.at, r.id LIMIT $6"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(reach.table_id)
+        .bind(reach.trigger_id)
+        .bind(reach.offset_seconds as f64)
+        .bind(reach.after)
+        .bind(reach.until)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Notes that the trigger fired (or passed over) the record's value: it never
+/// fires for that value again.
+pub async fn mark_fired(
+    pool: &PgPool,
+    table_id: Uuid,
+    trigger_id: &str,
+    record_id: Uuid,
+    value: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO custom_table_trigger_fired_values (table_id, trigger_id, record_id, value)
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(table_id)
+    .bind(trigger_id)
+    .bind(record_id)
+    .bind(value)
+    .execute(pool)
+    .await
+    .map(|_| ())
 }

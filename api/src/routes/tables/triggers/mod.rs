@@ -1,12 +1,16 @@
 //! Table triggers (issue 22 contract, [docs/triggers.md]): `PUT` and `GET
 //! .../tables/{table_id}/triggers` replace and read a table's whole trigger set,
 //! `GET .../triggers/schedule-preview` shows when a schedule fires. Table
-//! moderators only. Trigger runs: [`runs`] lists them, [`fire`] creates and runs
-//! them.
+//! moderators only. Trigger runs: [`runs`] lists them, [`fire`] creates them and
+//! [`runner`] runs them.
 
+mod dates;
 pub mod fire;
+mod runner;
 mod runs;
 mod schedules;
+
+pub use runs::TriggerRunResponse;
 
 use super::gates::Operation;
 use super::scope::{Mount, open_table};

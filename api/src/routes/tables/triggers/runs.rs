@@ -45,7 +45,8 @@ pub struct TriggerRunResponse {
     pub id: Uuid,
     /// The trigger.
     pub trigger_id: String,
-    /// `pending`, `succeeded` or `failed`.
+    /// `pending`, `running` (waiting for the sandbox runs it submitted),
+    /// `succeeded` or `failed`.
     pub status: String,
     /// The record it fired for.
     pub record_id: Option<Uuid>,
@@ -55,6 +56,8 @@ pub struct TriggerRunResponse {
     pub created_at: DateTime<Utc>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The sandbox runs its `run_sandbox_task` actions submitted.
+    pub sandbox_run_ids: Vec<Uuid>,
 }
 
 impl From<TriggerRunRow> for TriggerRunResponse {
@@ -67,6 +70,7 @@ impl From<TriggerRunRow> for TriggerRunResponse {
             window_start: r.window_start,
             created_at: r.created_at,
             error: r.error,
+            sandbox_run_ids: r.sandbox_run_ids,
         }
     }
 }
@@ -99,7 +103,8 @@ async fn list_runs(
 }
 
 /// Runs the definition frozen in a finished run again, as a new run (it runs at
-/// the next pass); 409 `trigger_run_active` while a run of the trigger is pending.
+/// the next pass); 409 `trigger_run_active` while a run of the trigger is pending
+/// or running.
 #[utoipa::path(post, path = "/trigger-runs/{run_id}/retry", tag = "custom_tables",
     params(("run_id" = Uuid, Path, description = "A finished run")),
     responses((status = 201, body = TriggerRunResponse)))]
@@ -115,7 +120,10 @@ async fn retry_run(
     if runs::active(caller.pool(), table.row.id, &run.trigger_id).await? {
         return Err(ApiError::code(
             Code::TriggerRunActive,
-            format!("a run of trigger '{}' is still pending", run.trigger_id),
+            format!(
+                "a run of trigger '{}' is still pending or running",
+                run.trigger_id
+            ),
         ));
     }
     let retry_id = Uuid::new_v4();

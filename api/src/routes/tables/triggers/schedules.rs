@@ -1,16 +1,16 @@
 //! Schedule triggers (`cron`, `interval`, `daily`): each pass creates a run for the
 //! latest window due since the trigger's window cursor — one catch-up run after
 //! downtime, never the windows missed before it — unless a run of the trigger is
-//! still pending. A failed run consumes its window like a successful one. The
+//! still pending or running. A failed run consumes its window like a successful one. The
 //! cursor (`custom_table_trigger_windows`) is not a read model, and the run id is
 //! derived from the table, the trigger and the window, so no window is served
 //! twice.
 
-use super::fire::metadata;
+use super::fire::create;
 use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use domain::tables::trigger::Trigger;
-use domain::tables::trigger::run::{RunCreated, TriggerRun, TriggerRunCommand, run_id_for_window};
+use domain::tables::trigger::run::{RunCreated, run_id_for_window};
 use sqlx::types::Json;
 use uuid::Uuid;
 
@@ -25,13 +25,13 @@ struct Scheduled {
     pending: bool,
 }
 
-/// Creates the runs of the schedule windows due at `now`; returns their ids.
+/// Creates the runs of the schedule windows due at `now`; answers the new ones.
 pub async fn schedule(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<Vec<Uuid>> {
     let rows: Vec<Scheduled> = sqlx::query_as(
         "SELECT t.table_id, c.company_id, t.definition, t.saved_by, t.created_at, w.last_window,
                 EXISTS (SELECT 1 FROM custom_table_trigger_runs r
                          WHERE r.table_id = t.table_id AND r.trigger_id = t.trigger_id
-                           AND r.status = 'pending') AS pending
+                           AND r.status IN ('pending', 'running')) AS pending
            FROM custom_table_triggers t
            JOIN custom_tables c ON c.id = t.table_id
            LEFT JOIN custom_table_trigger_windows w
@@ -65,15 +65,7 @@ pub async fn schedule(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<Ve
             window_start: Some(window),
             author: row.saved_by,
         };
-        let command = TriggerRunCommand::Create(Box::new(run));
-        state
-            .bus
-            .execute::<TriggerRun>(
-                &run_id.to_string(),
-                command,
-                &metadata(row.company_id, run_id),
-            )
-            .await?;
+        created.extend(create(state, run).await?);
         sqlx::query(
             "INSERT INTO custom_table_trigger_windows (table_id, trigger_id, last_window) VALUES ($1, $2, $3)
              ON CONFLICT (table_id, trigger_id) DO UPDATE SET last_window = EXCLUDED.last_window",
@@ -83,7 +75,6 @@ pub async fn schedule(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<Ve
         .bind(window)
         .execute(&state.pool)
         .await?;
-        created.push(run_id);
     }
     Ok(created)
 }

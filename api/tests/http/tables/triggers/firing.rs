@@ -1,17 +1,12 @@
 //! Trigger runs (issue 22 contract): event triggers firing once per write through
-//! the log, failing actions and retries, schedule windows. The pass is driven
-//! in-process with an injected clock.
+//! the log, failing actions and retries, schedule windows. Each pass is the
+//! operator's `POST /root/custom-tables/run-due-triggers`, with a clock override
+//! where the schedule needs one.
 
-use super::{put, table_id, tasks};
+use super::{pass, put, table_id, tasks};
 use crate::tables::fixture::{Tables, code};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-async fn fire(t: &Tables) {
-    api::routes::tables::triggers::fire::fire(&t.app.state)
-        .await
-        .unwrap();
-}
 
 async fn runs(t: &Tables, table: &str) -> Value {
     let (status, runs) = t
@@ -40,8 +35,8 @@ async fn event_triggers_fire_once_per_write_through_the_log() {
     assert_eq!(status, 200, "{saved}");
     let open = t.record(&table, json!({"Status": "open"})).await;
     let closed = t.record(&table, json!({"Status": "closed"})).await;
-    fire(&t).await;
-    fire(&t).await;
+    pass(&t, None).await;
+    pass(&t, None).await;
 
     let page = runs(&t, &table).await;
     assert_eq!(
@@ -80,12 +75,12 @@ async fn event_triggers_fire_once_per_write_through_the_log() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    fire(&t).await;
+    pass(&t, None).await;
     sqlx::query("UPDATE custom_table_trigger_dispatch SET position = 0")
         .execute(&t.app.state.pool)
         .await
         .unwrap();
-    fire(&t).await;
+    pass(&t, None).await;
     let page = runs(&t, &table).await;
     assert_eq!(page["total"], 2, "{page}");
     assert_eq!(page["runs"][0]["trigger_id"], "on-change");
@@ -116,7 +111,7 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
     let (status, saved) = put(&t, &table, "boss", body).await;
     assert_eq!(status, 200, "{saved}");
     let later = t.record(&table, json!({"Status": "after"})).await;
-    fire(&t).await;
+    pass(&t, None).await;
     let page = runs(&t, &table).await;
     assert_eq!(
         page["total"], 1,
@@ -158,7 +153,7 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
     let busy = t.call(Method::POST, &retry, "boss", Some(json!({}))).await;
     assert_eq!(busy.0, 409, "{}", busy.1);
     assert_eq!(code(&busy), "trigger_run_active");
-    fire(&t).await;
+    pass(&t, None).await;
     let page = runs(&t, &table).await;
     assert_eq!(page["runs"][0]["id"], again["id"]);
     assert_eq!(
@@ -178,12 +173,6 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
             .0,
         404
     );
-}
-
-async fn fire_at(t: &Tables, now: chrono::DateTime<chrono::Utc>) {
-    api::routes::tables::triggers::fire::fire_at(&t.app.state, now)
-        .await
-        .unwrap();
 }
 
 #[tokio::test]
@@ -208,8 +197,8 @@ async fn schedule_triggers_serve_the_latest_due_window_once() {
     let now = chrono::Utc::now();
     // Downtime of several windows: one run, for the latest of them.
     let later = now + hour * 3 + chrono::Duration::minutes(1);
-    fire_at(&t, later).await;
-    fire_at(&t, later).await;
+    pass(&t, Some(later)).await;
+    pass(&t, Some(later)).await;
     let page = runs(&t, &table).await;
     assert_eq!(page["total"], 2, "{page}");
     let hourly: Vec<&Value> = page["runs"]
@@ -233,7 +222,7 @@ async fn schedule_triggers_serve_the_latest_due_window_once() {
     assert_eq!(broken["status"], "failed", "{broken}");
 
     // The next window: one more run each (a failed run consumed its window).
-    fire_at(&t, later + hour).await;
+    pass(&t, Some(later + hour)).await;
     let page = runs(&t, &table).await;
     assert_eq!(page["total"], 4, "{page}");
     assert_eq!(t.records(&log, "boss").await["total"], 2);
@@ -243,6 +232,6 @@ async fn schedule_triggers_serve_the_latest_due_window_once() {
          "actions": [{"type": "create_record", "table_id": table_id(&log), "values": {"note": "tick"}}]}
     ]});
     assert_eq!(put(&t, &table, "boss", body).await.0, 200);
-    fire_at(&t, later + hour * 2).await;
+    pass(&t, Some(later + hour * 2)).await;
     assert_eq!(runs(&t, &table).await["total"], 4);
 }

@@ -1,11 +1,49 @@
 //! Table trigger definitions (issue 22 contract): the declarative trigger set, its
-//! refusals, the columns it protects and the schedule preview; [`firing`]: runs.
+//! refusals, the columns it protects and the schedule preview; [`firing`],
+//! [`dates`] and [`sandbox_runs`]: runs; [`operator`]: the operator's pass.
 
+mod dates;
 mod firing;
+mod operator;
+mod sandbox_runs;
 
 use super::fixture::{Tables, code};
+use crate::support::json;
+use chrono::{DateTime, Utc};
 use reqwest::Method;
 use serde_json::{Value, json};
+
+/// An operator token of the test server.
+pub(super) fn operator_token(t: &Tables) -> String {
+    t.app
+        .state
+        .jwt
+        .mint_operator(chrono::Duration::hours(1))
+        .unwrap()
+}
+
+/// `POST /root/custom-tables/run-due-triggers` with `body` and `token`.
+pub(super) async fn run_due(t: &Tables, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let mut request = t
+        .app
+        .request(Method::POST, "/root/custom-tables/run-due-triggers");
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    json(request.send().await.unwrap()).await
+}
+
+/// One trigger pass through the operator route, as of `now` (the real clock when
+/// absent); answers `{created, runs}`.
+pub(super) async fn pass(t: &Tables, now: Option<DateTime<Utc>>) -> Value {
+    let body = now.map(|now| json!({"now": now}));
+    let (status, created) = run_due(t, Some(&operator_token(t)), body).await;
+    assert_eq!(status, 200, "{created}");
+    created
+}
 
 /// A company table `tasks` (Status, Due, Amount) and its path.
 pub(super) async fn tasks(t: &Tables) -> String {
