@@ -73,6 +73,13 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .layer(from_fn_with_state(state.clone(), authenticate))
         .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
         .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+    // The review module: authenticated like the custom tables.
+    let review = routes::review::router()
+        .fallback(not_found)
+        .layer(from_fn(routes::tables::refuse_restricted))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())
@@ -82,6 +89,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .merge(routes::root::router())
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
+        .nest(routes::review::PREFIX, review)
         .route_layer(from_fn(record_metrics))
         .with_state(state.clone())
 }

@@ -244,6 +244,18 @@ codes! {
     /// `now` sent to the operator's trigger pass by a server that takes no clock
     /// override (this service's code).
     ClockOverrideDisabled = "clock_override_disabled" => BadRequest,
+    /// A review group or template breaks a rule (this service's code).
+    ReviewConfigInvalid = "review_config_invalid" => BadRequest,
+    /// An approval rule set breaks a rule (this service's code).
+    RuleConfigInvalid = "rule_config_invalid" => BadRequest,
+    /// A callback token has as many writes held for approval as it may (spec
+    /// "approval pending bucket is full"; this service's code).
+    ApprovalPendingBucketFull = "approval_pending_bucket_full" => RateLimited,
+    /// A held write was approved or rejected already (this service's code).
+    StagedChangeNotPending = "staged_change_not_pending" => Conflict,
+    /// An approval without the signature the review template asks for (this
+    /// service's code).
+    ReviewSignatureRequired = "review_signature_required" => BadRequest,
     /// A trigger reads the column being deleted or retyped (this service's code).
     ColumnUsedByTrigger = "column_used_by_trigger" => Conflict,
     /// A retry while a run of the same trigger is pending (this service's code).

@@ -14,6 +14,7 @@ pub mod ids;
 pub mod objects;
 pub mod principal;
 pub mod registry;
+pub mod review;
 pub mod runs;
 pub mod secrets;
 pub mod settings;

@@ -3,6 +3,7 @@
 pub mod health;
 pub mod public;
 pub mod public_links;
+pub mod review;
 pub mod root;
 pub mod sandbox;
 pub mod tables;

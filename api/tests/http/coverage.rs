@@ -3,8 +3,9 @@
 //! - sandbox routes: a row of the golden matrix (`sandbox/authorization_matrix.json`);
 //! - custom-table routes: an entry of `tables/route_authorization.json` naming a test
 //!   that exists;
-//! - operator routes (below `/root`): an entry of `operator_routes.json` naming a
-//!   test that exists;
+//! - operator routes (below `/root`) and review routes (below
+//!   `/private/module/review`): an entry of `operator_routes.json` or
+//!   `review_routes.json` naming a test that exists;
 //! - everything else (health, metrics, public info, public links): an entry of
 //!   `public_routes.json` saying why it needs no login, checked here by calling it
 //!   without credentials.
@@ -22,6 +23,7 @@ const TABLES: &str = "/private/module/custom_tables";
 const TABLE_ROUTES: &str = include_str!("tables/route_authorization.json");
 const PUBLIC_ROUTES: &str = include_str!("public_routes.json");
 const OPERATOR_ROUTES: &str = include_str!("operator_routes.json");
+const REVIEW_ROUTES: &str = include_str!("review_routes.json");
 
 /// The route key of the custom-tables data: the path after its scope mount
 /// (`/tables/...`, `/migrations/...` or `/trigger-runs/...`).
@@ -34,8 +36,8 @@ pub(crate) fn table_route(method: &str, path: &str) -> String {
     format!("{method} {tail}")
 }
 
-/// The routes of the document, per service: `sandbox`, `tables`, `operator` or
-/// `public`.
+/// The routes of the document, per service: `sandbox`, `tables`, `operator`,
+/// `review` or `public`.
 fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
     let mut services: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -47,6 +49,8 @@ fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
                 ("tables", table_route(&method, path))
             } else if path.starts_with("/root/") {
                 ("operator", format!("{method} {path}"))
+            } else if path.starts_with("/private/module/review/") {
+                ("review", format!("{method} {path}"))
             } else {
                 ("public", format!("{method} {path}"))
             };
@@ -76,6 +80,7 @@ fn named() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("tables", keys(TABLE_ROUTES)),
         ("public", keys(PUBLIC_ROUTES)),
         ("operator", keys(OPERATOR_ROUTES)),
+        ("review", keys(REVIEW_ROUTES)),
     ])
 }
 
@@ -127,7 +132,12 @@ async fn every_route_has_authorization_data() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http"),
         &mut sources,
     );
-    for (service, text) in [("tables", TABLE_ROUTES), ("operator", OPERATOR_ROUTES)] {
+    let data = [
+        ("tables", TABLE_ROUTES),
+        ("operator", OPERATOR_ROUTES),
+        ("review", REVIEW_ROUTES),
+    ];
+    for (service, text) in data {
         let data: Value = serde_json::from_str(text).unwrap();
         for (route, test) in data["routes"].as_object().unwrap() {
             let test = test.as_str().unwrap();

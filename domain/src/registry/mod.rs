@@ -9,6 +9,7 @@
 
 mod environment_examples;
 mod examples;
+mod review_examples;
 mod run_examples;
 mod secret_examples;
 mod sharing_examples;
@@ -87,6 +88,9 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::callback_token::CallbackToken>(),
         entry::<crate::tables::callback_delivery::CallbackDelivery>(),
         entry::<crate::tables::trigger::run::TriggerRun>(),
+        entry::<crate::tables::staged_change::StagedChange>(),
+        entry::<crate::review::ReviewGroup>(),
+        entry::<crate::review::ReviewTemplate>(),
         entry::<crate::tasks::task::Task>(),
         entry::<crate::tasks::version::TaskVersion>(),
         entry::<crate::sharing::share::Share>(),

@@ -148,6 +148,16 @@ impl Catalogued for CustomTable {
                 }],
                 saved_by: CREATOR.into(),
             },
+            RulesSet {
+                table_id: TABLE,
+                rules: vec![crate::tables::rule::ApprovalRule {
+                    id: "big-payouts".into(),
+                    label: "Payouts need finance".into(),
+                    rule_type: "require_approval".into(),
+                    events: vec![crate::tables::rule::RuleEvent::Created],
+                    template_id: Uuid::from_u128(0x7702),
+                }],
+            },
             ColumnDeleted {
                 table_id: TABLE,
                 key: "col_1".into(),

@@ -58,6 +58,9 @@ pub enum TableError {
     /// A trigger set breaks a trigger rule.
     #[error("{0}")]
     TriggerConfig(String),
+    /// An approval rule set breaks a rule.
+    #[error("{0}")]
+    RuleConfig(String),
     /// A trigger's cron expression is not five POSIX fields.
     #[error("{0}")]
     InvalidCron(String),
@@ -94,6 +97,7 @@ impl SpecError for TableError {
             Self::ChannelScopeColumn => Code::ColumnIsChannelScope,
             Self::MigrationInProgress(_) => Code::TableLocked,
             Self::TriggerConfig(_) => Code::TriggerConfigInvalid,
+            Self::RuleConfig(_) => Code::RuleConfigInvalid,
             Self::InvalidCron(_) => Code::InvalidCronExpression,
             Self::ScheduleKindChange(_) => Code::ScheduleKindChangeRequiresNewTriggerId,
             Self::CommandsUnavailable => Code::CommandsNotAvailable,

@@ -8,6 +8,7 @@ pub mod notifications;
 pub mod owned_objects;
 pub mod page;
 pub mod public_tokens;
+pub mod review;
 mod rowset;
 pub mod runs;
 pub mod secrets;
@@ -39,6 +40,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(runs::RunsProjection),
         Arc::new(secrets::SecretsProjection),
         Arc::new(trigger_runs::TriggerRunsProjection),
+        Arc::new(review::ReviewProjection),
     ]
 }
 

@@ -21,6 +21,7 @@ mod permissions;
 pub mod public_read;
 mod public_tokens;
 pub mod records;
+mod rules;
 pub mod scope;
 mod search;
 mod selection;
@@ -52,6 +53,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(permissions::router())
         .merge(callback_tokens::router())
         .merge(triggers::router())
+        .merge(rules::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

@@ -11,7 +11,8 @@ use crate::state::AppState;
 use axum::Json;
 use domain::tables::TableError;
 use domain::tables::access::both;
-use domain::tables::query::{self, AggregateOp, Condition};
+use domain::tables::query::{self, AggregateOp, Condition, Field, Op};
+use projections::read_models::review::query as review;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -84,13 +85,26 @@ async fn search_records(
         view_id: body.view_id,
     };
     let mut selection = selection::resolve(&caller.state, &table, query).await?;
-    // No change is ever staged for approval (no approval rule exists here), so
-    // `pending_approval: true` selects nothing and `false` every row.
-    if body.pending_approval == Some(true) {
-        return Ok(Json(RecordListResponse {
-            records: Vec::new(),
-            total: 0,
-        }));
+    if let Some(pending) = body.pending_approval {
+        // Records with an update held for approval (a held creation has no row).
+        let ids = review::pending_records(caller.pool(), table.row.id).await?;
+        let held = Condition::Test {
+            field: Field::Id,
+            op: Op::In,
+            operands: ids
+                .into_iter()
+                .map(|id| Value::String(id.to_string()))
+                .collect(),
+        };
+        let held = if pending {
+            held
+        } else {
+            Condition::Not(Box::new(held))
+        };
+        selection.condition = Some(match selection.condition.take() {
+            Some(condition) => Condition::And(vec![condition, held]),
+            None => held,
+        });
     }
     if let Some(editable) = body.editable {
         // A row whose edit right cannot be decided (an unresolvable policy) is not

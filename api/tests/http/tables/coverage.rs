@@ -12,13 +12,14 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 19] = [
+const SOURCES: [&str; 20] = [
     include_str!("triggers/mod.rs"),
     include_str!("triggers/firing.rs"),
     include_str!("attachments.rs"),
     include_str!("callback/tokens.rs"),
     include_str!("callback/writes.rs"),
     include_str!("callback/idempotency.rs"),
+    include_str!("callback/approvals.rs"),
     include_str!("channels.rs"),
     include_str!("refusals.rs"),
     include_str!("columns.rs"),

@@ -26,6 +26,7 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
         }
         "PUT" if tail("/records/{record_id}") => json!({"data": {}}),
         "PUT" if tail("/triggers") => json!({"triggers": []}),
+        "PUT" if tail("/rules") => json!({"rules": []}),
         "PUT" if path.contains("permissions/") => json!({"can_read": "all"}),
         "PATCH" if tail("/client-access") => json!({"enabled": true}),
         _ => json!({}),

@@ -7,6 +7,7 @@ use crate::AggregateExt;
 use crate::tables::column::{self, ColumnDef};
 use crate::tables::formula;
 use crate::tables::grants::{Grant, Subject};
+use crate::tables::rule::{self, ApprovalRule};
 use crate::tables::scope::{Placement, ScopeKind, ScopeRef};
 use crate::tables::trigger::{self, Trigger};
 use crate::tables::{BACKGROUND_THRESHOLD, TableError};
@@ -47,6 +48,9 @@ pub struct CustomTable {
     /// Its triggers.
     #[serde(default)]
     pub triggers: Vec<Trigger>,
+    /// Its approval rules.
+    #[serde(default)]
+    pub rules: Vec<ApprovalRule>,
 }
 
 fn check_table_name(name: &str) -> Result<(), TableError> {
@@ -349,6 +353,14 @@ impl CustomTable {
                     saved_by,
                 }]
             }
+            TableCommand::SetRules { rules } => {
+                let table_id = self.live()?;
+                let rules = rule::check(rules)?;
+                if rules == self.rules {
+                    return Ok(vec![]);
+                }
+                vec![E::RulesSet { table_id, rules }]
+            }
         })
     }
 }
@@ -430,6 +442,7 @@ impl Aggregate for CustomTable {
             E::ClientAccessSet { enabled, .. } => self.clients_refused = !enabled,
             E::ChannelScopeSet { column, .. } => self.channel_scope_column = column,
             E::TriggersSet { triggers, .. } => self.triggers = triggers,
+            E::RulesSet { rules, .. } => self.rules = rules,
         }
     }
 }

@@ -5,6 +5,7 @@ use super::views::ViewSpec;
 use crate::tables::column::{ColumnChanges, ColumnDef, ColumnSpec, LinkFacts, OtherTable};
 use crate::tables::grants::{Grant, Subject};
 use crate::tables::policy::Targets;
+use crate::tables::rule::ApprovalRule;
 use crate::tables::scope::ScopeRef;
 use crate::tables::trigger::Trigger;
 use uuid::Uuid;
@@ -130,5 +131,10 @@ pub enum TableCommand {
         triggers: Vec<Trigger>,
         /// Who saves it (`user:<id>`).
         saved_by: String,
+    },
+    /// Replaces the table's approval rules (their templates checked by the route).
+    SetRules {
+        /// The whole set, as sent.
+        rules: Vec<ApprovalRule>,
     },
 }

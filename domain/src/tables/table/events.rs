@@ -5,6 +5,7 @@
 use super::views::ViewDef;
 use crate::tables::column::ColumnDef;
 use crate::tables::grants::{Grant, Subject};
+use crate::tables::rule::ApprovalRule;
 use crate::tables::scope::ScopeRef;
 use crate::tables::trigger::Trigger;
 use cqrs_es::DomainEvent;
@@ -177,6 +178,13 @@ pub enum TableEvent {
         #[serde(default)]
         saved_by: String,
     },
+    /// The table's approval rules were replaced.
+    RulesSet {
+        /// The table.
+        table_id: Uuid,
+        /// The whole set, checked.
+        rules: Vec<ApprovalRule>,
+    },
 }
 
 impl DomainEvent for TableEvent {
@@ -199,6 +207,7 @@ impl DomainEvent for TableEvent {
             Self::ClientAccessSet { .. } => "ClientAccessSet",
             Self::ChannelScopeSet { .. } => "ChannelScopeSet",
             Self::TriggersSet { .. } => "TriggersSet",
+            Self::RulesSet { .. } => "RulesSet",
         }
         .into()
     }
@@ -227,7 +236,8 @@ impl TableEvent {
             | Self::GrantRevoked { table_id, .. }
             | Self::ClientAccessSet { table_id, .. }
             | Self::ChannelScopeSet { table_id, .. }
-            | Self::TriggersSet { table_id, .. } => *table_id,
+            | Self::TriggersSet { table_id, .. }
+            | Self::RulesSet { table_id, .. } => *table_id,
         }
     }
 }

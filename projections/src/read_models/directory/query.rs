@@ -183,3 +183,16 @@ pub async fn subject_in_company(
         .fetch_one(pool)
         .await
 }
+
+/// The users of a company among `ids`.
+pub async fn users_in_company(
+    pool: &PgPool,
+    company: Uuid,
+    ids: &[Uuid],
+) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar("SELECT id FROM users WHERE company_id = $1 AND id = ANY($2)")
+        .bind(company)
+        .bind(ids)
+        .fetch_all(pool)
+        .await
+}

@@ -121,6 +121,7 @@ impl Projection for CustomTablesProjection {
             "custom_table_grants",
             "custom_table_blob_holders",
             "custom_table_triggers",
+            "custom_table_rules",
         ]
     }
 

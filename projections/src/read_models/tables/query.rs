@@ -198,3 +198,17 @@ pub async fn triggers(pool: &PgPool, table_id: Uuid) -> sqlx::Result<Vec<Trigger
     .fetch_all(pool)
     .await
 }
+
+/// A table's approval rules, in set order.
+pub async fn rules(
+    pool: &PgPool,
+    table_id: Uuid,
+) -> sqlx::Result<Vec<domain::tables::rule::ApprovalRule>> {
+    let rows: Vec<Json<domain::tables::rule::ApprovalRule>> = sqlx::query_scalar(
+        "SELECT definition FROM custom_table_rules WHERE table_id = $1 ORDER BY position",
+    )
+    .bind(table_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}

@@ -8,6 +8,7 @@ use super::physical::{self, batch, ident, table_name};
 use super::rewrite::{self, Rewrite};
 use chrono::{DateTime, Utc};
 use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::rule::ApprovalRule;
 use domain::tables::table::{MigrationInfo, TableEvent};
 use domain::tables::trigger::Trigger;
 use sqlx::PgConnection;
@@ -77,6 +78,7 @@ pub async fn apply(
                  DELETE FROM custom_table_migrations WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_grants WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_triggers WHERE table_id = '{table_id}';
+                 DELETE FROM custom_table_rules WHERE table_id = '{table_id}';
                  DELETE FROM custom_tables WHERE id = '{table_id}';"
                 ),
             )
@@ -245,7 +247,32 @@ pub async fn apply(
             triggers,
             saved_by,
         } => set_triggers(conn, table_id, &triggers, &saved_by, at).await,
+        E::RulesSet { table_id, rules } => set_rules(conn, table_id, &rules).await,
     }
+}
+
+/// Replaces a table's approval rule rows.
+async fn set_rules(
+    conn: &mut PgConnection,
+    table_id: Uuid,
+    rules: &[ApprovalRule],
+) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM custom_table_rules WHERE table_id = $1")
+        .bind(table_id)
+        .execute(&mut *conn)
+        .await?;
+    for (position, rule) in rules.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO custom_table_rules (table_id, rule_id, position, definition) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(table_id)
+        .bind(&rule.id)
+        .bind(position as i32)
+        .bind(Json(rule))
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Replaces a table's trigger rows: removed triggers go, a trigger keeps its

@@ -8,11 +8,13 @@
 //! minute window (429), the body (400), the token's operations (403), then the
 //! write itself as the minting moderator through the one record write path
 //! (`records::insert`, `records::change`): their permissions, the channel floor,
-//! the migration lock (423) and every column's checks. An `idempotency_key` makes
-//! the write happen once for 24 hours ([`delivery`]).
+//! the migration lock (423) and every column's checks. An approval rule of the
+//! table holds the write instead ([`hold`]). An `idempotency_key` makes the write
+//! happen once for 24 hours ([`delivery`]).
 
 mod credentials;
 mod delivery;
+mod hold;
 
 use super::gates::Operation;
 use super::public_read::PublicColumnInfo;
@@ -81,16 +83,17 @@ pub struct CallbackWriteResult {
     pub ok: bool,
     /// `create` or `update`.
     pub op: String,
-    /// `created` or `updated` (approval holds are not built: never
-    /// `held_for_approval` or `already_pending` yet).
+    /// `created`, `updated`, `held_for_approval` (an approval rule matched; a
+    /// terminal success: do not resend) or `already_pending` (an update of a record
+    /// that already has one waiting; the original process is reused).
     pub status: String,
-    /// The record written.
+    /// The record written (null when held).
     pub record_id: Option<Uuid>,
-    /// The approval process of a held write (always null here).
+    /// The approval process of a held write.
     pub process_id: Option<Uuid>,
-    /// The staged change of a held write (always null here).
+    /// The staged change of a held write.
     pub staged_change_id: Option<Uuid>,
-    /// The approval rule that held the write (always null here).
+    /// The approval rule that held the write.
     pub rule_label: Option<String>,
     /// Whether this answers an earlier request with the same idempotency key.
     pub replayed: bool,
@@ -122,15 +125,42 @@ pub struct CallbackFormSchema {
 }
 
 /// The token's table opened as the moderator who minted the token, for
-/// `operation`. A deleted table is the uniform 404; a table governed by a channel
-/// policy is refused (a callback has no room to write from).
+/// `operation`.
 async fn open_as_moderator(
     state: &AppState,
     ctx: Context,
     token: &CallbackTokenRow,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
-    let row = tables::table(&state.pool, token.company_id, token.table_id)
+    let author = Author {
+        company_id: token.company_id,
+        table_id: token.table_id,
+        user: &token.created_by,
+    };
+    open_as(state, ctx, author, operation).await
+}
+
+/// Whom a callback write acts as: the token's minting moderator on its table.
+pub struct Author<'a> {
+    /// The company.
+    pub company_id: Uuid,
+    /// The token's table.
+    pub table_id: Uuid,
+    /// The moderator (`user:<id>`).
+    pub user: &'a str,
+}
+
+/// The table opened as a callback write's author for `operation` (a write held
+/// for approval applies this way too). A deleted table is the uniform 404; a
+/// table governed by a channel policy is refused (a callback has no room to write
+/// from).
+pub async fn open_as(
+    state: &AppState,
+    ctx: Context,
+    author: Author<'_>,
+    operation: Operation,
+) -> ApiResult<OpenTable> {
+    let row = tables::table(&state.pool, author.company_id, author.table_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     if row.channel_scope_column.is_some() {
@@ -139,14 +169,14 @@ async fn open_as_moderator(
             "Cannot write through a callback to a table governed by a scoped channel policy",
         ));
     }
-    let moderator = token
-        .created_by
+    let moderator = author
+        .user
         .strip_prefix("user:")
         .and_then(|id| Uuid::parse_str(id).ok())
         .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
     let principal = user_principal(
         state,
-        token.company_id,
+        author.company_id,
         moderator,
         AuthMethod::CallbackToken,
     )
@@ -161,7 +191,7 @@ async fn open_as_moderator(
 }
 
 /// Applies a write to `record_id`.
-pub(super) async fn apply(
+pub async fn apply(
     table: &OpenTable,
     op: CallbackOp,
     record_id: Uuid,
@@ -223,6 +253,15 @@ async fn callback_write(
         .map(|key| IdempotencyKey::parse(Some(key)))
         .transpose()?;
     let table = open_as_moderator(&state, ctx, &token, operation).await?;
+    let held = hold::Write {
+        token_id: token.id,
+        body: &write,
+        record_id,
+        key: key.as_ref().map(|k| k.0.as_str()),
+    };
+    if let Some(held) = hold::hold_if_ruled(&table, held).await? {
+        return Ok(Json(held));
+    }
     let result = match key {
         None => {
             apply(&table, write.op, record_id, &write.data).await?;

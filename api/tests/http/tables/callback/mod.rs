@@ -5,6 +5,7 @@
 //! the migration lock; idempotency keys, also under 50 concurrent requests. This
 //! file holds the shared fixture and request helpers.
 
+mod approvals;
 mod idempotency;
 mod tokens;
 mod writes;

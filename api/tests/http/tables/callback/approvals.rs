@@ -1,0 +1,376 @@
+//! Approval holds: review groups and templates (company managers), a table's
+//! approval rules (moderators), callback writes held (`held_for_approval`,
+//! `already_pending`, idempotent resends, the pending bucket), `pending_approval`
+//! in search, and reviewers approving (the write applies) or rejecting.
+
+use super::{intake_table, mint, write};
+use crate::tables::fixture::{Tables, code};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const REVIEW: &str = "/private/module/review";
+
+async fn post(t: &Tables, user: &str, path: &str, body: Value) -> (u16, Value) {
+    t.call(Method::POST, &format!("{REVIEW}{path}"), user, Some(body))
+        .await
+}
+
+/// A group of `member` and a template with one gate it decides; (group, template).
+async fn reviewers(t: &Tables, require_signature: bool) -> (String, String) {
+    let member = t.user("member");
+    let (status, group) = post(
+        t,
+        "boss",
+        "/groups",
+        json!({"name": "Finance", "member_ids": [member]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{group}");
+    let group_id = group["id"].as_str().unwrap().to_string();
+    let gates = json!([{"name": "Finance", "condition": {"type": "group", "group_id": group_id, "mode": "any"}}]);
+    let body = json!({"name": "Payouts", "gates": gates, "require_signature": require_signature});
+    let (status, template) = post(t, "boss", "/templates", body).await;
+    assert_eq!(status, 201, "{template}");
+    (group_id, template["id"].as_str().unwrap().to_string())
+}
+
+async fn set_rules(t: &Tables, table: &str, user: &str, rules: Value) -> (u16, Value) {
+    t.call(
+        Method::PUT,
+        &format!("{table}/rules"),
+        user,
+        Some(json!({"rules": rules})),
+    )
+    .await
+}
+
+fn rule(template: &str, events: Value) -> Value {
+    json!({"id": "payouts", "label": "Payouts need finance", "type": "require_approval",
+           "events": events, "template_id": template})
+}
+
+#[tokio::test]
+async fn review_groups_and_templates_are_company_managers_definitions() {
+    let t = Tables::new().await;
+    let member = t.user("member");
+    let refused = post(
+        &t,
+        "member",
+        "/groups",
+        json!({"name": "F", "member_ids": [member]}),
+    )
+    .await;
+    assert_eq!(refused.0, 403, "{}", refused.1);
+    let stranger = t.seed.user("globex", "ceo");
+    let refused = post(
+        &t,
+        "boss",
+        "/groups",
+        json!({"name": "F", "member_ids": [stranger]}),
+    )
+    .await;
+    assert_eq!(refused.0, 400, "{}", refused.1);
+    assert_eq!(code(&refused), "review_config_invalid");
+    for bad in [
+        json!({"name": "", "member_ids": [member]}),
+        json!({"name": "F", "member_ids": []}),
+        json!({"name": "F", "member_ids": [member, member]}),
+    ] {
+        let refused = post(&t, "boss", "/groups", bad.clone()).await;
+        assert_eq!(
+            code(&refused),
+            "review_config_invalid",
+            "{bad}: {}",
+            refused.1
+        );
+    }
+    assert_eq!(
+        post(&t, "boss", "/groups", json!({"name": "F"})).await.0,
+        422
+    );
+    let (group, template) = reviewers(&t, false).await;
+    let unknown = json!([{"name": "X", "condition": {"type": "group", "group_id": uuid::Uuid::new_v4(), "mode": "any"}}]);
+    let refused = post(
+        &t,
+        "boss",
+        "/templates",
+        json!({"name": "T", "gates": unknown}),
+    )
+    .await;
+    assert_eq!(code(&refused), "review_config_invalid", "{}", refused.1);
+    let all =
+        json!([{"name": "X", "condition": {"type": "group", "group_id": group, "mode": "all"}}]);
+    let refused = post(&t, "boss", "/templates", json!({"name": "T", "gates": all})).await;
+    assert_eq!(code(&refused), "review_config_invalid", "{}", refused.1);
+    let refused = post(&t, "boss", "/templates", json!({"name": "T", "gates": []})).await;
+    assert_eq!(code(&refused), "review_config_invalid", "{}", refused.1);
+    let (status, groups) = t
+        .call(Method::GET, &format!("{REVIEW}/groups"), "boss", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(groups["groups"][0]["member_ids"], json!([member]));
+    let (status, templates) = t
+        .call(Method::GET, &format!("{REVIEW}/templates"), "boss", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(templates["templates"][0]["id"], template.as_str());
+    assert_eq!(
+        t.call(Method::GET, &format!("{REVIEW}/templates"), "dm", None)
+            .await
+            .0,
+        403
+    );
+    let (_, other) = t
+        .call(Method::GET, &format!("{REVIEW}/groups"), "ceo", None)
+        .await;
+    assert_eq!(other["groups"], json!([]), "another company sees none");
+
+    // Rules: moderators, naming templates of the company.
+    let (table, _) = intake_table(&t).await;
+    let (status, saved) = set_rules(
+        &t,
+        &table,
+        "dm",
+        json!([rule(&template, json!(["updated", "created"]))]),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["rules"][0]["events"], json!(["created", "updated"]));
+    let (status, read) = t
+        .call(Method::GET, &format!("{table}/rules"), "dm", None)
+        .await;
+    assert_eq!((status, &read), (200, &saved));
+    let refused = set_rules(
+        &t,
+        &table,
+        "dm",
+        json!([rule(&uuid::Uuid::new_v4().to_string(), json!(["created"]))]),
+    )
+    .await;
+    assert_eq!(code(&refused), "rule_config_invalid", "{}", refused.1);
+    let refused = set_rules(&t, &table, "dm", json!([rule(&template, json!([]))])).await;
+    assert_eq!(code(&refused), "rule_config_invalid", "{}", refused.1);
+    assert_eq!(set_rules(&t, &table, "member", json!([])).await.0, 403);
+    let (_, read) = t
+        .call(Method::GET, &format!("{table}/rules"), "dm", None)
+        .await;
+    assert_eq!(read, saved, "refusals changed nothing");
+}
+
+#[tokio::test]
+async fn held_callback_writes_wait_for_reviewers() {
+    let t = Tables::new().await;
+    let (table, keys) = intake_table(&t).await;
+    let (_, template) = reviewers(&t, true).await;
+    let (token, secret) = mint(&t, &table, "create,update").await;
+    let existing = t.record(&table, json!({"name": "old", "qty": 1})).await;
+    let existing_id = existing["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        set_rules(
+            &t,
+            &table,
+            "dm",
+            json!([rule(&template, json!(["created", "updated"]))])
+        )
+        .await
+        .0,
+        200
+    );
+
+    let (status, held) = write(
+        &t,
+        &token,
+        &secret,
+        json!({"op": "create", "data": {"name": "new", "qty": 9}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{held}");
+    assert_eq!(held["status"], "held_for_approval");
+    assert_eq!(held["record_id"], Value::Null);
+    assert_eq!(held["rule_label"], "Payouts need finance");
+    assert!(held["process_id"].is_string() && held["staged_change_id"].is_string());
+    assert_eq!(
+        t.records(&table, "dm").await["total"],
+        1,
+        "nothing written yet"
+    );
+
+    // A keyed resend answers the same hold; another body with the key is 409.
+    let keyed = json!({"op": "create", "data": {"name": "keyed"}, "idempotency_key": "k-1"});
+    let (_, first) = write(&t, &token, &secret, keyed.clone()).await;
+    let (status, again) = write(&t, &token, &secret, keyed).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (again["replayed"].clone(), again["staged_change_id"].clone()),
+        (json!(true), first["staged_change_id"].clone())
+    );
+    let other = json!({"op": "create", "data": {"name": "other"}, "idempotency_key": "k-1"});
+    assert_eq!(write(&t, &token, &secret, other).await.0, 409);
+
+    // An update is held; a second update of the record reuses its process.
+    let qty = keys["qty"].as_str().unwrap();
+    let update = json!({"op": "update", "record_id": existing_id, "data": {qty: 2}});
+    let (_, updating) = write(&t, &token, &secret, update).await;
+    assert_eq!(updating["status"], "held_for_approval", "{updating}");
+    let update = json!({"op": "update", "record_id": existing_id, "data": {qty: 3}});
+    let (status, pending) = write(&t, &token, &secret, update).await;
+    assert_eq!(status, 200);
+    assert_eq!(pending["status"], "already_pending");
+    assert_eq!(pending["process_id"], updating["process_id"]);
+    let (_, found) = t.search(&table, json!({"pending_approval": true})).await;
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["records"][0]["id"], existing_id.as_str());
+    let (_, rest) = t.search(&table, json!({"pending_approval": false})).await;
+    assert_eq!(rest["total"], 0, "{rest}");
+
+    // Reviewers: members of the gate's group list and decide; others may not.
+    let (status, listed) = t
+        .call(Method::GET, &format!("{REVIEW}/processes"), "member", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["processes"].as_array().unwrap().len(), 3, "{listed}");
+    let (_, none) = t
+        .call(Method::GET, &format!("{REVIEW}/processes"), "dm", None)
+        .await;
+    assert_eq!(none["processes"], json!([]));
+    let process = |answer: &Value| format!("/processes/{}", answer["process_id"].as_str().unwrap());
+    assert_eq!(
+        post(
+            &t,
+            "dm",
+            &format!("{}/approve", process(&held)),
+            json!({"signature": "D"})
+        )
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        post(
+            &t,
+            "ceo",
+            &format!("{}/approve", process(&held)),
+            json!({"signature": "C"})
+        )
+        .await
+        .0,
+        404
+    );
+    let unsigned = post(
+        &t,
+        "member",
+        &format!("{}/approve", process(&held)),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        code(&unsigned),
+        "review_signature_required",
+        "{}",
+        unsigned.1
+    );
+    let (status, approved) = post(
+        &t,
+        "member",
+        &format!("{}/approve", process(&held)),
+        json!({"signature": "M. Ember"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["status"], "applied");
+    assert_eq!(approved["gates"][0]["passed"], true);
+    let created = approved["record_id"].as_str().unwrap();
+    let (status, record) = t
+        .call(
+            Method::GET,
+            &format!("{table}/records/{created}"),
+            "dm",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{record}");
+    assert_eq!(record["data"]["qty"], 9);
+    let (status, _) = post(
+        &t,
+        "member",
+        &format!("{}/approve", process(&updating)),
+        json!({"signature": "M"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, record) = t
+        .call(
+            Method::GET,
+            &format!("{table}/records/{existing_id}"),
+            "dm",
+            None,
+        )
+        .await;
+    assert_eq!(record["data"]["qty"], 2, "the held update applied");
+    let (status, rejected) = post(
+        &t,
+        "member",
+        &format!("{}/reject", process(&first)),
+        json!({"reason": "duplicate"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{rejected}");
+    assert_eq!(
+        (rejected["status"].as_str(), rejected["reason"].as_str()),
+        (Some("rejected"), Some("duplicate"))
+    );
+    let decided = post(
+        &t,
+        "member",
+        &format!("{}/approve", process(&first)),
+        json!({"signature": "M"}),
+    )
+    .await;
+    assert_eq!(decided.0, 409);
+    assert_eq!(code(&decided), "staged_change_not_pending");
+    assert_eq!(
+        t.records(&table, "dm").await["total"],
+        2,
+        "the rejected write never applied"
+    );
+}
+
+#[tokio::test]
+async fn a_full_pending_bucket_answers_429() {
+    let t = Tables::new().await;
+    let (table, _) = intake_table(&t).await;
+    let (_, template) = reviewers(&t, false).await;
+    let (token, secret) = mint(&t, &table, "create").await;
+    assert_eq!(
+        set_rules(
+            &t,
+            &table,
+            "dm",
+            json!([rule(&template, json!(["created"]))])
+        )
+        .await
+        .0,
+        200
+    );
+    for n in 0..50 {
+        let (status, held) = write(
+            &t,
+            &token,
+            &secret,
+            json!({"op": "create", "data": {"name": format!("n{n}")}}),
+        )
+        .await;
+        assert_eq!(held["status"], "held_for_approval", "{status} {held}");
+    }
+    let full = write(
+        &t,
+        &token,
+        &secret,
+        json!({"op": "create", "data": {"name": "one more"}}),
+    )
+    .await;
+    assert_eq!(full.0, 429, "{}", full.1);
+    assert_eq!(code(&full), "approval_pending_bucket_full");
+    assert_eq!(full.1["detail"]["limit"], 50);
+    assert_eq!(t.records(&table, "dm").await["total"], 0);
+}
