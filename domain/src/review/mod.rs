@@ -35,6 +35,76 @@ impl SpecError for ReviewError {
     }
 }
 
+/// Defines an aggregate that is created once and never changes (a review group,
+/// a review template): its command `Create(terms)` (nothing happens when it
+/// exists; the terms are checked by their `check`), its one event, and its state.
+macro_rules! created_once {
+    (
+        $(#[$doc:meta])*
+        $aggregate:ident, $command:ident, $event:ident, $created:ident, $terms:ty, $type:literal
+    ) => {
+        #[doc = concat!("Commands of [`", stringify!($aggregate), "`].")]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $command {
+            /// Creates it (nothing happens when it exists).
+            Create(Box<$terms>),
+        }
+
+        #[doc = concat!("Events of [`", stringify!($aggregate), "`].")]
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub enum $event {
+            /// It was created.
+            $created(Box<$terms>),
+        }
+
+        impl cqrs_es::DomainEvent for $event {
+            fn event_type(&self) -> String {
+                stringify!($created).into()
+            }
+            fn event_version(&self) -> String {
+                "1".into()
+            }
+        }
+
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub struct $aggregate {
+            /// What it was created with.
+            pub terms: Option<Box<$terms>>,
+        }
+
+        impl cqrs_es::Aggregate for $aggregate {
+            const TYPE: &'static str = $type;
+            type Command = $command;
+            type Event = $event;
+            type Error = $crate::review::ReviewError;
+            type Services = ();
+
+            async fn handle(
+                &mut self,
+                command: Self::Command,
+                _: &(),
+                sink: &cqrs_es::event_sink::EventSink<Self>,
+            ) -> Result<(), Self::Error> {
+                let $command::Create(terms) = command;
+                if self.terms.is_none() {
+                    let terms = Box::new(terms.check()?);
+                    sink.write($event::$created(terms), self).await;
+                }
+                Ok(())
+            }
+
+            fn apply(&mut self, event: Self::Event) {
+                let $event::$created(terms) = event;
+                self.terms = Some(terms);
+            }
+        }
+
+        impl $crate::AggregateExt for $aggregate {}
+    };
+}
+use created_once;
+
 /// A name of 1..[`MAX_NAME`] characters, trimmed.
 pub(crate) fn check_name(what: &str, name: &str) -> Result<String, ReviewError> {
     let name = name.trim();

@@ -3,9 +3,6 @@
 //! passes it); `require_signature` makes every approval carry a signature.
 
 use super::{MAX_GATES, ReviewError, check_name};
-use crate::AggregateExt;
-use cqrs_es::event_sink::EventSink;
-use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -73,62 +70,7 @@ impl ReviewTemplateTerms {
     }
 }
 
-/// Commands of [`ReviewTemplate`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum ReviewTemplateCommand {
-    /// Creates the template (nothing happens when it exists).
-    Create(Box<ReviewTemplateTerms>),
-}
-
-/// Events of [`ReviewTemplate`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum ReviewTemplateEvent {
-    /// A template was created.
-    ReviewTemplateCreated(Box<ReviewTemplateTerms>),
-}
-
-impl DomainEvent for ReviewTemplateEvent {
-    fn event_type(&self) -> String {
-        "ReviewTemplateCreated".into()
-    }
-    fn event_version(&self) -> String {
-        "1".into()
-    }
-}
-
-/// A review template.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReviewTemplate {
-    /// What it was created with.
-    pub terms: Option<Box<ReviewTemplateTerms>>,
-}
-
-impl Aggregate for ReviewTemplate {
-    const TYPE: &'static str = "review_template";
-    type Command = ReviewTemplateCommand;
-    type Event = ReviewTemplateEvent;
-    type Error = ReviewError;
-    type Services = ();
-
-    async fn handle(
-        &mut self,
-        command: Self::Command,
-        _: &(),
-        sink: &EventSink<Self>,
-    ) -> Result<(), Self::Error> {
-        let ReviewTemplateCommand::Create(terms) = command;
-        if self.terms.is_none() {
-            let terms = Box::new(terms.check()?);
-            sink.write(ReviewTemplateEvent::ReviewTemplateCreated(terms), self)
-                .await;
-        }
-        Ok(())
-    }
-
-    fn apply(&mut self, event: Self::Event) {
-        let ReviewTemplateEvent::ReviewTemplateCreated(terms) = event;
-        self.terms = Some(terms);
-    }
-}
-
-impl AggregateExt for ReviewTemplate {}
+super::created_once!(
+    /// A review template.
+    ReviewTemplate, ReviewTemplateCommand, ReviewTemplateEvent, ReviewTemplateCreated, ReviewTemplateTerms, "review_template"
+);

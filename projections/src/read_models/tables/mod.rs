@@ -6,6 +6,7 @@
 //! written in bulk; a table event first flushes the pending records of its table, so
 //! a schema change sees exactly the rows that precede it in the log.
 
+mod automation;
 mod grant_indexes;
 mod holders;
 pub(crate) mod physical;
