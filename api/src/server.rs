@@ -62,7 +62,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
     let sandbox = json
         .merge(raw)
         .fallback(not_found)
-        .layer(from_fn_with_state(state.deployment.enabled, kill_switch))
+        .layer(from_fn_with_state(state.clone(), kill_switch))
         .layer(from_fn_with_state(PREFIX, sandbox_gate))
         .layer(from_fn_with_state(state.clone(), authenticate));
     // Custom tables: the same authentication and body guard, but neither the sandbox

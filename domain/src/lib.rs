@@ -19,6 +19,7 @@ pub mod runs;
 pub mod secrets;
 pub mod settings;
 pub mod sharing;
+pub mod switch;
 pub mod tables;
 pub mod tasks;
 pub mod upcast;

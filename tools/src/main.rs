@@ -12,6 +12,7 @@ mod environments;
 mod events;
 mod progress;
 mod rebuild;
+mod switch;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -47,7 +48,10 @@ enum Command {
     /// Read models: status, rebuild, point-in-time builds, digests.
     #[command(subcommand)]
     Projections(rebuild::ProjectionsCommand),
-    /// User tokens.
+    /// The operator's kill switches (deployment-wide or per company).
+    #[command(subcommand)]
+    Switch(switch::SwitchAction),
+    /// User and operator tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
 }
@@ -74,6 +78,7 @@ async fn main() {
         Command::Environments(command) => environments::run(&cli.target, command).await,
         Command::Events(command) => events::run(&cli.target, command).await,
         Command::Projections(command) => rebuild::run(&cli.target, command).await,
+        Command::Switch(command) => switch::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
     };
     if let Err(error) = result {

@@ -158,6 +158,35 @@ async fn token_mint_prints_a_token_for_a_directory_user() {
 }
 
 #[tokio::test]
+async fn switch_turns_a_company_off_and_on_with_a_reason() {
+    let cli = Cli::new().await;
+    cli.apply(&directory());
+    let (ok, stdout, stderr) =
+        cli.run(&["switch", "off", "--company", "acme", "--reason", "billing"]);
+    assert!(ok, "{stderr}");
+    let acme = api::admin::directory::company_id("acme").to_string();
+    assert_eq!(stdout.trim(), format!("{acme} off"));
+    let (ok, stdout, stderr) = cli.run(&["switch", "status"]);
+    assert!(ok, "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(rows[0]["scope"], acme.as_str());
+    assert_eq!(rows[0]["enabled"], false);
+    assert_eq!(rows[0]["reason"], "billing");
+    assert!(
+        rows[0]["changed_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("operator:"),
+        "{rows}"
+    );
+    let (ok, _, stderr) = cli.run(&["switch", "on", "--company", "acme", "--reason", " "]);
+    assert!(!ok, "a reason is required: {stderr}");
+    let (ok, stdout, _) = cli.run(&["switch", "on", "--reason", "all clear"]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), "global on");
+}
+
+#[tokio::test]
 async fn token_mint_root_prints_an_operator_token_alone_on_one_line() {
     let cli = Cli::new().await;
     let (ok, stdout, stderr) = cli.run(&["token", "mint", "--root"]);

@@ -33,8 +33,9 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
 }
 
 /// Prometheus metrics: requests and latencies per route, events appended and sealed,
-/// log head, projection lag, and the sealing lag (read from the database at each
-/// scrape, so a stalled sealer shows).
+/// log head, projection lag, the sealing lag (read from the database at each
+/// scrape, so a stalled sealer shows), and the kill switches (`sandbox_enabled`,
+/// `sandbox_companies_disabled`).
 #[utoipa::path(get, path = "/metrics", tag = "general",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> String {
@@ -44,6 +45,21 @@ async fn metrics(State(state): State<AppState>) -> String {
             metrics::gauge!("sandbox_log_unsealed_events").set(backlog.events as f64);
         }
         Err(error) => tracing::warn!(%error, "cannot read the sealing backlog"),
+    }
+    match projections::read_models::switches::all(&state.pool).await {
+        Ok(switches) => {
+            let global_off = switches
+                .iter()
+                .any(|s| s.company_id.is_none() && !s.enabled);
+            let enabled = state.deployment.enabled && !global_off;
+            metrics::gauge!("sandbox_enabled").set(if enabled { 1.0 } else { 0.0 });
+            let companies_off = switches
+                .iter()
+                .filter(|s| s.company_id.is_some() && !s.enabled)
+                .count();
+            metrics::gauge!("sandbox_companies_disabled").set(companies_off as f64);
+        }
+        Err(error) => tracing::warn!(%error, "cannot read the kill switches"),
     }
     metrics_handle().render()
 }

@@ -122,6 +122,108 @@ async fn the_kill_switch_refuses_changes_but_not_reads_cancel_or_download() {
     }
 }
 
+/// A `PUT /settings` as `user` of `company`: its status.
+async fn settings_write(
+    app: &TestApp,
+    seed: &crate::support::Seed,
+    company: &str,
+    user: &str,
+) -> u16 {
+    let write = app
+        .request(Method::PUT, SETTINGS)
+        .bearer_token(&seed.token(company, user))
+        .json(&serde_json::json!({"policy_version": 999}));
+    write.send().await.unwrap().status().as_u16()
+}
+
+/// Sets a switch as `sandboxctl switch` does.
+async fn switch(app: &TestApp, company: Option<uuid::Uuid>, enabled: bool) {
+    use domain::switch::{SandboxSwitch, SwitchChange, SwitchCommand, switch_id};
+    let change = SwitchChange {
+        company_id: company,
+        enabled,
+        reason: "maintenance".into(),
+    };
+    app.state
+        .bus
+        .execute::<SandboxSwitch>(
+            &switch_id(company),
+            SwitchCommand::Set(change),
+            &api::admin::operator_metadata("test"),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_operator_switches_the_sandbox_off_for_one_company_or_everyone() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let acme = seed.company("acme");
+    assert_ne!(settings_write(&app, &seed, "acme", "boss").await, 503, "on");
+    switch(&app, Some(acme), false).await;
+    assert_eq!(settings_write(&app, &seed, "acme", "boss").await, 503);
+    assert_ne!(
+        settings_write(&app, &seed, "globex", "ceo").await,
+        503,
+        "another company is on"
+    );
+    let read = app
+        .request(Method::GET, SETTINGS)
+        .bearer_token(&seed.token("acme", "boss"));
+    assert_eq!(read.send().await.unwrap().status().as_u16(), 200);
+    let room = seed.room("acme", "lab");
+    let cancel = app
+        .request(
+            Method::POST,
+            &format!("/private/module/sandbox/chatrooms/{room}/runs/r1/cancel"),
+        )
+        .bearer_token(&seed.token("acme", "boss"));
+    assert_ne!(cancel.send().await.unwrap().status().as_u16(), 503);
+    let metrics = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("sandbox_companies_disabled 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("sandbox_enabled 1"), "{metrics}");
+
+    switch(&app, None, false).await;
+    assert_eq!(
+        settings_write(&app, &seed, "globex", "ceo").await,
+        503,
+        "global off"
+    );
+    let metrics = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("sandbox_enabled 0"), "{metrics}");
+    switch(&app, None, true).await;
+    switch(&app, Some(acme), true).await;
+    assert_ne!(
+        settings_write(&app, &seed, "acme", "boss").await,
+        503,
+        "on again"
+    );
+    let changes: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type = 'sandbox_switch'")
+            .fetch_one(&app.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(changes, 4, "each change is an event");
+}
+
 #[tokio::test]
 async fn unknown_paths_answer_the_uniform_404() {
     let app = TestApp::spawn().await;

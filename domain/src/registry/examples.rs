@@ -174,3 +174,15 @@ impl Catalogued for CompanySettings {
         ]
     }
 }
+
+impl Catalogued for crate::switch::SandboxSwitch {
+    fn examples() -> Vec<crate::switch::SwitchEvent> {
+        vec![crate::switch::SwitchEvent::SandboxSwitchSet(
+            crate::switch::SwitchChange {
+                company_id: Some(COMPANY),
+                enabled: false,
+                reason: "billing dispute".into(),
+            },
+        )]
+    }
+}

@@ -78,6 +78,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<api_key::ApiKey>(),
         entry::<social_client::SocialClient>(),
         entry::<crate::settings::CompanySettings>(),
+        entry::<crate::switch::SandboxSwitch>(),
         entry::<crate::environments::environment::Environment>(),
         entry::<crate::environments::version::EnvironmentVersion>(),
         entry::<crate::environments::upload::ContextUpload>(),

@@ -13,6 +13,7 @@ mod rowset;
 pub mod runs;
 pub mod secrets;
 pub mod sharing;
+pub mod switches;
 mod table;
 pub mod tables;
 pub mod tasks;
@@ -41,6 +42,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(secrets::SecretsProjection),
         Arc::new(trigger_runs::TriggerRunsProjection),
         Arc::new(review::ReviewProjection),
+        Arc::new(switches::SwitchesProjection),
     ]
 }
 

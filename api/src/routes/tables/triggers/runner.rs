@@ -15,11 +15,11 @@ use super::fire::metadata;
 use crate::access::{Room, TaskVersion};
 use crate::auth::user_principal;
 use crate::error::ApiError;
+use crate::middleware::kill_switch;
 use crate::request::{Caller, Context};
 use crate::routes::sandbox::runs::admission::{Admission, admit, stage};
 use crate::state::AppState;
 use chrono::Utc;
-use domain::error::Code;
 use domain::principal::AuthMethod;
 use domain::runs::run::{RunStatus, SubmissionSource};
 use domain::tables::query;
@@ -260,12 +260,9 @@ struct SandboxTask {
 /// schema, the queued-run limit), with `submission_source`
 /// `custom_table_trigger`. The kill switch stops it as it stops REST runs.
 async fn submit(state: &AppState, run: &TriggerRunRow, task: SandboxTask) -> Result<Uuid, String> {
-    if !state.deployment.enabled {
-        return Err(format!(
-            "{}: the sandbox is disabled by the operator",
-            Code::SandboxDisabled.as_str()
-        ));
-    }
+    kill_switch::check(state, Some(run.company_id))
+        .await
+        .map_err(refused)?;
     let caller = author(state, run, AuthMethod::Jwt).await?;
     let staged = stage(&caller, task.input).await.map_err(refused)?;
     let room = Room::visible(&caller, task.chatroom_id)

@@ -1,0 +1,90 @@
+//! The `switches` projection: the operator's kill switches (`sandbox_switches`),
+//! one row per switch ever set, and the queries the kill switch asks on each
+//! sandbox change.
+
+use crate::log::StoredEvent;
+use crate::projection::Projection;
+use async_trait::async_trait;
+use domain::switch::{SandboxSwitch, SwitchEvent, switch_id};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// Projects [`SandboxSwitch`].
+pub struct SwitchesProjection;
+
+#[async_trait]
+impl Projection for SwitchesProjection {
+    fn name(&self) -> &'static str {
+        "switches"
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["sandbox_switches"]
+    }
+
+    fn aggregate_types(&self) -> &'static [&'static str] {
+        &["sandbox_switch"]
+    }
+
+    async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+        for event in events {
+            let Some(SwitchEvent::SandboxSwitchSet(change)) = event.decode::<SandboxSwitch>()?
+            else {
+                continue;
+            };
+            sqlx::query(
+                "INSERT INTO sandbox_switches (scope, company_id, enabled, reason, changed_by, changed_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (scope) DO UPDATE SET enabled = EXCLUDED.enabled, reason = EXCLUDED.reason,
+                        changed_by = EXCLUDED.changed_by, changed_at = EXCLUDED.changed_at",
+            )
+            .bind(switch_id(change.company_id))
+            .bind(change.company_id)
+            .bind(change.enabled)
+            .bind(&change.reason)
+            .bind(event.actor())
+            .bind(event.time())
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// A switch as last set.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+pub struct SwitchRow {
+    /// `global` or the company id.
+    pub scope: String,
+    /// The company (none for the global switch).
+    pub company_id: Option<Uuid>,
+    /// Whether the sandbox is on there.
+    pub enabled: bool,
+    /// Why it was set so.
+    pub reason: String,
+    /// Who set it.
+    pub changed_by: String,
+    /// When.
+    pub changed_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Whether a switch covering the company (the global one, or its own) is off.
+pub async fn off_for(pool: &PgPool, company: Option<Uuid>) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sandbox_switches
+                         WHERE NOT enabled AND (scope = 'global' OR company_id = $1))",
+    )
+    .bind(company)
+    .fetch_one(pool)
+    .await
+}
+
+/// Every switch ever set, the global one first.
+pub async fn all(pool: &PgPool) -> sqlx::Result<Vec<SwitchRow>> {
+    sqlx::query_as(
+        "SELECT scope, company_id, enabled, reason, changed_by, changed_at FROM sandbox_switches
+          ORDER BY company_id NULLS FIRST, scope",
+    )
+    .fetch_all(pool)
+    .await
+}
