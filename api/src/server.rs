@@ -80,6 +80,12 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .layer(from_fn_with_state(state.clone(), authenticate))
         .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
         .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+    // The notification center: absolute paths, authenticated like the tables.
+    let notifications = routes::notifications::router()
+        .layer(from_fn(routes::tables::refuse_restricted))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())
@@ -87,6 +93,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .merge(routes::tables::public_read::router())
         .merge(routes::tables::callback::router())
         .merge(routes::root::router())
+        .merge(notifications)
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
         .nest(routes::review::PREFIX, review)

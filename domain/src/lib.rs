@@ -11,6 +11,7 @@ pub mod directory;
 pub mod environments;
 pub mod error;
 pub mod ids;
+pub mod notifications;
 pub mod objects;
 pub mod principal;
 pub mod registry;

@@ -1,6 +1,7 @@
 //! Routes, grouped the way the specs group them.
 
 pub mod health;
+pub mod notifications;
 pub mod public;
 pub mod public_links;
 pub mod review;

@@ -3,9 +3,10 @@
 //! - sandbox routes: a row of the golden matrix (`sandbox/authorization_matrix.json`);
 //! - custom-table routes: an entry of `tables/route_authorization.json` naming a test
 //!   that exists;
-//! - operator routes (below `/root`) and review routes (below
-//!   `/private/module/review`): an entry of `operator_routes.json` or
-//!   `review_routes.json` naming a test that exists;
+//! - operator routes (below `/root`), review routes (below
+//!   `/private/module/review`) and the notification center (below
+//!   `/private/module/notifications`): an entry of `operator_routes.json`,
+//!   `review_routes.json` or `notification_routes.json` naming a test that exists;
 //! - everything else (health, metrics, public info, public links): an entry of
 //!   `public_routes.json` saying why it needs no login, checked here by calling it
 //!   without credentials.
@@ -24,6 +25,7 @@ const TABLE_ROUTES: &str = include_str!("tables/route_authorization.json");
 const PUBLIC_ROUTES: &str = include_str!("public_routes.json");
 const OPERATOR_ROUTES: &str = include_str!("operator_routes.json");
 const REVIEW_ROUTES: &str = include_str!("review_routes.json");
+const NOTIFICATION_ROUTES: &str = include_str!("notification_routes.json");
 
 /// The route key of the custom-tables data: the path after its scope mount
 /// (`/tables/...`, `/migrations/...` or `/trigger-runs/...`).
@@ -37,7 +39,7 @@ pub(crate) fn table_route(method: &str, path: &str) -> String {
 }
 
 /// The routes of the document, per service: `sandbox`, `tables`, `operator`,
-/// `review` or `public`.
+/// `review`, `notifications` or `public`.
 fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
     let mut services: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -51,6 +53,8 @@ fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
                 ("operator", format!("{method} {path}"))
             } else if path.starts_with("/private/module/review/") {
                 ("review", format!("{method} {path}"))
+            } else if path.starts_with("/private/module/notifications") {
+                ("notifications", format!("{method} {path}"))
             } else {
                 ("public", format!("{method} {path}"))
             };
@@ -81,6 +85,7 @@ fn named() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("public", keys(PUBLIC_ROUTES)),
         ("operator", keys(OPERATOR_ROUTES)),
         ("review", keys(REVIEW_ROUTES)),
+        ("notifications", keys(NOTIFICATION_ROUTES)),
     ])
 }
 
@@ -136,6 +141,7 @@ async fn every_route_has_authorization_data() {
         ("tables", TABLE_ROUTES),
         ("operator", OPERATOR_ROUTES),
         ("review", REVIEW_ROUTES),
+        ("notifications", NOTIFICATION_ROUTES),
     ];
     for (service, text) in data {
         let data: Value = serde_json::from_str(text).unwrap();

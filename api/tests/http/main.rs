@@ -9,6 +9,7 @@ mod environments;
 mod error_codes;
 mod general;
 mod log_stall;
+mod notifications;
 mod public;
 mod restricted;
 mod runs;

@@ -186,3 +186,19 @@ impl Catalogued for crate::switch::SandboxSwitch {
         )]
     }
 }
+
+impl Catalogued for crate::notifications::NotificationInbox {
+    fn examples() -> Vec<crate::notifications::InboxEvent> {
+        use crate::notifications::InboxEvent;
+        vec![
+            InboxEvent::NotificationsRead {
+                user_id: USER,
+                ids: vec![Uuid::from_u128(0x6001)],
+            },
+            InboxEvent::AllNotificationsRead {
+                user_id: USER,
+                until: chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap_or_default(),
+            },
+        ]
+    }
+}

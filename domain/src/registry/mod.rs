@@ -79,6 +79,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<social_client::SocialClient>(),
         entry::<crate::settings::CompanySettings>(),
         entry::<crate::switch::SandboxSwitch>(),
+        entry::<crate::notifications::NotificationInbox>(),
         entry::<crate::environments::environment::Environment>(),
         entry::<crate::environments::version::EnvironmentVersion>(),
         entry::<crate::environments::upload::ContextUpload>(),

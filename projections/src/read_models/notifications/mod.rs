@@ -1,7 +1,12 @@
 //! The `notifications` projection: `sandbox_event` notifications raised by build
 //! results (`build_ready`, `build_failed`, `build_cancelled`), addressed to the
-//! environment's owner scope and the company managers. They are stored here and
-//! delivered by the notification center (a later issue).
+//! environment's owner scope and the company managers, and by runs ([`runs`]:
+//! `run_terminal`, `run_content_expired`, to the submitter); and what each user
+//! read ([`inbox`]). The notification center reads them through [`query`].
+
+mod inbox;
+pub mod query;
+mod runs;
 
 use super::{RowSet, Table};
 use crate::log::StoredEvent;
@@ -184,14 +189,24 @@ impl Projection for NotificationsProjection {
             "notifications",
             "notification_environment_owners",
             "notification_versions",
+            "notification_runs",
+            "notification_reads",
+            "notification_read_marks",
         ]
     }
 
     fn aggregate_types(&self) -> &'static [&'static str] {
-        &["environment", "environment_version"]
+        &[
+            "environment",
+            "environment_version",
+            "run",
+            "notification_inbox",
+        ]
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+        runs::apply(conn, events).await?;
+        inbox::apply(conn, events).await?;
         let mut decoded = Vec::new();
         for event in events {
             let id = || event.aggregate_id.parse::<Uuid>().context("aggregate id");

@@ -1,0 +1,97 @@
+//! Run notifications: `run_terminal` when a run ends and `run_content_expired`
+//! when its contents passed their retention, each addressed to the run's submitter
+//! (`{scope: user | social_media_client, id}`), remembered from its submission in
+//! `notification_runs`.
+
+use crate::log::StoredEvent;
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use domain::runs::run::{Run, RunEvent};
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Applies the run events of a batch, in log order.
+pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+    for event in events {
+        let Some(decoded) = event.decode::<Run>()? else {
+            continue;
+        };
+        let run_id: Uuid = event.aggregate_id.parse().context("run id")?;
+        match decoded {
+            RunEvent::RunSubmitted(submitted) => {
+                sqlx::query(
+                    "INSERT INTO notification_runs (run_id, company_id, chatroom_id, task_id, principal_type, principal_id)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING",
+                )
+                .bind(run_id)
+                .bind(submitted.company_id)
+                .bind(submitted.chatroom_id)
+                .bind(submitted.task_id)
+                .bind(submitted.principal_type.as_str())
+                .bind(submitted.principal_id)
+                .execute(&mut *conn)
+                .await?;
+            }
+            RunEvent::RunFinished(ended) => {
+                let payload = json!({"terminal_class": ended.terminal_class,
+                                     "error_code": ended.error_code});
+                notify(conn, run_id, "run_terminal", payload, event.time()).await?;
+            }
+            RunEvent::RunContentExpired => {
+                notify(conn, run_id, "run_content_expired", json!({}), event.time()).await?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+struct Submitter {
+    company_id: Uuid,
+    chatroom_id: Uuid,
+    task_id: Uuid,
+    principal_type: String,
+    principal_id: Uuid,
+}
+
+/// Stores one notification about a run for its submitter.
+async fn notify(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    kind: &str,
+    mut payload: Value,
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let submitter: Option<Submitter> = sqlx::query_as(
+        "SELECT company_id, chatroom_id, task_id, principal_type, principal_id
+           FROM notification_runs WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(submitter) = submitter else {
+        return Ok(());
+    };
+    payload["run_id"] = json!(run_id);
+    payload["chatroom_id"] = json!(submitter.chatroom_id);
+    payload["task_id"] = json!(submitter.task_id);
+    let recipients = json!([{"scope": submitter.principal_type, "id": submitter.principal_id}]);
+    sqlx::query(
+        "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(domain::ids::derive(
+        "notification",
+        &[kind, &run_id.to_string()],
+    ))
+    .bind(submitter.company_id)
+    .bind(kind)
+    .bind(recipients)
+    .bind(payload)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
