@@ -2,6 +2,7 @@
 //! artifacts and public links.
 
 mod execution;
+mod idempotency;
 mod links;
 mod queries;
 mod quick_run;
