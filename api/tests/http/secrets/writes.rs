@@ -193,3 +193,50 @@ async fn an_unconfigured_store_or_transit_key_refuses_writes() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn fifty_parallel_writes_with_one_key_make_one_write() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, _) = callers(&app).await;
+    let company = seed.company("acme").to_string();
+    let task = company_task(&boss, "job").await;
+    let pem = public_key(&app).await;
+    let body = write_body(
+        "company",
+        &company,
+        &task,
+        "API_TOKEN",
+        rust_seal(&pem, b"correct horse battery staple"),
+    );
+    let same = (0..50).map(|_| secret_post(&boss, "/secrets", "one-key", body.clone()));
+    let answers = futures::future::join_all(same).await;
+    let first = &answers[0].1;
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200, "{answer}");
+        assert_eq!(
+            answer["id"], first["id"],
+            "every request answers the one write"
+        );
+    }
+    let differing = (0..10).map(|n| {
+        let value = format!("correct horse battery staple {n}");
+        let body = write_body(
+            "company",
+            &company,
+            &task,
+            "API_TOKEN",
+            rust_seal(&pem, value.as_bytes()),
+        );
+        secret_post(&boss, "/secrets", "contested", body)
+    });
+    let answers = futures::future::join_all(differing).await;
+    assert_eq!(
+        answers.iter().filter(|(s, _)| *s == 200).count(),
+        1,
+        "{answers:?}"
+    );
+    for (status, answer) in answers.iter().filter(|(s, _)| *s != 200) {
+        assert_eq!(*status, 409, "{answer}");
+        assert_eq!(answer["detail"]["code"], "idempotency_conflict");
+    }
+}

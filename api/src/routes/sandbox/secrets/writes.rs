@@ -10,6 +10,7 @@
 
 use super::views::*;
 use crate::access::{Consumer, Task};
+use crate::admission::{self, AdmissionLock};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{IdempotencyKey, request_hash};
 use crate::request::Caller;
@@ -111,6 +112,15 @@ fn decrypt(caller: &Caller, sealed: &SandboxEncryptedValue) -> ApiResult<Zeroizi
     Ok(value)
 }
 
+/// Holds the operation's idempotency key until the request answers: concurrent
+/// requests with one key run one after another, so the first writes and the
+/// others replay it (or conflict, with another body) instead of racing on the
+/// binding.
+async fn key_lock(caller: &Caller, operation_id: Uuid) -> ApiResult<AdmissionLock> {
+    let purpose = format!("secret-operation/{operation_id}");
+    Ok(admission::lock(caller.pool(), caller.principal.company_id, &purpose).await?)
+}
+
 /// The recorded operation of this key, if the same request already ran.
 async fn replayed(
     caller: &Caller,
@@ -196,6 +206,7 @@ pub async fn write(
         &body.slot_name,
         &digest
     ]));
+    let _key = key_lock(&caller, operation_id).await?;
     if let Some(replay) = replayed(&caller, operation_id, &hash).await? {
         return Ok(Json(replay));
     }
@@ -266,6 +277,7 @@ pub async fn revoke(
         task.id(),
         &body.slot_name
     ]));
+    let _key = key_lock(&caller, operation_id).await?;
     if let Some(replay) = replayed(&caller, operation_id, &hash).await? {
         return Ok(Json(replay));
     }
