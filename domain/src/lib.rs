@@ -5,6 +5,7 @@
 //! every aggregate can be replayed from its events alone.
 
 pub mod aggregate_ext;
+pub mod build_fence;
 pub mod catalog;
 pub mod codes;
 pub mod directory;

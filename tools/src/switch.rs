@@ -1,13 +1,16 @@
 //! `sandboxctl switch off|on|status`: the operator's kill switches, for the whole
-//! deployment or one company (`--company`, a reference of the directory file).
-//! Each change is a `SandboxSwitchSet` event naming the operator and the reason.
+//! deployment or one company (`--company`, a reference of the directory file), and
+//! `switch fence-builds|unfence-builds`: the build admission fence. Each change is
+//! an event naming the operator and the reason.
 
 use crate::connection::{Target, command_bus, operator_name};
 use api::admin::directory::company_id;
 use api::admin::operator_metadata;
 use clap::Subcommand;
+use domain::build_fence::{BuildFence, FENCE, FenceCommand};
 use domain::switch::{SandboxSwitch, SwitchChange, SwitchCommand, switch_id};
 use projections::read_models::switches;
+use sqlx::PgPool;
 
 /// Switch commands.
 #[derive(Debug, Subcommand)]
@@ -30,7 +33,23 @@ pub enum SwitchAction {
         #[arg(long)]
         reason: String,
     },
-    /// Print every switch ever set, as JSON.
+    /// Fence build admission (stage-image rollout): build submissions and retries
+    /// answer 503 `build_admission_fenced` with this wait.
+    FenceBuilds {
+        /// The wait the refusals advise, in seconds (1..86400).
+        #[arg(long)]
+        retry_after: i64,
+        /// Why (kept in the event).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Lift the build admission fence.
+    UnfenceBuilds {
+        /// Why (kept in the event).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Print every switch ever set and the build fence, as JSON.
     Status,
 }
 
@@ -39,9 +58,25 @@ pub async fn run(target: &Target, command: SwitchAction) -> anyhow::Result<()> {
     let pool = target.pool().await?;
     let (company, enabled, reason) = match command {
         SwitchAction::Status => {
-            let rows = switches::all(&pool).await?;
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            let status = serde_json::json!({
+                "switches": switches::all(&pool).await?,
+                "build_fence_retry_after_seconds": switches::build_fence(&pool).await?,
+            });
+            println!("{}", serde_json::to_string_pretty(&status)?);
             return Ok(());
+        }
+        SwitchAction::FenceBuilds {
+            retry_after,
+            reason,
+        } => {
+            let command = FenceCommand::Raise {
+                retry_after_seconds: retry_after,
+                reason,
+            };
+            return fence(&pool, command, "builds fenced").await;
+        }
+        SwitchAction::UnfenceBuilds { reason } => {
+            return fence(&pool, FenceCommand::Lift { reason }, "builds open").await;
         }
         SwitchAction::Off { company, reason } => (company, false, reason),
         SwitchAction::On { company, reason } => (company, true, reason),
@@ -64,5 +99,17 @@ pub async fn run(target: &Target, command: SwitchAction) -> anyhow::Result<()> {
     result?;
     let state = if enabled { "on" } else { "off" };
     println!("{} {state}", switch_id(company_id));
+    Ok(())
+}
+
+/// Raises or lifts the build admission fence.
+async fn fence(pool: &PgPool, command: FenceCommand, done: &str) -> anyhow::Result<()> {
+    let (bus, cancel) = command_bus(pool).await?;
+    let result = bus
+        .execute::<BuildFence>(FENCE, command, &operator_metadata(&operator_name()))
+        .await;
+    cancel.cancel();
+    result?;
+    println!("{done}");
     Ok(())
 }

@@ -168,7 +168,12 @@ async fn switch_turns_a_company_off_and_on_with_a_reason() {
     assert_eq!(stdout.trim(), format!("{acme} off"));
     let (ok, stdout, stderr) = cli.run(&["switch", "status"]);
     assert!(ok, "{stderr}");
-    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        status["build_fence_retry_after_seconds"],
+        serde_json::Value::Null
+    );
+    let rows = &status["switches"];
     assert_eq!(rows[0]["scope"], acme.as_str());
     assert_eq!(rows[0]["enabled"], false);
     assert_eq!(rows[0]["reason"], "billing");
@@ -184,6 +189,23 @@ async fn switch_turns_a_company_off_and_on_with_a_reason() {
     let (ok, stdout, _) = cli.run(&["switch", "on", "--reason", "all clear"]);
     assert!(ok);
     assert_eq!(stdout.trim(), "global on");
+    let fence = [
+        "switch",
+        "fence-builds",
+        "--retry-after",
+        "300",
+        "--reason",
+        "stage image",
+    ];
+    let (ok, stdout, stderr) = cli.run(&fence);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "builds fenced");
+    let (_, stdout, _) = cli.run(&["switch", "status"]);
+    let status: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["build_fence_retry_after_seconds"], 300);
+    let (ok, stdout, _) = cli.run(&["switch", "unfence-builds", "--reason", "done"]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), "builds open");
 }
 
 #[tokio::test]

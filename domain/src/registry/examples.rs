@@ -202,3 +202,18 @@ impl Catalogued for crate::notifications::NotificationInbox {
         ]
     }
 }
+
+impl Catalogued for crate::build_fence::BuildFence {
+    fn examples() -> Vec<crate::build_fence::FenceEvent> {
+        use crate::build_fence::FenceEvent;
+        vec![
+            FenceEvent::BuildFenceRaised {
+                retry_after_seconds: 300,
+                reason: "stage image rollout".into(),
+            },
+            FenceEvent::BuildFenceLifted {
+                reason: "rollout done".into(),
+            },
+        ]
+    }
+}

@@ -79,6 +79,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<social_client::SocialClient>(),
         entry::<crate::settings::CompanySettings>(),
         entry::<crate::switch::SandboxSwitch>(),
+        entry::<crate::build_fence::BuildFence>(),
         entry::<crate::notifications::NotificationInbox>(),
         entry::<crate::environments::environment::Environment>(),
         entry::<crate::environments::version::EnvironmentVersion>(),

@@ -1,10 +1,11 @@
 //! The `switches` projection: the operator's kill switches (`sandbox_switches`),
-//! one row per switch ever set, and the queries the kill switch asks on each
-//! sandbox change.
+//! one row per switch ever set, the build admission fence (`build_fences`, a row
+//! while raised), and the queries the kill switch and build admission ask.
 
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use async_trait::async_trait;
+use domain::build_fence::{BuildFence, FENCE, FenceEvent};
 use domain::switch::{SandboxSwitch, SwitchEvent, switch_id};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -19,15 +20,19 @@ impl Projection for SwitchesProjection {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["sandbox_switches"]
+        &["sandbox_switches", "build_fences"]
     }
 
     fn aggregate_types(&self) -> &'static [&'static str] {
-        &["sandbox_switch"]
+        &["sandbox_switch", "build_fence"]
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
         for event in events {
+            if let Some(fence) = event.decode::<BuildFence>()? {
+                apply_fence(conn, event, fence).await?;
+                continue;
+            }
             let Some(SwitchEvent::SandboxSwitchSet(change)) = event.decode::<SandboxSwitch>()?
             else {
                 continue;
@@ -49,6 +54,49 @@ impl Projection for SwitchesProjection {
         }
         Ok(())
     }
+}
+
+async fn apply_fence(
+    conn: &mut PgConnection,
+    event: &StoredEvent,
+    fence: FenceEvent,
+) -> anyhow::Result<()> {
+    match fence {
+        FenceEvent::BuildFenceRaised {
+            retry_after_seconds,
+            reason,
+        } => {
+            sqlx::query(
+                "INSERT INTO build_fences (id, retry_after_seconds, reason, changed_by, changed_at)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (id) DO UPDATE SET retry_after_seconds = EXCLUDED.retry_after_seconds,
+                        reason = EXCLUDED.reason, changed_by = EXCLUDED.changed_by,
+                        changed_at = EXCLUDED.changed_at",
+            )
+            .bind(FENCE)
+            .bind(retry_after_seconds as i32)
+            .bind(reason)
+            .bind(event.actor())
+            .bind(event.time())
+            .execute(&mut *conn)
+            .await?;
+        }
+        FenceEvent::BuildFenceLifted { .. } => {
+            sqlx::query("DELETE FROM build_fences WHERE id = $1")
+                .bind(FENCE)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The advised wait while build admission is fenced.
+pub async fn build_fence(pool: &PgPool) -> sqlx::Result<Option<i32>> {
+    sqlx::query_scalar("SELECT retry_after_seconds FROM build_fences WHERE id = $1")
+        .bind(FENCE)
+        .fetch_optional(pool)
+        .await
 }
 
 /// A switch as last set.

@@ -407,3 +407,61 @@ async fn company_build_limits_hold() {
         .await;
     assert_eq!(finished["status"], "completed");
 }
+
+/// Raises or lifts the build admission fence as `sandboxctl switch` does.
+async fn fence(app: &TestApp, command: domain::build_fence::FenceCommand) {
+    app.state
+        .bus
+        .execute::<domain::build_fence::BuildFence>(
+            domain::build_fence::FENCE,
+            command,
+            &api::admin::operator_metadata("test"),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_fenced_build_admission_refuses_builds_with_a_retry_after() {
+    use domain::build_fence::FenceCommand;
+    let app = TestApp::spawn().await;
+    let (_, boss, _, _) = callers(&app).await;
+    let env = boss.environment("fenced").await;
+    let version = boss.version(&env, busybox_context("", &[])).await;
+    fence(
+        &app,
+        FenceCommand::Raise {
+            retry_after_seconds: 120,
+            reason: "stage image rollout".into(),
+        },
+    )
+    .await;
+    let path = format!("/environments/{env}/versions/{version}/builds");
+    let response = app
+        .request(
+            reqwest::Method::POST,
+            &format!("/private/module/sandbox{path}"),
+        )
+        .bearer_auth(&boss.token)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["retry-after"], "120");
+    let refused = crate::support::json(response).await;
+    let detail = assert_code(&refused, 503, "build_admission_fenced");
+    assert_eq!(detail["retry_after_seconds"], 120);
+    let (_, attempts) = boss
+        .get(&format!("/environments/{env}/versions/{version}/builds"))
+        .await;
+    assert_eq!(attempts["items"], json!([]), "nothing was queued");
+    fence(
+        &app,
+        FenceCommand::Lift {
+            reason: "rollout done".into(),
+        },
+    )
+    .await;
+    let attempt = boss.build(&env, &version).await;
+    assert_eq!(attempt["status"], "validation_queued", "{attempt}");
+}

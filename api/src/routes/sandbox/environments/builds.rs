@@ -10,11 +10,13 @@ use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::Path;
+use axum::http::{HeaderValue, header};
 use domain::catalog::{self, REGIONS};
 use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
 use domain::error::Code;
 use domain::validation::ViolationKind;
 use projections::read_models::environments::query;
+use projections::read_models::switches;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -71,8 +73,17 @@ fn build_region(state: &AppState, requested: Option<&str>) -> ApiResult<String> 
     Ok(region.to_string())
 }
 
-/// Queues an attempt after the company's queued-build limit.
+/// Queues an attempt after the build admission fence (503
+/// `build_admission_fenced`) and the company's queued-build limit.
 async fn queue(caller: &Caller, version_id: Uuid, command: VersionCommand) -> ApiResult<()> {
+    if let Some(wait) = switches::build_fence(caller.pool()).await? {
+        return Err(ApiError::code(
+            Code::BuildAdmissionFenced,
+            "build admission is fenced while the platform rolls out a stage image; retry later",
+        )
+        .with("retry_after_seconds", wait)
+        .with_header(header::RETRY_AFTER, HeaderValue::from(wait)));
+    }
     let _lock = admission::lock(caller.pool(), caller.principal.company_id, "builds").await?;
     let limit = company_limits(caller.pool(), caller.principal.company_id)
         .await?
