@@ -193,19 +193,10 @@ async fn mark_read(
     Ok(Json(UnreadCount { unread }))
 }
 
-/// The cursor an SSE event id carries: `<created_at RFC 3339>_<id>`.
-fn event_id(row: &NotificationRow) -> String {
-    format!("{}_{}", row.created_at.to_rfc3339(), row.id)
-}
-
-fn parse_event_id(text: &str) -> Option<(DateTime<Utc>, Uuid)> {
-    let (at, id) = text.rsplit_once('_')?;
-    Some((at.parse().ok()?, id.parse().ok()?))
-}
-
 /// New notifications of the caller as Server-Sent Events (`event: notification`,
-/// data a notification, id a cursor): from after `Last-Event-ID` when sent, else
-/// from after the newest one that exists now. A comment keeps the connection alive.
+/// data a notification, id its log position): from after `Last-Event-ID` when
+/// sent, else from after the newest one that exists now, in log order. A comment
+/// keeps the connection alive.
 #[utoipa::path(get, path = "/private/module/notifications/stream", tag = "notifications",
     responses((status = 200, description = "text/event-stream of notifications", content_type = "text/event-stream")))]
 async fn stream(
@@ -216,15 +207,10 @@ async fn stream(
     let resumed = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(parse_event_id);
+        .and_then(|v| v.trim().parse::<i64>().ok());
     let cursor = match resumed {
-        Some(cursor) => cursor,
-        None => center::page(caller.pool(), reader, false, None, 1)
-            .await?
-            .first()
-            .map_or((DateTime::<Utc>::MIN_UTC, Uuid::nil()), |r| {
-                (r.created_at, r.id)
-            }),
+        Some(position) => position,
+        None => center::newest_position(caller.pool(), reader).await?,
     };
     let state = caller.state.clone();
     let events = futures::stream::unfold((state, cursor), move |(state, mut cursor)| async move {
@@ -241,11 +227,11 @@ async fn stream(
                 }
             };
             let Some(last) = rows.last() else { continue };
-            cursor = (last.created_at, last.id);
+            cursor = last.position;
             let events: Vec<Result<Event, Infallible>> = rows
                 .into_iter()
                 .map(|row| {
-                    let id = event_id(&row);
+                    let id = row.position.to_string();
                     let data =
                         serde_json::to_string(&NotificationResponse::from(row)).unwrap_or_default();
                     Ok(Event::default().event("notification").id(id).data(data))

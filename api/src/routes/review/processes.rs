@@ -5,8 +5,11 @@
 //! and permissions as they stand then), `POST /processes/{process_id}/reject`
 //! drops the write. Another company's process is the uniform 404; a caller in none
 //! of its gates' groups is 403; a decided one is 409 `staged_change_not_pending`.
+//! Decisions on one process take turns (a lock per staged change), each reading
+//! the change from the log.
 
 use crate::access::INSUFFICIENT;
+use crate::admission::{self, AdmissionLock};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::OptionalJson;
 use crate::request::Caller;
@@ -19,7 +22,7 @@ use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::principal::PrincipalType;
 use domain::tables::callback_delivery::CallbackOp;
-use domain::tables::staged_change::{StagedChange, StagedChangeCommand};
+use domain::tables::staged_change::{ChangeStatus, StagedChange, StagedChangeCommand};
 use projections::read_models::review::query::{self as review, ChangeRow};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -151,38 +154,66 @@ async fn my_groups(caller: &Caller) -> ApiResult<Vec<Uuid>> {
     Ok(review::groups_of_user(caller.pool(), company, caller.principal.principal_id).await?)
 }
 
-/// A pending process of the caller's company and the gates (by position) the
-/// caller's groups decide: `open` only those not passed yet.
-async fn decidable(
-    caller: &Caller,
-    process_id: Uuid,
-    open: bool,
-) -> ApiResult<(ChangeRow, Vec<usize>)> {
-    let change = review::change_by_process(caller.pool(), caller.principal.company_id, process_id)
+/// A process of the caller's company that the caller decides, locked against
+/// every other decision on it until it drops (two reviewers deciding at once take
+/// turns, each seeing the other's decision).
+struct Decision {
+    change: ChangeRow,
+    /// The staged change as the log has it now.
+    state: StagedChange,
+    /// The gates (by position) the caller's groups decide, passed or not.
+    gates: Vec<usize>,
+    _lock: AdmissionLock,
+}
+
+impl Decision {
+    /// The caller's gates still open.
+    fn open(&self) -> Vec<usize> {
+        let open = self.state.open_gates();
+        self.gates
+            .iter()
+            .copied()
+            .filter(|g| open.contains(g))
+            .collect()
+    }
+}
+
+async fn decidable(caller: &Caller, process_id: Uuid) -> ApiResult<Decision> {
+    let company = caller.principal.company_id;
+    let change = review::change_by_process(caller.pool(), company, process_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     let groups = my_groups(caller).await?;
-    let mine: Vec<usize> = change
+    let gates: Vec<usize> = change
         .gates
         .0
         .iter()
         .enumerate()
-        .filter(|(i, g)| {
-            groups.contains(&g.condition.group_id)
-                && !(open && change.passed.contains(&(*i as i32)))
-        })
+        .filter(|(_, g)| groups.contains(&g.condition.group_id))
         .map(|(i, _)| i)
         .collect();
-    if change.status != "pending" {
-        return Err(ApiError::code(
-            Code::StagedChangeNotPending,
-            format!("the change was already {}", change.status),
-        ));
-    }
-    if mine.is_empty() {
+    if gates.is_empty() {
         return Err(ApiError::Forbidden(INSUFFICIENT));
     }
-    Ok((change, mine))
+    let purpose = format!("staged-change/{}", change.id);
+    let lock = admission::lock(caller.pool(), company, &purpose).await?;
+    let state = caller
+        .state
+        .bus
+        .load::<StagedChange>(&change.id.to_string())
+        .await?;
+    if state.status != ChangeStatus::Pending {
+        return Err(ApiError::code(
+            Code::StagedChangeNotPending,
+            format!("the change was already {}", state.status.as_str()),
+        ));
+    }
+    Ok(Decision {
+        change,
+        state,
+        gates,
+        _lock: lock,
+    })
 }
 
 /// Applies a held write as the token's minting moderator (a creation that applied
@@ -246,7 +277,12 @@ async fn approve(
     Path(process_id): Path<Uuid>,
     OptionalJson(body): OptionalJson<Approval>,
 ) -> ApiResult<Json<ProcessResponse>> {
-    let (change, mine) = decidable(&caller, process_id, true).await?;
+    let decision = decidable(&caller, process_id).await?;
+    let mine = decision.open();
+    if mine.is_empty() {
+        return Err(ApiError::Forbidden(INSUFFICIENT));
+    }
+    let change = &decision.change;
     let signature = body.signature.filter(|s| !s.trim().is_empty());
     if change.require_signature && signature.is_none() {
         return Err(ApiError::code(
@@ -254,10 +290,9 @@ async fn approve(
             "this review template asks every approval for a signature",
         ));
     }
-    let open = change.gates.0.len() - change.passed.len();
-    let applied = mine.len() == open;
+    let applied = mine.len() == decision.state.open_gates().len();
     if applied {
-        apply_held(&caller, &change).await?;
+        apply_held(&caller, change).await?;
     }
     let command = StagedChangeCommand::Approve {
         by: caller.principal.reference(),
@@ -278,7 +313,8 @@ async fn reject(
     Path(process_id): Path<Uuid>,
     OptionalJson(body): OptionalJson<Rejection>,
 ) -> ApiResult<Json<ProcessResponse>> {
-    let (change, _) = decidable(&caller, process_id, false).await?;
+    let decision = decidable(&caller, process_id).await?;
+    let change = &decision.change;
     let command = StagedChangeCommand::Reject {
         by: caller.principal.reference(),
         reason: body.reason,

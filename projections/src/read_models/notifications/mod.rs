@@ -32,6 +32,7 @@ const NOTIFICATIONS: Table = Table {
         ("recipients", "jsonb"),
         ("payload", "jsonb"),
         ("created_at", "timestamptz"),
+        ("position", "bigint"),
     ],
 };
 
@@ -76,6 +77,7 @@ struct Notification {
     recipients: Value,
     payload: Value,
     created_at: DateTime<Utc>,
+    position: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,7 +123,7 @@ fn raised(event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
 /// One event this projection reads, decoded, in log order.
 enum Decoded {
     Environment(Uuid, EnvironmentEvent),
-    Version(Uuid, VersionEvent, DateTime<Utc>),
+    Version(Uuid, VersionEvent, DateTime<Utc>, i64),
 }
 
 /// Keeps the owner row (scope and current name) of an environment.
@@ -175,6 +177,7 @@ fn notification(
         recipients: Value::Array(recipients),
         payload,
         created_at: at,
+        position: 0,
     })
 }
 
@@ -213,13 +216,13 @@ impl Projection for NotificationsProjection {
             if let Some(e) = event.decode::<Environment>()? {
                 decoded.push(Decoded::Environment(id()?, e));
             } else if let Some(e) = event.decode::<EnvironmentVersion>()? {
-                decoded.push(Decoded::Version(id()?, e, event.time()));
+                decoded.push(Decoded::Version(id()?, e, event.time(), event.position));
             }
         }
         let version_keys: Vec<VersionKey> = decoded
             .iter()
             .filter_map(|d| match d {
-                Decoded::Version(id, e, _) if raised(e).is_some() => {
+                Decoded::Version(id, e, ..) if raised(e).is_some() => {
                     Some(VersionKey { version_id: *id })
                 }
                 _ => None,
@@ -240,7 +243,7 @@ impl Projection for NotificationsProjection {
         for d in &decoded {
             match d {
                 Decoded::Environment(id, _) => environment_ids.insert(*id),
-                Decoded::Version(_, VersionEvent::VersionCreated(created), _) => {
+                Decoded::Version(_, VersionEvent::VersionCreated(created), ..) => {
                     environment_ids.insert(created.environment_id)
                 }
                 Decoded::Version(..) => false,
@@ -272,15 +275,16 @@ impl Projection for NotificationsProjection {
         for d in decoded {
             match d {
                 Decoded::Environment(id, event) => apply_environment(&mut owners, id, event),
-                Decoded::Version(id, VersionEvent::VersionCreated(created), _) => {
+                Decoded::Version(id, VersionEvent::VersionCreated(created), ..) => {
                     let row = VersionEnvironment {
                         version_id: id,
                         environment_id: created.environment_id,
                     };
                     versions.upsert_with(VersionKey { version_id: id }, || row);
                 }
-                Decoded::Version(id, event, at) => {
-                    if let Some(row) = notification(&versions, &owners, id, &event, at) {
+                Decoded::Version(id, event, at, position) => {
+                    let raised = notification(&versions, &owners, id, &event, at);
+                    if let Some(row) = raised.map(|row| Notification { position, ..row }) {
                         notifications.upsert_with(Id { id: row.id }, || row);
                     }
                 }

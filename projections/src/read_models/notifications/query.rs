@@ -29,6 +29,8 @@ pub struct NotificationRow {
     pub payload: Value,
     /// When it was raised.
     pub created_at: DateTime<Utc>,
+    /// Where in the log it was raised (the stream's cursor).
+    pub position: i64,
     /// Whether the user read it.
     pub read: bool,
 }
@@ -36,7 +38,7 @@ pub struct NotificationRow {
 /// Notifications of the reader's company addressed to them (`$1` company, `$2`
 /// user, `$3` manager), as `n`, with `read`.
 const ADDRESSED: &str = "
-    SELECT n.id, n.kind, n.payload, n.created_at,
+    SELECT n.id, n.kind, n.payload, n.created_at, n.position,
            (EXISTS (SELECT 1 FROM notification_reads r WHERE r.user_id = $2 AND r.notification_id = n.id)
             OR n.created_at <= coalesce((SELECT until FROM notification_read_marks m WHERE m.user_id = $2),
                                         '-infinity'::timestamptz)) AS read
@@ -78,25 +80,35 @@ pub async fn page(
     .await
 }
 
-/// The reader's notifications raised after the cursor, oldest first (the live
-/// stream).
+/// The reader's notifications raised after a log position, in log order (the
+/// live stream).
 pub async fn after(
     pool: &PgPool,
     reader: Reader,
-    cursor: (DateTime<Utc>, Uuid),
+    position: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<NotificationRow>> {
     sqlx::query_as(&format!(
-        "SELECT * FROM ({ADDRESSED}) a WHERE (a.created_at, a.id) > ($4, $5)
-          ORDER BY a.created_at, a.id LIMIT $6"
+        "SELECT * FROM ({ADDRESSED}) a WHERE a.position > $4 ORDER BY a.position, a.id LIMIT $5"
     ))
     .bind(reader.company_id)
     .bind(reader.user_id)
     .bind(reader.manager)
-    .bind(cursor.0)
-    .bind(cursor.1)
+    .bind(position)
     .bind(limit)
     .fetch_all(pool)
+    .await
+}
+
+/// The log position of the reader's newest notification (0 without any).
+pub async fn newest_position(pool: &PgPool, reader: Reader) -> sqlx::Result<i64> {
+    sqlx::query_scalar(&format!(
+        "SELECT coalesce(max(a.position), 0) FROM ({ADDRESSED}) a"
+    ))
+    .bind(reader.company_id)
+    .bind(reader.user_id)
+    .bind(reader.manager)
+    .fetch_one(pool)
     .await
 }
 

@@ -5,7 +5,6 @@
 
 use crate::log::StoredEvent;
 use anyhow::Context;
-use chrono::{DateTime, Utc};
 use domain::runs::run::{Run, RunEvent};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -36,10 +35,10 @@ pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> an
             RunEvent::RunFinished(ended) => {
                 let payload = json!({"terminal_class": ended.terminal_class,
                                      "error_code": ended.error_code});
-                notify(conn, run_id, "run_terminal", payload, event.time()).await?;
+                notify(conn, event, run_id, "run_terminal", payload).await?;
             }
             RunEvent::RunContentExpired => {
-                notify(conn, run_id, "run_content_expired", json!({}), event.time()).await?;
+                notify(conn, event, run_id, "run_content_expired", json!({})).await?;
             }
             _ => {}
         }
@@ -59,10 +58,10 @@ struct Submitter {
 /// Stores one notification about a run for its submitter.
 async fn notify(
     conn: &mut PgConnection,
+    event: &StoredEvent,
     run_id: Uuid,
     kind: &str,
     mut payload: Value,
-    at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
     let submitter: Option<Submitter> = sqlx::query_as(
         "SELECT company_id, chatroom_id, task_id, principal_type, principal_id
@@ -79,8 +78,8 @@ async fn notify(
     payload["task_id"] = json!(submitter.task_id);
     let recipients = json!([{"scope": submitter.principal_type, "id": submitter.principal_id}]);
     sqlx::query(
-        "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at, position)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
     )
     .bind(domain::ids::derive(
         "notification",
@@ -90,7 +89,8 @@ async fn notify(
     .bind(kind)
     .bind(recipients)
     .bind(payload)
-    .bind(at)
+    .bind(event.time())
+    .bind(event.position)
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -6,14 +6,17 @@
 //! token has at most [`PENDING_BUCKET`] writes waiting; past it the write answers
 //! 429 `approval_pending_bucket_full`. With an `idempotency_key` the staged change
 //! id is derived from the key, so a resend answers the same hold (`replayed:
-//! true`) and another body with the key is 409.
+//! true`) and another body with the key is 409 — whatever the rules say by then; a
+//! key that applied before a rule appeared replays that write instead of being
+//! held. Holds of one record (or one creation) take turns.
 
 use super::{CallbackWriteBody, CallbackWriteResult};
+use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::tables::scope::OpenTable;
 use domain::error::Code;
 use domain::ids::idempotent_target;
-use domain::tables::callback_delivery::CallbackOp;
+use domain::tables::callback_delivery::{CallbackDelivery, CallbackOp};
 use domain::tables::rule::{self, RuleEvent};
 use domain::tables::staged_change::{Held, StagedChange, StagedChangeCommand, process_id};
 use projections::read_models::review::query::{self as review, ChangeRow};
@@ -62,29 +65,35 @@ pub async fn hold_if_ruled(
         CallbackOp::Create => RuleEvent::Created,
         CallbackOp::Update => RuleEvent::Updated,
     };
+    let owner = format!("callback_token:{}", write.token_id);
+    let staged_change_id = match write.key {
+        Some(key) => idempotent_target(company, "callback-hold", &owner, key),
+        None => Uuid::new_v4(),
+    };
+    // A key held before answers its hold, whatever the rules say now.
+    if let Some(earlier) = held_before(table, staged_change_id, &write).await? {
+        return Ok(Some(earlier));
+    }
     let rules = tables::rules(pool, table_id).await?;
     let Some(rule) = rule::holding(&rules, event) else {
         return Ok(None);
     };
-    let staged_change_id = match write.key {
-        Some(key) => {
-            let owner = format!("callback_token:{}", write.token_id);
-            idempotent_target(company, "callback-hold", &owner, key)
+    // A key that applied before a rule appeared replays that write.
+    if let Some(key) = write.key {
+        let delivery = idempotent_target(company, "callback", &owner, key);
+        let received = table
+            .caller
+            .state
+            .bus
+            .load::<CallbackDelivery>(&delivery.to_string())
+            .await?;
+        if received.receipt.is_some() {
+            return Ok(None);
         }
-        None => Uuid::new_v4(),
-    };
-    if let Some(earlier) = review::change(pool, staged_change_id).await? {
-        let same = earlier.op == op.as_str()
-            && earlier.data.0 == write.body.data
-            && (op == CallbackOp::Create || earlier.record_id == write.record_id);
-        if !same {
-            return Err(ApiError::code(
-                Code::IdempotencyConflict,
-                "the idempotency key was used with another body",
-            ));
-        }
-        return Ok(Some(answer("held_for_approval", &earlier, op, true)));
     }
+    // One decision at a time per record (`already_pending`), or per creation.
+    let subject = format!("held-write/{}", write.record_id);
+    let _lock = admission::lock(pool, company, &subject).await?;
     if op == CallbackOp::Update {
         let handle = table.handle();
         let found = handle.existing(pool, &[write.record_id]).await;
@@ -131,13 +140,49 @@ pub async fn hold_if_ruled(
         .caller
         .command::<StagedChange>(staged_change_id, StagedChangeCommand::Hold(Box::new(held)))
         .await?;
+    if committed.events.is_empty() {
+        // A concurrent request with the key held first.
+        return held_before(table, staged_change_id, &write).await;
+    }
     let change = review::change(pool, staged_change_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    Ok(Some(answer(
-        "held_for_approval",
-        &change,
-        op,
-        committed.events.is_empty(),
-    )))
+    Ok(Some(answer("held_for_approval", &change, op, false)))
+}
+
+/// The answer to a write whose key was held before: the hold again (`replayed`),
+/// or 409 `idempotency_conflict` when the body differs. `None`: never held.
+async fn held_before(
+    table: &OpenTable,
+    staged_change_id: Uuid,
+    write: &Write<'_>,
+) -> ApiResult<Option<CallbackWriteResult>> {
+    let bus = &table.caller.state.bus;
+    let held = bus
+        .load::<StagedChange>(&staged_change_id.to_string())
+        .await?
+        .held;
+    let Some(held) = held else {
+        return Ok(None);
+    };
+    let op = write.body.op;
+    let same = held.op == op
+        && held.data == write.body.data
+        && (op == CallbackOp::Create || held.record_id == write.record_id);
+    if !same {
+        return Err(ApiError::code(
+            Code::IdempotencyConflict,
+            "the idempotency key was used with another body",
+        ));
+    }
+    Ok(Some(CallbackWriteResult {
+        ok: true,
+        op: op.as_str().into(),
+        status: "held_for_approval".into(),
+        record_id: None,
+        process_id: Some(held.process_id),
+        staged_change_id: Some(held.staged_change_id),
+        rule_label: Some(held.rule_label.clone()),
+        replayed: true,
+    }))
 }

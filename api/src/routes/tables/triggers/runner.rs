@@ -51,9 +51,11 @@ pub async fn settle_running(state: &AppState) -> anyhow::Result<()> {
     'runs: for run in runs::running(&state.pool, BATCH).await? {
         let mut outcome = Ok(());
         for id in &run.sandbox_run_ids {
-            let status = sandbox_runs::run(&state.pool, *id)
-                .await?
-                .map_or(RunStatus::Cancelled, |r| r.status);
+            // A run the runs read model does not show yet is still going.
+            let Some(row) = sandbox_runs::run(&state.pool, *id).await? else {
+                continue 'runs;
+            };
+            let status = row.status;
             if !status.terminal() {
                 continue 'runs;
             }
@@ -260,6 +262,11 @@ struct SandboxTask {
 /// schema, the queued-run limit), with `submission_source`
 /// `custom_table_trigger`. The kill switch stops it as it stops REST runs.
 async fn submit(state: &AppState, run: &TriggerRunRow, task: SandboxTask) -> Result<Uuid, String> {
+    // Submitted before a crash: it stands, whatever the switches say now.
+    let submitted = sandbox_runs::exists(&state.pool, task.sandbox_run_id).await;
+    if submitted.map_err(|e| refused(ApiError::from(e)))? {
+        return Ok(task.sandbox_run_id);
+    }
     kill_switch::check(state, Some(run.company_id))
         .await
         .map_err(refused)?;
@@ -282,6 +289,10 @@ async fn submit(state: &AppState, run: &TriggerRunRow, task: SandboxTask) -> Res
         share_required: true,
         request_facts: None,
     };
-    let detail = admit(&caller, admission).await.map_err(refused)?;
-    Ok(detail.id)
+    match admit(&caller, admission).await {
+        Ok(detail) => Ok(detail.id),
+        // Committed; the read models are only late.
+        Err(ApiError::NotYetVisible(_)) => Ok(task.sandbox_run_id),
+        Err(error) => Err(refused(error)),
+    }
 }

@@ -374,3 +374,100 @@ async fn a_full_pending_bucket_answers_429() {
     assert_eq!(full.1["detail"]["limit"], 50);
     assert_eq!(t.records(&table, "dm").await["total"], 0);
 }
+
+#[tokio::test]
+async fn reviewers_deciding_at_once_take_turns() {
+    let t = Tables::new().await;
+    let (table, _) = intake_table(&t).await;
+    let mut gates = Vec::new();
+    for (name, user) in [("Finance", "member"), ("Legal", "dm")] {
+        let body = json!({"name": name, "member_ids": [t.user(user)]});
+        let (status, group) = post(&t, "boss", "/groups", body).await;
+        assert_eq!(status, 201, "{group}");
+        gates.push(json!({"name": name, "condition": {"type": "group", "group_id": group["id"], "mode": "any"}}));
+    }
+    let (_, template) = post(
+        &t,
+        "boss",
+        "/templates",
+        json!({"name": "Two", "gates": gates}),
+    )
+    .await;
+    let template = template["id"].as_str().unwrap();
+    assert_eq!(
+        set_rules(
+            &t,
+            &table,
+            "dm",
+            json!([rule(template, json!(["created"]))])
+        )
+        .await
+        .0,
+        200
+    );
+    let (token, secret) = mint(&t, &table, "create").await;
+    let (_, held) = write(
+        &t,
+        &token,
+        &secret,
+        json!({"op": "create", "data": {"name": "both"}}),
+    )
+    .await;
+    let approve = format!(
+        "/processes/{}/approve",
+        held["process_id"].as_str().unwrap()
+    );
+    let (first, second) = tokio::join!(
+        post(&t, "member", &approve, json!({})),
+        post(&t, "dm", &approve, json!({}))
+    );
+    assert_eq!((first.0, second.0), (200, 200), "{first:?} {second:?}");
+    let statuses = [first.1["status"].clone(), second.1["status"].clone()];
+    assert!(
+        statuses.contains(&json!("applied")),
+        "the later decision applies: {statuses:?}"
+    );
+    assert_eq!(t.records(&table, "dm").await["total"], 1, "applied once");
+    let again = post(&t, "member", &approve, json!({})).await;
+    assert_eq!(again.0, 409, "{}", again.1);
+}
+
+#[tokio::test]
+async fn a_key_answers_as_it_first_did_when_rules_change() {
+    let t = Tables::new().await;
+    let (table, _) = intake_table(&t).await;
+    let (_, template) = reviewers(&t, false).await;
+    let (token, secret) = mint(&t, &table, "create").await;
+    let applied = json!({"op": "create", "data": {"name": "early"}, "idempotency_key": "early"});
+    let (_, first) = write(&t, &token, &secret, applied.clone()).await;
+    assert_eq!(first["status"], "created", "{first}");
+    assert_eq!(
+        set_rules(
+            &t,
+            &table,
+            "dm",
+            json!([rule(&template, json!(["created"]))])
+        )
+        .await
+        .0,
+        200
+    );
+    let (_, again) = write(&t, &token, &secret, applied).await;
+    assert_eq!(
+        (again["status"].clone(), again["replayed"].clone()),
+        (json!("created"), json!(true)),
+        "{again}"
+    );
+    let held = json!({"op": "create", "data": {"name": "late"}, "idempotency_key": "late"});
+    let (_, first) = write(&t, &token, &secret, held.clone()).await;
+    assert_eq!(first["status"], "held_for_approval", "{first}");
+    assert_eq!(set_rules(&t, &table, "dm", json!([])).await.0, 200);
+    let (_, again) = write(&t, &token, &secret, held).await;
+    assert_eq!(again["status"], "held_for_approval", "{again}");
+    assert_eq!(again["staged_change_id"], first["staged_change_id"]);
+    assert_eq!(
+        t.records(&table, "dm").await["total"],
+        1,
+        "each key wrote once at most"
+    );
+}
