@@ -60,6 +60,22 @@ async fn call(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Creates a company table; answers its path and id.
+async fn create_table(server: &Server, token: &str, name: &str) -> (String, String) {
+    let body = Some(json!({"name": name}));
+    let (status, table) = call(
+        server,
+        token,
+        Method::POST,
+        &format!("{TABLES}/tables"),
+        body,
+    )
+    .await;
+    assert_eq!(status, 201, "{table}");
+    let id = table["id"].as_str().unwrap().to_string();
+    (format!("{TABLES}/tables/{id}"), id)
+}
+
 /// A server on the test database whose own trigger loop passes only at start.
 async fn start(db: &TestDatabase, data: &std::path::Path) -> Server {
     serve(
@@ -84,27 +100,8 @@ async fn a_write_whose_server_was_killed_before_its_trigger_ran_fires_exactly_on
         .unwrap();
 
     let mut first = start(&db, data.path()).await;
-    let (status, table) = call(
-        &first,
-        &boss,
-        Method::POST,
-        &format!("{TABLES}/tables"),
-        Some(json!({"name": "tasks"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{table}");
-    let table = format!("{TABLES}/tables/{}", table["id"].as_str().unwrap());
-    let (status, log) = call(
-        &first,
-        &boss,
-        Method::POST,
-        &format!("{TABLES}/tables"),
-        Some(json!({"name": "log"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{log}");
-    let log_id = log["id"].as_str().unwrap().to_string();
-    let log = format!("{TABLES}/tables/{log_id}");
+    let (table, _) = create_table(&first, &boss, "tasks").await;
+    let (log, log_id) = create_table(&first, &boss, "log").await;
     for (path, name) in [(&table, "Status"), (&log, "note")] {
         let body = json!({"name": name, "type": "string"});
         let (status, column) = call(

@@ -122,6 +122,12 @@ async fn the_kill_switch_refuses_changes_but_not_reads_cancel_or_download() {
     }
 }
 
+/// The `/metrics` page.
+async fn metrics_text(app: &TestApp) -> String {
+    let response = app.request(Method::GET, "/metrics").send().await.unwrap();
+    response.text().await.unwrap()
+}
+
 /// A `PUT /settings` as `user` of `company`: its status.
 async fn settings_write(
     app: &TestApp,
@@ -180,14 +186,7 @@ async fn the_operator_switches_the_sandbox_off_for_one_company_or_everyone() {
         )
         .bearer_token(&seed.token("acme", "boss"));
     assert_ne!(cancel.send().await.unwrap().status().as_u16(), 503);
-    let metrics = app
-        .request(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&app).await;
     assert!(
         metrics.contains("sandbox_companies_disabled 1"),
         "{metrics}"
@@ -200,14 +199,7 @@ async fn the_operator_switches_the_sandbox_off_for_one_company_or_everyone() {
         503,
         "global off"
     );
-    let metrics = app
-        .request(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&app).await;
     assert!(metrics.contains("sandbox_enabled 0"), "{metrics}");
     switch(&app, None, true).await;
     switch(&app, Some(acme), true).await;
@@ -315,14 +307,7 @@ async fn health_and_metrics() {
         .send()
         .await
         .unwrap();
-    let metrics = app
-        .request(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&app).await;
     assert!(metrics.contains("sandbox_http_requests_total"), "{metrics}");
     assert!(
         metrics.contains("route=\"/private/module/sandbox/settings\""),

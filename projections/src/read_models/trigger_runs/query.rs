@@ -94,23 +94,27 @@ pub async fn by_ids(pool: &PgPool, ids: &[Uuid]) -> sqlx::Result<Vec<TriggerRunR
     .await
 }
 
-/// The enabled event triggers of a table that fire on `event` (`created` or
-/// `updated`), first saved at or before `at`, with who saved them.
-pub async fn event_triggers(
-    pool: &PgPool,
-    table_id: Uuid,
-    event: &str,
-    at: DateTime<Utc>,
-) -> sqlx::Result<Vec<(Json<Trigger>, String)>> {
+/// An enabled event trigger of a table, with who saved it and when it was first
+/// saved.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EventTrigger {
+    /// The trigger as saved.
+    pub definition: Json<Trigger>,
+    /// Who saved the trigger set.
+    pub saved_by: String,
+    /// When the trigger was first saved (writes before it fire nothing).
+    pub created_at: DateTime<Utc>,
+}
+
+/// The enabled event triggers of a table, in set order.
+pub async fn event_triggers(pool: &PgPool, table_id: Uuid) -> sqlx::Result<Vec<EventTrigger>> {
     sqlx::query_as(
-        "SELECT definition, saved_by FROM custom_table_triggers
-          WHERE table_id = $1 AND definition->>'on' = $2 AND (definition->>'enabled')::boolean
-            AND created_at <= $3
+        "SELECT definition, saved_by, created_at FROM custom_table_triggers
+          WHERE table_id = $1 AND definition->>'on' IS NOT NULL
+            AND (definition->>'enabled')::boolean
           ORDER BY position",
     )
     .bind(table_id)
-    .bind(event)
-    .bind(at)
     .fetch_all(pool)
     .await
 }
@@ -139,9 +143,9 @@ pub async fn active(pool: &PgPool, table_id: Uuid, trigger_id: &str) -> sqlx::Re
     .await
 }
 
-/// An enabled `date_column_reached` trigger with its table's company.
+/// An enabled schedule trigger with its table's company.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct DateTrigger {
+pub struct SavedTrigger {
     /// The trigger's table.
     pub table_id: Uuid,
     /// The table's company.
@@ -155,7 +159,7 @@ pub struct DateTrigger {
 }
 
 /// Every enabled `date_column_reached` trigger.
-pub async fn date_triggers(pool: &PgPool) -> sqlx::Result<Vec<DateTrigger>> {
+pub async fn date_triggers(pool: &PgPool) -> sqlx::Result<Vec<SavedTrigger>> {
     sqlx::query_as(
         "SELECT t.table_id, c.company_id, t.definition, t.saved_by, t.created_at
            FROM custom_table_triggers t JOIN custom_tables c ON c.id = t.table_id
@@ -165,6 +169,56 @@ pub async fn date_triggers(pool: &PgPool) -> sqlx::Result<Vec<DateTrigger>> {
     )
     .fetch_all(pool)
     .await
+}
+
+/// An enabled clock trigger (`cron`, `interval`, `daily`) with its window cursor.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClockTrigger {
+    /// The trigger.
+    #[sqlx(flatten)]
+    pub saved: SavedTrigger,
+    /// The start of the last window a run was created for.
+    pub last_window: Option<DateTime<Utc>>,
+    /// Whether a run of the trigger is pending or running.
+    pub active: bool,
+}
+
+/// Every enabled clock trigger with its window cursor.
+pub async fn clock_triggers(pool: &PgPool) -> sqlx::Result<Vec<ClockTrigger>> {
+    sqlx::query_as(
+        "SELECT t.table_id, c.company_id, t.definition, t.saved_by, t.created_at, w.last_window,
+                EXISTS (SELECT 1 FROM custom_table_trigger_runs r
+                         WHERE r.table_id = t.table_id AND r.trigger_id = t.trigger_id
+                           AND r.status IN ('pending', 'running')) AS active
+           FROM custom_table_triggers t
+           JOIN custom_tables c ON c.id = t.table_id
+           LEFT JOIN custom_table_trigger_windows w
+             ON w.table_id = t.table_id AND w.trigger_id = t.trigger_id
+          WHERE (t.definition->>'enabled')::boolean
+            AND t.definition->'schedule'->>'type' IN ('cron', 'interval', 'daily')",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Moves a clock trigger's window cursor (not a read model: a rebuild must not
+/// serve a window again).
+pub async fn set_window(
+    pool: &PgPool,
+    table_id: Uuid,
+    trigger_id: &str,
+    window: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO custom_table_trigger_windows (table_id, trigger_id, last_window) VALUES ($1, $2, $3)
+         ON CONFLICT (table_id, trigger_id) DO UPDATE SET last_window = EXCLUDED.last_window",
+    )
+    .bind(table_id)
+    .bind(trigger_id)
+    .bind(window)
+    .execute(pool)
+    .await
+    .map(|_| ())
 }
 
 /// Where a `date_column_reached` trigger looks: its table's date or datetime

@@ -19,7 +19,7 @@ use domain::ids::idempotent_target;
 use domain::tables::callback_delivery::{CallbackDelivery, CallbackOp};
 use domain::tables::rule::{self, RuleEvent};
 use domain::tables::staged_change::{Held, StagedChange, StagedChangeCommand, process_id};
-use projections::read_models::review::query::{self as review, ChangeRow};
+use projections::read_models::review::query as review;
 use projections::read_models::tables::query as tables;
 use uuid::Uuid;
 
@@ -38,15 +38,16 @@ pub struct Write<'a> {
     pub key: Option<&'a str>,
 }
 
-fn answer(status: &str, change: &ChangeRow, op: CallbackOp, replayed: bool) -> CallbackWriteResult {
+/// The answer naming a held write (`held_for_approval`, replayed or not).
+fn held_answer(held: &Held, replayed: bool) -> CallbackWriteResult {
     CallbackWriteResult {
         ok: true,
-        op: op.as_str().into(),
-        status: status.into(),
+        op: held.op.as_str().into(),
+        status: "held_for_approval".into(),
         record_id: None,
-        process_id: Some(change.process_id),
-        staged_change_id: Some(change.id),
-        rule_label: Some(change.rule_label.clone()),
+        process_id: Some(held.process_id),
+        staged_change_id: Some(held.staged_change_id),
+        rule_label: Some(held.rule_label.clone()),
         replayed,
     }
 }
@@ -101,7 +102,16 @@ pub async fn hold_if_ruled(
             return Err(ApiError::NotFound);
         }
         if let Some(waiting) = review::pending_for_record(pool, table_id, write.record_id).await? {
-            return Ok(Some(answer("already_pending", &waiting, op, false)));
+            return Ok(Some(CallbackWriteResult {
+                ok: true,
+                op: op.as_str().into(),
+                status: "already_pending".into(),
+                record_id: None,
+                process_id: Some(waiting.process_id),
+                staged_change_id: Some(waiting.id),
+                rule_label: Some(waiting.rule_label),
+                replayed: false,
+            }));
         }
     }
     if review::pending_of_token(pool, write.token_id).await? >= PENDING_BUCKET {
@@ -136,6 +146,7 @@ pub async fn hold_if_ruled(
         require_signature: template.require_signature,
         author: table.caller.principal.reference(),
     };
+    let result = held_answer(&held, false);
     let committed = table
         .caller
         .command::<StagedChange>(staged_change_id, StagedChangeCommand::Hold(Box::new(held)))
@@ -144,10 +155,7 @@ pub async fn hold_if_ruled(
         // A concurrent request with the key held first.
         return held_before(table, staged_change_id, &write).await;
     }
-    let change = review::change(pool, staged_change_id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    Ok(Some(answer("held_for_approval", &change, op, false)))
+    Ok(Some(result))
 }
 
 /// The answer to a write whose key was held before: the hold again (`replayed`),
@@ -175,14 +183,5 @@ async fn held_before(
             "the idempotency key was used with another body",
         ));
     }
-    Ok(Some(CallbackWriteResult {
-        ok: true,
-        op: op.as_str().into(),
-        status: "held_for_approval".into(),
-        record_id: None,
-        process_id: Some(held.process_id),
-        staged_change_id: Some(held.staged_change_id),
-        rule_label: Some(held.rule_label.clone()),
-        replayed: true,
-    }))
+    Ok(Some(held_answer(&held, true)))
 }

@@ -21,6 +21,7 @@ use domain::principal::{Actor, AuthMethod, EventMetadata};
 use domain::tables::column::ColumnDef;
 use domain::tables::query;
 use domain::tables::record::{Record, RecordEvent};
+use domain::tables::trigger::TriggerEvent;
 use domain::tables::trigger::run::{RunCreated, TriggerRun, TriggerRunCommand, run_id_for_write};
 use projections::log;
 use projections::read_models::tables::read::{Selection, TableHandle};
@@ -150,27 +151,38 @@ pub async fn dispatch(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
     let events = log::read_range_of(&mut conn, cursor, until, &["custom_table_record"]).await?;
     drop(conn);
     let mut columns = HashMap::new();
+    // Each table's event triggers, read once per pass.
+    let mut triggers_of: HashMap<Uuid, Vec<runs::EventTrigger>> = HashMap::new();
     let mut created = Vec::new();
     for event in events {
         let (table_id, kind) = match event.decode::<Record>()? {
-            Some(RecordEvent::RecordCreated { table_id, .. }) => (table_id, "created"),
-            Some(RecordEvent::RecordUpdated { table_id, .. }) => (table_id, "updated"),
+            Some(RecordEvent::RecordCreated { table_id, .. }) => (table_id, TriggerEvent::Created),
+            Some(RecordEvent::RecordUpdated { table_id, .. }) => (table_id, TriggerEvent::Updated),
             _ => continue,
         };
         let meta = event.metadata_map();
         if meta.get("auth_method").map(String::as_str) == Some(AuthMethod::Trigger.as_str()) {
             continue;
         }
-        let triggers = runs::event_triggers(pool, table_id, kind, event.time()).await?;
-        if triggers.is_empty() {
+        let triggers = match triggers_of.entry(table_id) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(slot) => slot.insert(runs::event_triggers(pool, table_id).await?),
+        };
+        // Only triggers first saved before the write, for its kind of write.
+        let firing: Vec<runs::EventTrigger> = triggers
+            .iter()
+            .filter(|t| t.definition.0.on == Some(kind) && t.created_at <= event.time())
+            .cloned()
+            .collect();
+        if firing.is_empty() {
             continue;
         }
         let record_id: Uuid = event.aggregate_id.parse()?;
         let Some(company_id) = meta.get("company_id").and_then(|c| c.parse().ok()) else {
             continue;
         };
-        for (trigger, author) in triggers {
-            let trigger = trigger.0;
+        for fired in firing {
+            let trigger = fired.definition.0;
             if let Some(when) = &trigger.when {
                 let columns = columns_of(state, &mut columns, table_id).await?;
                 if !matches_when(state, company_id, table_id, columns, when, record_id).await? {
@@ -184,7 +196,7 @@ pub async fn dispatch(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
                 trigger,
                 record_id: Some(record_id),
                 window_start: None,
-                author,
+                author: fired.saved_by,
             };
             created.extend(create(state, run).await?);
         }

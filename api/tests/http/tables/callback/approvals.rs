@@ -34,6 +34,12 @@ async fn reviewers(t: &Tables, require_signature: bool) -> (String, String) {
     (group_id, template["id"].as_str().unwrap().to_string())
 }
 
+/// A reviewer's `approve` or `reject` of the process a callback answer names.
+async fn decide(t: &Tables, user: &str, held: &Value, verb: &str, body: Value) -> (u16, Value) {
+    let process = held["process_id"].as_str().unwrap();
+    post(t, user, &format!("/processes/{process}/{verb}"), body).await
+}
+
 async fn set_rules(t: &Tables, table: &str, user: &str, rules: Value) -> (u16, Value) {
     t.call(
         Method::PUT,
@@ -233,46 +239,30 @@ async fn held_callback_writes_wait_for_reviewers() {
         .call(Method::GET, &format!("{REVIEW}/processes"), "dm", None)
         .await;
     assert_eq!(none["processes"], json!([]));
-    let process = |answer: &Value| format!("/processes/{}", answer["process_id"].as_str().unwrap());
     assert_eq!(
-        post(
-            &t,
-            "dm",
-            &format!("{}/approve", process(&held)),
-            json!({"signature": "D"})
-        )
-        .await
-        .0,
+        decide(&t, "dm", &held, "approve", json!({"signature": "D"}))
+            .await
+            .0,
         403
     );
     assert_eq!(
-        post(
-            &t,
-            "ceo",
-            &format!("{}/approve", process(&held)),
-            json!({"signature": "C"})
-        )
-        .await
-        .0,
+        decide(&t, "ceo", &held, "approve", json!({"signature": "C"}))
+            .await
+            .0,
         404
     );
-    let unsigned = post(
-        &t,
-        "member",
-        &format!("{}/approve", process(&held)),
-        json!({}),
-    )
-    .await;
+    let unsigned = decide(&t, "member", &held, "approve", json!({})).await;
     assert_eq!(
         code(&unsigned),
         "review_signature_required",
         "{}",
         unsigned.1
     );
-    let (status, approved) = post(
+    let (status, approved) = decide(
         &t,
         "member",
-        &format!("{}/approve", process(&held)),
+        &held,
+        "approve",
         json!({"signature": "M. Ember"}),
     )
     .await;
@@ -290,10 +280,11 @@ async fn held_callback_writes_wait_for_reviewers() {
         .await;
     assert_eq!(status, 200, "{record}");
     assert_eq!(record["data"]["qty"], 9);
-    let (status, _) = post(
+    let (status, _) = decide(
         &t,
         "member",
-        &format!("{}/approve", process(&updating)),
+        &updating,
+        "approve",
         json!({"signature": "M"}),
     )
     .await;
@@ -307,10 +298,11 @@ async fn held_callback_writes_wait_for_reviewers() {
         )
         .await;
     assert_eq!(record["data"]["qty"], 2, "the held update applied");
-    let (status, rejected) = post(
+    let (status, rejected) = decide(
         &t,
         "member",
-        &format!("{}/reject", process(&first)),
+        &first,
+        "reject",
         json!({"reason": "duplicate"}),
     )
     .await;
@@ -319,13 +311,7 @@ async fn held_callback_writes_wait_for_reviewers() {
         (rejected["status"].as_str(), rejected["reason"].as_str()),
         (Some("rejected"), Some("duplicate"))
     );
-    let decided = post(
-        &t,
-        "member",
-        &format!("{}/approve", process(&first)),
-        json!({"signature": "M"}),
-    )
-    .await;
+    let decided = decide(&t, "member", &first, "approve", json!({"signature": "M"})).await;
     assert_eq!(decided.0, 409);
     assert_eq!(code(&decided), "staged_change_not_pending");
     assert_eq!(
