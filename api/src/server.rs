@@ -26,7 +26,10 @@ pub fn app(state: AppState) -> Router {
     let (router, mut openapi) = api_router(&state).split_for_parts();
     crate::openapi::refusals::add(&mut openapi);
     crate::openapi::path_parameters::declare_all(&mut openapi);
-    let router = router.route("/openapi.json", get(move || async move { Json(openapi) }));
+    crate::openapi::conventions::apply(&mut openapi);
+    let mut document = serde_json::to_value(&openapi).expect("the document serializes");
+    crate::openapi::links::add(&mut document);
+    let router = router.route("/openapi.json", get(move || async move { Json(document) }));
     router.fallback(not_found).layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

@@ -1,8 +1,13 @@
 //! The OpenAPI 3.1 document, generated from the route annotations. Tags follow spec
 //! section 9: a general tag plus one per area.
 
+pub mod conventions;
+pub mod enums;
+pub mod links;
+pub mod operation_ids;
 pub mod path_parameters;
 pub mod refusals;
+pub mod shapes;
 
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};

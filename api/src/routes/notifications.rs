@@ -16,7 +16,7 @@ use axum::Json;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use chrono::{DateTime, Utc};
-use domain::notifications::{InboxCommand, NotificationInbox};
+use domain::notifications::{InboxCommand, MAX_MARKED, NotificationInbox};
 use domain::principal::PrincipalType;
 use futures::Stream;
 use projections::read_models::notifications::query::{self as center, NotificationRow, Reader};
@@ -98,7 +98,7 @@ pub struct UnreadCount {
 }
 
 /// What to mark read: some ids, or everything raised so far.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkRead {
     /// 1..100 notifications of the caller.
@@ -107,6 +107,50 @@ pub struct MarkRead {
     #[serde(default)]
     pub all: bool,
 }
+
+/// `{ids: [1..100 ids], all?: false}` or `{all: true}`: one of the two forms.
+impl utoipa::PartialSchema for MarkRead {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, OneOfBuilder,
+            SchemaFormat, Type,
+        };
+        let closed = || AdditionalProperties::FreeForm(false);
+        let ids = ArrayBuilder::new()
+            .items(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+            )
+            .min_items(Some(1))
+            .max_items(Some(MAX_MARKED))
+            .unique_items(true);
+        let some = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("ids", ids)
+            .property(
+                "all",
+                ObjectBuilder::new()
+                    .schema_type(Type::Boolean)
+                    .enum_values(Some([false])),
+            )
+            .required("ids")
+            .additional_properties(Some(closed()));
+        let every = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "all",
+                ObjectBuilder::new()
+                    .schema_type(Type::Boolean)
+                    .enum_values(Some([true])),
+            )
+            .required("all")
+            .additional_properties(Some(closed()));
+        OneOfBuilder::new().item(some).item(every).into()
+    }
+}
+
+impl ToSchema for MarkRead {}
 
 /// The caller as a reader: users only.
 fn reader(caller: &Caller) -> ApiResult<Reader> {

@@ -3,6 +3,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::keys::TRANSIT_ALGORITHM;
+use crate::openapi::enums::string_enum;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -38,7 +39,7 @@ pub struct SandboxPublicRegionListResponse {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SandboxPublicProfile {
     /// Profile id.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ResourceProfile>)]
     pub id: ResourceProfile,
     /// Human name.
     pub display_name: &'static str,

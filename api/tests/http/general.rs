@@ -385,3 +385,43 @@ async fn openapi_declares_every_path_parameter_and_defines_every_schema() {
         );
     }
 }
+
+#[tokio::test]
+async fn openapi_ids_are_unique_every_answer_is_described_and_creations_link_onward() {
+    let app = TestApp::spawn().await;
+    let (_, doc) = json(
+        app.request(Method::GET, "/openapi.json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap();
+            assert!(ids.insert(id.to_string()), "{method} {path}: {id} repeats");
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let described = response["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty());
+                assert!(described, "{method} {path} {status} has no description");
+            }
+        }
+    }
+    let tables = "/private/module/custom_tables/company/tables";
+    let links = &doc["paths"][tables]["post"]["responses"]["201"]["links"];
+    let get = &links["get_table_id"];
+    assert_eq!(get["parameters"]["table_id"], "$response.body#/id");
+    let target = get["operationRef"].as_str().unwrap();
+    let pointer = target.strip_prefix('#').unwrap();
+    assert!(doc.pointer(pointer).is_some(), "{target} resolves");
+    let page_size = doc["paths"]["/private/module/sandbox/runs"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "page_size")
+        .unwrap();
+    assert_eq!(page_size["schema"]["minimum"], 1);
+    assert_eq!(page_size["schema"]["maximum"], 100);
+}

@@ -35,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct GroupCreate {
     /// 1..200 characters.
+    #[schema(schema_with = crate::openapi::shapes::name_200)]
     pub name: String,
     /// Free text.
     pub description: Option<String>,
@@ -81,6 +82,7 @@ pub struct GroupListResponse {
 #[serde(deny_unknown_fields)]
 pub struct TemplateCreate {
     /// 1..200 characters.
+    #[schema(schema_with = crate::openapi::shapes::name_200)]
     pub name: String,
     /// Free text.
     pub description: Option<String>,

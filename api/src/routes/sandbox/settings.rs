@@ -25,11 +25,14 @@ use utoipa_axum::routes;
 #[serde(deny_unknown_fields)]
 pub struct SandboxCompanySettingsUpdate {
     /// Days run content is kept, 1..365; unchanged when absent.
+    #[schema(minimum = 1, maximum = 365)]
     pub run_content_retention_days: Option<i32>,
     /// Days unreferenced images are kept, 1..90; unchanged when absent.
+    #[schema(minimum = 1, maximum = 90)]
     pub unreferenced_image_retention_days: Option<i32>,
     /// Regions runtime jobs may be placed in (at least one); intersected with the
     /// selectable regions; unchanged when absent.
+    #[schema(min_items = 1)]
     pub allowed_regions: Option<Vec<String>>,
     /// The `policy_version` the caller read (optimistic lock).
     pub policy_version: i64,

@@ -11,6 +11,7 @@ use super::public_tokens::{random_secret, random_token_id, revoke, rule};
 use super::scope::{Mount, open_table};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
+use crate::openapi::enums::string_enum;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -38,9 +39,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CallbackTokenMintPayload {
     /// Label, 1..200 characters.
+    #[schema(schema_with = crate::openapi::shapes::name_200)]
     pub name: String,
     /// `create` (default) or `create,update`; there is no update-only token.
-    #[schema(value_type = Option<String>, example = "create,update")]
+    #[schema(schema_with = string_enum::<AllowedOps>, example = "create,update")]
     pub allowed_ops: Option<AllowedOps>,
     /// UTC expiry (null: none).
     pub valid_until: Option<DateTime<Utc>>,

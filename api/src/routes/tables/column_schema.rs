@@ -1,6 +1,7 @@
 //! Request and response bodies of the column routes (spec section 2: ColumnCreate,
 //! ColumnResponse, ColumnCreateResponse, ColumnPreviewResponse, ColumnUpdate).
 
+use crate::openapi::enums::string_enum;
 use chrono::{DateTime, Utc};
 use domain::tables::column::computed::{Fallback, FallbackValue};
 use domain::tables::column::{Cardinality, ColumnChanges, ColumnDef, ColumnSpec, ColumnType};
@@ -25,7 +26,7 @@ pub struct ColumnCreate {
     pub name: String,
     /// One of the 19 types.
     #[serde(rename = "type")]
-    #[schema(value_type = String, example = "string")]
+    #[schema(schema_with = string_enum::<ColumnType>, example = "string")]
     pub column_type: ColumnType,
     /// Not allowed for computed columns.
     pub required: Option<bool>,
@@ -47,7 +48,7 @@ pub struct ColumnCreate {
     /// link: the target table.
     pub target_table_id: Option<Uuid>,
     /// link: `one` or `many` (default); immutable.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<Cardinality>)]
     pub cardinality: Option<Cardinality>,
     /// rollup and lookup: the link column.
     pub link_field: Option<String>,
@@ -155,7 +156,7 @@ pub struct ColumnUpdate {
     pub required: Option<bool>,
     /// New type: every row's data migrates.
     #[serde(rename = "type")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<ColumnType>)]
     pub column_type: Option<ColumnType>,
     /// New option list (select, multi_select).
     pub options: Option<Vec<String>>,

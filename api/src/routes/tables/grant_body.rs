@@ -7,6 +7,7 @@ use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::enums::string_enum;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -29,7 +30,7 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct GrantBody {
     /// `all`, `own`, `filtered` (by `row_filter`) or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ReadMode>)]
     pub can_read: ReadMode,
     /// Whether records may be created (default false).
     #[serde(default)]
@@ -37,7 +38,7 @@ pub struct GrantBody {
     /// `all` readable rows, `own` readable rows the grantee created, or `none`
     /// (default).
     #[serde(default = "no_edit")]
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: EditMode,
     /// The row policy of `can_read: filtered` (spec section 2, "Row policy").
     #[schema(value_type = Option<Object>)]
@@ -83,12 +84,12 @@ pub struct GrantResponse {
     /// Who it is for.
     pub subject: SubjectResponse,
     /// `all`, `own`, `filtered` or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ReadMode>)]
     pub can_read: ReadMode,
     /// Whether records may be created.
     pub can_insert: bool,
     /// `all`, `own` or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: EditMode,
     /// The row policy.
     #[schema(value_type = Option<Object>)]

@@ -10,6 +10,7 @@ use super::grant_body::{self, GrantBody, GrantResponse, SubjectGrant, named_subj
 use super::scope::{Mount, open_table};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::openapi::enums::string_enum;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -43,13 +44,13 @@ pub struct PermissionCreate {
     /// The user, department or chatroom.
     pub subject_id: Uuid,
     /// `all`, `own`, `filtered` or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ReadMode>)]
     pub can_read: ReadMode,
     /// Whether records may be created.
     #[serde(default)]
     pub can_insert: bool,
     /// `all`, `own` or `none` (default).
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: Option<EditMode>,
     /// The row policy of `can_read: filtered`.
     #[schema(value_type = Option<Object>)]
@@ -81,12 +82,12 @@ pub struct EffectivePermission {
     #[schema(value_type = String)]
     pub source: Source,
     /// `all`, `own`, `filtered` or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ReadMode>)]
     pub can_read: ReadMode,
     /// Whether records may be created.
     pub can_insert: bool,
     /// `all`, `own` or `none`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: EditMode,
     /// The row policy (several folded room policies as `{or: [...]}`).
     #[schema(value_type = Option<Object>)]
@@ -210,12 +211,12 @@ async fn revoke_client_permission(grant: SubjectGrant) -> ApiResult<Json<Success
 #[serde(deny_unknown_fields)]
 pub struct DefaultPermissionsPatch {
     /// `all`, `own`, `filtered` or `none`.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<ReadMode>)]
     pub can_read: Option<ReadMode>,
     /// Whether records may be created.
     pub can_insert: Option<bool>,
     /// `all`, `own` or `none`.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: Option<EditMode>,
     /// The row policy (`null` clears it).
     #[serde(default, deserialize_with = "super::column_schema::double_option")]

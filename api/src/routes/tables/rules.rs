@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct RuleSet {
     /// `[{id, label, type: require_approval, events: [created|updated], template_id}]`;
     /// a rule missing here is deleted.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = crate::openapi::shapes::approval_rules)]
     pub rules: Vec<ApprovalRule>,
 }
 

@@ -38,8 +38,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TableCreate {
     /// Display name (1..200 characters).
+    #[schema(schema_with = crate::openapi::shapes::name_200)]
     pub name: String,
     /// Free text (at most 2000 characters).
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
 }
 

@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct ViewCreate {
     /// Display name (1..100 characters).
+    #[schema(schema_with = crate::openapi::shapes::name_100)]
     pub name: String,
     /// Row filter (as in search).
     #[schema(value_type = Option<Object>)]

@@ -1,6 +1,7 @@
 //! Bodies of the sharing and enablement routes: share grants, bindings, granted
 //! jobs and the room menu.
 
+use crate::openapi::enums::string_enum;
 use crate::pagination::list_response;
 use crate::routes::sandbox::tasks::views::RuntimeContract;
 use chrono::{DateTime, Utc};
@@ -20,7 +21,7 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct SandboxShareCreateRequest {
     /// `chatroom`, `department` or `company`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ShareTargetKind>)]
     pub target_kind: ShareTargetKind,
     /// A live room, department or the company itself.
     pub target_id: Uuid,

@@ -2,6 +2,7 @@
 //! models' rows.
 
 use crate::access::EnvironmentVersion;
+use crate::openapi::enums::string_enum;
 use crate::pagination::list_response;
 use chrono::{DateTime, Utc};
 use domain::catalog::ResourceProfile;
@@ -21,13 +22,15 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct SandboxEnvironmentCreateRequest {
     /// 1..256 characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub name: String,
     /// Up to 2048 characters.
     #[serde(default)]
+    #[schema(max_length = 2048)]
     pub description: String,
     /// `company` (default) or `department`.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<OwnerScope>)]
     pub owner_scope: Option<OwnerScope>,
     /// The company id (optional) or the department id.
     #[serde(default)]
@@ -39,8 +42,10 @@ pub struct SandboxEnvironmentCreateRequest {
 #[serde(deny_unknown_fields)]
 pub struct SandboxEnvironmentUpdateRequest {
     /// New name, 1..256 characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub name: Option<String>,
     /// New description, up to 2048 characters.
+    #[schema(max_length = 2048)]
     pub description: Option<String>,
 }
 
@@ -98,7 +103,7 @@ pub struct SandboxContextUploadInitRequest {
     /// Bytes the PUT will send at most, 1..1 GiB.
     pub declared_bytes: i64,
     /// `zip`, `tar` or `tar.gz`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ArchiveFormat>)]
     pub archive_format: ArchiveFormat,
 }
 
@@ -250,7 +255,7 @@ pub struct SandboxEnvironmentVersionCreateRequest {
     /// Free reference, up to 1024 characters.
     pub source_ref: Option<String>,
     /// A tenant-selectable profile (default `standard`).
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<ResourceProfile>)]
     pub resource_profile: Option<ResourceProfile>,
 }
 
@@ -331,7 +336,7 @@ pub struct SandboxBuildAttemptCreateRequest {
     /// `SandboxRegionCode`; default `onprem` on-prem, `asia-east1` managed.
     pub build_region: Option<String>,
     /// `standard` (default), `fast` or `large`.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = string_enum::<BuildProfile>)]
     pub build_profile: Option<BuildProfile>,
 }
 

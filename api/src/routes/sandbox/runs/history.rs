@@ -47,6 +47,7 @@ pub struct AllRunsQuery {
     pub task_id: Vec<Uuid>,
     /// Repeatable status filter.
     #[serde(rename = "status[]", alias = "status", default)]
+    #[param(schema_with = crate::openapi::enums::array_of_enum::<domain::runs::run::RunStatus>)]
     pub status: Vec<String>,
     /// Only the caller's own submissions.
     #[serde(default)]
@@ -107,6 +108,7 @@ pub struct TaskRunsQuery {
     /// `desc` (default, newest first) or `asc`.
     pub order: Option<String>,
     /// Run status.
+    #[param(schema_with = crate::openapi::enums::string_enum::<domain::runs::run::RunStatus>)]
     pub status: Option<String>,
     /// `agent` or `manual` (rest, quick_run and custom_table_trigger).
     pub method: Option<String>,

@@ -40,6 +40,7 @@ pub struct RunListQuery {
     pub page_token: Option<String>,
     /// Repeatable status filter.
     #[serde(rename = "status[]", alias = "status", default)]
+    #[param(schema_with = crate::openapi::enums::array_of_enum::<domain::runs::run::RunStatus>)]
     pub status: Vec<String>,
 }
 

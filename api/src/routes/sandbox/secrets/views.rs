@@ -1,6 +1,7 @@
 //! Request and response shapes of the secret routes. No response carries a value,
 //! a ciphertext, a digest or a value version id.
 
+use crate::openapi::enums::string_enum;
 use chrono::{DateTime, Utc};
 use domain::secrets::ConsumerScope;
 use projections::read_models::secrets::query::{ApprovalRow, SecretBindingRow};
@@ -26,7 +27,7 @@ pub struct SandboxEncryptedValue {
 #[serde(deny_unknown_fields)]
 pub struct SandboxSecretWriteRequest {
     /// `chatroom`, `department` or `company`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ConsumerScope>)]
     pub consumer_scope: ConsumerScope,
     /// The room, department or company id.
     pub consumer_id: Uuid,
@@ -46,7 +47,7 @@ pub struct SandboxSecretWriteRequest {
 #[serde(deny_unknown_fields)]
 pub struct SandboxSecretRevokeRequest {
     /// `chatroom`, `department` or `company`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ConsumerScope>)]
     pub consumer_scope: ConsumerScope,
     /// The room, department or company id.
     pub consumer_id: Uuid,
@@ -131,7 +132,7 @@ pub struct SandboxSecretBindingListResponse {
 #[serde(deny_unknown_fields)]
 pub struct SandboxSecretApprovalCreateRequest {
     /// `chatroom`, `department` or `company`.
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<ConsumerScope>)]
     pub consumer_scope: ConsumerScope,
     /// The room, department or company id.
     pub consumer_id: Uuid,

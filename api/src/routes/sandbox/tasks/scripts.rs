@@ -15,6 +15,7 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::middleware::body_limit;
+use crate::openapi::enums::string_enum;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
 use crate::state::AppState;
@@ -188,7 +189,7 @@ pub async fn resolve(
 #[into_params(parameter_in = Query)]
 pub struct ScriptTarget {
     /// `startup` or `work`.
-    #[param(value_type = String)]
+    #[param(schema_with = string_enum::<Target>)]
     pub target: Target,
 }
 

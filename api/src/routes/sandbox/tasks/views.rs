@@ -3,6 +3,7 @@
 //! rule 6).
 
 use crate::access::{TaskVersion, Viewer};
+use crate::openapi::enums::string_enum;
 use crate::pagination::list_response;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::OwnerScope;
@@ -21,12 +22,14 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct SandboxTaskCreateRequest {
     /// 1..256 characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub name: String,
     /// Up to 2048 characters.
     #[serde(default)]
+    #[schema(max_length = 2048)]
     pub description: String,
     /// `department` or `company` (`chatroom` is refused).
-    #[schema(value_type = String)]
+    #[schema(schema_with = string_enum::<OwnerScope>)]
     pub owner_scope: OwnerScope,
     /// The company or department id (the company by default).
     #[serde(default)]

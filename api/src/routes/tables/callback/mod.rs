@@ -26,6 +26,7 @@ use crate::auth::user_principal;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{IdempotencyKey, request_hash};
 use crate::middleware::body_limit::read_capped;
+use crate::openapi::enums::string_enum;
 use crate::request::{Caller, Context};
 use crate::state::AppState;
 use axum::Json;
@@ -63,7 +64,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CallbackWriteBody {
     /// `create` or `update`.
-    #[schema(value_type = String, example = "create")]
+    #[schema(schema_with = string_enum::<CallbackOp>, example = "create")]
     pub op: CallbackOp,
     /// Cells: display names or internal keys for `create`, internal keys only for
     /// `update`.

@@ -46,7 +46,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TriggerSet {
     /// Every trigger of the table; one missing here is deleted.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = crate::openapi::shapes::triggers)]
     pub triggers: Vec<Trigger>,
 }
 
