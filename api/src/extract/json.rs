@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use domain::error::Code;
 use domain::validation::{Violation, ViolationKind};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// A JSON body parsed into `T` (which should deny unknown fields).
 #[derive(Debug, Clone)]
@@ -55,21 +56,64 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::invalid(&["body"], ViolationKind::Missing, None));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let mut loc = vec!["body".to_string()];
-        loc.extend(
-            error
-                .path()
-                .iter()
-                .map(|segment| segment.to_string())
-                .filter(|s| s != "?" && s != "."),
-        );
-        ApiError::Validation(vec![violation(loc, error.inner())])
-    })?;
+    let value = match serde_path_to_error::deserialize(&mut deserializer) {
+        Err(error) if is_whole_float_for_integer(error.inner()) => {
+            return parse_with_whole_floats(bytes);
+        }
+        parsed => parsed.map_err(path_violation)?,
+    };
     deserializer
         .end()
         .map_err(|e| ApiError::Validation(vec![violation(vec!["body".into()], &e)]))?;
     Ok(value)
+}
+
+fn path_violation(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let mut loc = vec!["body".to_string()];
+    loc.extend(
+        error
+            .path()
+            .iter()
+            .map(|segment| segment.to_string())
+            .filter(|s| s != "?" && s != "."),
+    );
+    ApiError::Validation(vec![violation(loc, error.inner())])
+}
+
+/// `2.0` where an integer is expected: JSON Schema (and so the OpenAPI document)
+/// counts a number without a fraction as an integer, and pydantic, whose error
+/// shape the spec follows, accepts it too.
+fn is_whole_float_for_integer(error: &serde_json::Error) -> bool {
+    let text = error.to_string();
+    text.starts_with("invalid type: floating point `")
+        && (text.contains("expected i") || text.contains("expected u"))
+}
+
+/// The slow path, taken only after such a refusal: the document again, with every
+/// number that has no fraction (and fits an `i64` exactly) read as an integer.
+fn parse_with_whole_floats<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut document: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::Validation(vec![violation(vec!["body".into()], &e)]))?;
+    integers_for_whole_floats(&mut document);
+    serde_path_to_error::deserialize(document).map_err(path_violation)
+}
+
+fn integers_for_whole_floats(value: &mut Value) {
+    /// 2^53: above it an `f64` no longer holds every integer.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64())
+                && float.fract() == 0.0
+                && float.abs() <= EXACT
+            {
+                *value = Value::from(float as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integers_for_whole_floats),
+        Value::Object(fields) => fields.values_mut().for_each(integers_for_whole_floats),
+        _ => {}
+    }
 }
 
 /// Classifies a serde_json error the way pydantic names its error types.
@@ -156,6 +200,17 @@ mod tests {
             Err(ApiError::Validation(mut v)) => v.remove(0),
             other => panic!("expected a validation error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_whole_float_is_an_integer_and_a_fraction_is_not() {
+        let body = parse_json::<Body>(br#"{"a": 42.0, "inner": {"b": "2.0"}}"#).unwrap();
+        assert_eq!(body.a, 42);
+        assert_eq!(body.inner.unwrap().b, "2.0");
+        let v = first(r#"{"a": 42.5}"#);
+        assert_eq!(v.loc, vec!["body", "a"]);
+        let v = first(r#"{"a": 1.0, "inner": {"b": "x", "zz": 1}}"#);
+        assert_eq!(v.loc, vec!["body", "inner", "zz"]);
     }
 
     #[test]

@@ -205,9 +205,10 @@ fn is_syntax_directive(line: &str) -> bool {
         return false;
     };
     let rest = rest.trim_start();
+    // By bytes: a comment's seventh byte may fall inside a multi-byte character.
     rest.len() >= 6
-        && rest[..6].eq_ignore_ascii_case("syntax")
-        && rest[6..].trim_start().starts_with('=')
+        && rest.as_bytes()[..6].eq_ignore_ascii_case(b"syntax")
+        && rest.as_bytes()[6..].trim_ascii_start().starts_with(b"=")
 }
 
 #[cfg(test)]
@@ -216,6 +217,12 @@ mod tests {
 
     fn rule(text: &str) -> Option<&'static str> {
         check(text.as_bytes()).err().map(|e| e.rule)
+    }
+
+    #[test]
+    fn a_comment_of_multi_byte_characters_is_a_comment() {
+        // Found by the fuzz target `dockerfiles_edited`: this used to panic.
+        assert_eq!(rule("# 暴0露服务端口\nFROM scratch\n"), None);
     }
 
     #[test]
