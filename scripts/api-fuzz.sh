@@ -56,17 +56,22 @@ fi
 PYTHONPATH="$work/client" "$venv/bin/python" scripts/api-fuzz/walkthrough.py "$base" "$token"
 
 echo "== schemathesis"
+# The event stream never ends, so it is left out; the report outlives the run.
+report="${CARGO_TARGET_DIR:-target}/api-fuzz/schemathesis.log"
+mkdir -p "$(dirname "$report")"
 status=0
 "$venv/bin/st" run "$base/openapi.json" -H "Authorization: Bearer $token" \
   --phases "${PHASES:-examples,coverage,fuzzing,stateful}" --seed 1 -w 2 \
   --max-examples "${MAX_EXAMPLES:-20}" --no-color \
   --checks not_a_server_error,response_schema_conformance,status_code_conformance,negative_data_rejection,positive_data_acceptance \
-  >"$work/schemathesis.log" 2>&1 || status=$?
-sed -n '/= SUMMARY =/,$p' "$work/schemathesis.log"
-errors=$(grep -c "Server error" "$work/schemathesis.log" || true)
+  --exclude-path-regex '/notifications/stream$' \
+  >"$report" 2>&1 || status=$?
+sed -n '/= SUMMARY =/,$p' "$report"
+echo "every finding: $report"
+errors=$(grep -c "Server error" "$report" || true)
 echo "server errors (500) found: $errors"
 if [ "$errors" != 0 ]; then
-  grep -B2 -A12 "Server error" "$work/schemathesis.log" | head -200
+  grep -B2 -A12 "Server error" "$report" | head -200
   exit 1
 fi
 exit "$status"
