@@ -8,6 +8,7 @@ mod catchup;
 mod chain;
 mod computed;
 mod http;
+mod long_transaction;
 mod menu;
 mod migration;
 mod permissions;
@@ -40,6 +41,8 @@ pub enum BenchCommand {
     Menu(menu::MenuArgs),
     /// Runs: submission latency, our run against a bare buildah run, throughput.
     Runs(runs::RunsArgs),
+    /// The run queue before, during and after a transaction held open elsewhere.
+    LongTransaction(long_transaction::LongTransactionArgs),
     /// Commands while a 1,000,000-record column changes type in the background.
     Migration(migration::MigrationArgs),
     /// Custom-table permissions: the table list with per-caller record_count and a
@@ -100,6 +103,7 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Tables(args) => tables::run(&target.url()?, &args).await,
         BenchCommand::Menu(args) => menu::run(&target.url()?, &args).await,
         BenchCommand::Runs(args) => runs::run(&target.url()?, &args).await,
+        BenchCommand::LongTransaction(args) => long_transaction::run(&target.url()?, &args).await,
         BenchCommand::Permissions(args) => permissions::run(&target.url()?, &args).await,
         BenchCommand::Migration(args) => migration::run(&target.url()?, &args).await,
         BenchCommand::Public(args) => public::run(&target.url()?, &args).await,

@@ -53,7 +53,10 @@ fn busybox_context() -> anyhow::Result<Vec<u8>> {
 
 /// Builds the curated image and publishes a shared task running [`SCRIPT`];
 /// returns (version id, image).
-async fn prepare(server: &Server, client: &reqwest::Client) -> anyhow::Result<(String, String)> {
+pub(super) async fn prepare(
+    server: &Server,
+    client: &reqwest::Client,
+) -> anyhow::Result<(String, String)> {
     let state = &server.state;
     let published = api::admin::curated::publish(
         state,
@@ -120,7 +123,7 @@ async fn prepare(server: &Server, client: &reqwest::Client) -> anyhow::Result<(S
     Ok((version, image))
 }
 
-async fn submit(
+pub(super) async fn submit(
     server: &Server,
     client: &reqwest::Client,
     version: &str,
@@ -140,7 +143,7 @@ async fn submit(
 }
 
 /// Waits until every run has ended; returns when the last one did.
-async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyhow::Result<Instant> {
+pub(super) async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyhow::Result<Instant> {
     let started = Instant::now();
     loop {
         let open: i64 = sqlx::query_scalar(
@@ -167,7 +170,7 @@ async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyhow::Result<I
     }
 }
 
-fn ids(runs: &[Value]) -> anyhow::Result<Vec<uuid::Uuid>> {
+pub(super) fn ids(runs: &[Value]) -> anyhow::Result<Vec<uuid::Uuid>> {
     runs.iter()
         .map(|r| Ok(r["id"].as_str().context("run id")?.parse()?))
         .collect()
