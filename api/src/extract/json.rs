@@ -24,7 +24,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// An optional JSON body: an empty body is `T::default()`, anything else is parsed
+/// An optional JSON body: an empty body (or `null`) is `T::default()`, anything else is parsed
 /// like [`ApiJson`] (for routes whose request fields are all optional, such as
 /// revokes and enable).
 #[derive(Debug, Clone)]
@@ -35,7 +35,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(body_error)?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
             return Ok(OptionalJson(T::default()));
         }
         parse_json(&bytes).map(OptionalJson)

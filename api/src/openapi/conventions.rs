@@ -25,13 +25,14 @@ fn common_parameter_schema(name: &str) -> Option<Schema> {
     let schema = match name {
         "page_size" => integer().minimum(Some(1)).maximum(Some(MAX_PAGE_SIZE)),
         "limit" => integer().minimum(Some(1)).maximum(Some(MAX_LIMIT)),
-        "skip" | "offset" => integer().minimum(Some(0)),
+        "skip" | "offset" => integer().minimum(Some(0)).maximum(Some(i32::MAX)),
         "page_token" => string().max_length(Some(MAX_TOKEN_CHARS)),
-        // Trimmed before it counts: at least one character that is not a space.
+        // Visible ASCII without surrounding spaces: what an HTTP header carries
+        // unchanged (the server trims and counts characters).
         "Idempotency-Key" => string()
             .min_length(Some(1))
             .max_length(Some(MAX_KEY_CHARS))
-            .pattern(Some(r"^\s*\S.*$")),
+            .pattern(Some("^[!-~]([ -~]*[!-~])?$")),
         _ => return None,
     };
     Some(Schema::Object(schema.build()))

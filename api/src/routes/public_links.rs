@@ -5,9 +5,10 @@
 
 use crate::download::{attachment, attachment_response};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::state::AppState;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use domain::runs::link::LinkedObject;
 use domain::tasks::input::digest;
@@ -26,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "the bytes, as an attachment")))]
 async fn public_object(
     State(state): State<AppState>,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
 ) -> ApiResult<Response> {
     let id = state.links.verify(&token).ok_or(ApiError::NotFound)?;
     let (link, linked) = runs::live_link(&state.pool, id)

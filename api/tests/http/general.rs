@@ -425,3 +425,29 @@ async fn openapi_ids_are_unique_every_answer_is_described_and_creations_link_onw
     assert_eq!(page_size["schema"]["minimum"], 1);
     assert_eq!(page_size["schema"]["maximum"], 100);
 }
+
+#[tokio::test]
+async fn a_malformed_id_in_a_sandbox_path_is_a_422_naming_the_parameter() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let token = seed.token("acme", "boss");
+    for path in [
+        "/private/module/sandbox/tasks/not-a-uuid",
+        "/private/module/sandbox/tasks/00000000-0000-0000-0000-000000000001/versions/null",
+    ] {
+        let got = json(
+            app.request(Method::GET, path)
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(got.0, 422, "{path}: {}", got.1);
+        let problem = &got.1["detail"][0];
+        assert_eq!(problem["type"], "uuid_parsing", "{problem}");
+        assert_eq!(problem["loc"][0], "path");
+        let name = problem["loc"][1].as_str().unwrap();
+        assert!(["task_id", "version_id"].contains(&name), "{name}");
+    }
+}

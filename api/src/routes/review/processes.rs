@@ -11,13 +11,13 @@
 use crate::access::INSUFFICIENT;
 use crate::admission::{self, AdmissionLock};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::OptionalJson;
 use crate::request::Caller;
 use crate::routes::tables::callback::{Author, apply, open_as};
 use crate::routes::tables::gates::Operation;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::principal::PrincipalType;
@@ -274,7 +274,7 @@ async fn list_processes(caller: Caller) -> ApiResult<Json<ProcessListResponse>> 
     responses((status = 200, body = ProcessResponse)))]
 async fn approve(
     caller: Caller,
-    Path(process_id): Path<Uuid>,
+    ApiPath(process_id): ApiPath<Uuid>,
     OptionalJson(body): OptionalJson<Approval>,
 ) -> ApiResult<Json<ProcessResponse>> {
     let decision = decidable(&caller, process_id).await?;
@@ -310,7 +310,7 @@ async fn approve(
     responses((status = 200, body = ProcessResponse)))]
 async fn reject(
     caller: Caller,
-    Path(process_id): Path<Uuid>,
+    ApiPath(process_id): ApiPath<Uuid>,
     OptionalJson(body): OptionalJson<Rejection>,
 ) -> ApiResult<Json<ProcessResponse>> {
     let decision = decidable(&caller, process_id).await?;

@@ -5,6 +5,7 @@
 
 use crate::access::{Room, Task};
 use crate::error::ApiResult;
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::openapi::enums::string_enum;
 use crate::pagination::{LifecycleFilter, MANAGEMENT_LIST_CAP, capped};
@@ -13,7 +14,6 @@ use crate::routes::sandbox::bindings::resolved;
 use crate::routes::sandbox::bindings::views::SandboxBindingListResponse;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use projections::read_models::directory::query as directory;
 use projections::read_models::sharing::query::{self as sharing, BindingRow, BindingsOf};
 use serde::{Deserialize, Serialize};
@@ -159,7 +159,7 @@ async fn binding_list(
     responses((status = 200, body = SandboxBindingListResponse)))]
 async fn task_bindings(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
     let task = Task::read(&caller, task_id).await?;
@@ -184,7 +184,7 @@ async fn task_bindings(
     responses((status = 200, body = SandboxBindingListResponse)))]
 async fn room_bindings(
     caller: Caller,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<BindingListQuery>,
 ) -> ApiResult<Json<SandboxBindingListResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;

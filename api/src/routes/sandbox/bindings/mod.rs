@@ -9,11 +9,11 @@ pub mod views;
 
 use crate::access::{Binding, Room, Task};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, OptionalJson};
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::error::Code;
 use domain::secrets::owner_consumer;
 use domain::sharing::binding::{
@@ -94,7 +94,7 @@ async fn current(caller: &Caller, id: Uuid) -> ApiResult<SandboxBindingResponse>
     responses((status = 200, body = SandboxBindingResponse)))]
 async fn get_binding(
     caller: Caller,
-    Path(binding_id): Path<Uuid>,
+    ApiPath(binding_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
     let binding = Binding::readable(&caller, binding_id).await?;
     let company = caller.principal.company_id;
@@ -110,7 +110,7 @@ async fn get_binding(
     responses((status = 200, body = SandboxBindingResponse)))]
 async fn accept_version(
     caller: Caller,
-    Path(binding_id): Path<Uuid>,
+    ApiPath(binding_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxBindingAcceptVersionRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
     let (binding, room) = Binding::changeable(&caller, binding_id).await?;
@@ -145,7 +145,7 @@ async fn accept_version(
     responses((status = 200, body = SandboxBindingResponse)))]
 async fn revoke_binding(
     caller: Caller,
-    Path(binding_id): Path<Uuid>,
+    ApiPath(binding_id): ApiPath<Uuid>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxBindingResponse>> {
     let (binding, _) = Binding::changeable(&caller, binding_id).await?;

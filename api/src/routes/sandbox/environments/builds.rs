@@ -4,12 +4,12 @@ use super::views::*;
 use crate::access::Environment;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiQuery, parse_json};
 use crate::limits::company_limits;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use axum::http::{HeaderValue, header};
 use domain::catalog::{self, REGIONS};
 use domain::environments::version::{BuildProfile, EnvironmentVersion, VersionCommand};
@@ -116,7 +116,7 @@ async fn managed_version(caller: &Caller, environment_id: Uuid, version_id: Uuid
     responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn create_build(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     let body: SandboxBuildAttemptCreateRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -144,7 +144,7 @@ async fn create_build(
     responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn retry_build(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     managed_version(&caller, environment_id, version_id).await?;
     let attempt_id = Uuid::new_v4();
@@ -177,7 +177,7 @@ pub struct BuildListQuery {
     responses((status = 200, body = SandboxBuildAttemptListResponse)))]
 async fn list_builds(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<BuildListQuery>,
 ) -> ApiResult<Json<SandboxBuildAttemptListResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
@@ -198,7 +198,7 @@ async fn list_builds(
     responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn get_build(
     caller: Caller,
-    Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
+    ApiPath((environment_id, version_id, attempt_id)): ApiPath<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
     environment.version(&caller, version_id).await?;
@@ -213,7 +213,7 @@ async fn get_build(
     responses((status = 200, body = SandboxBuildAttemptResponse)))]
 async fn cancel_build(
     caller: Caller,
-    Path((environment_id, version_id, attempt_id)): Path<(Uuid, Uuid, Uuid)>,
+    ApiPath((environment_id, version_id, attempt_id)): ApiPath<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxBuildAttemptResponse>> {
     managed_version(&caller, environment_id, version_id).await?;
     attempt(&caller.state, version_id, attempt_id).await?;

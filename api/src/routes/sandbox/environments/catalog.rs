@@ -6,6 +6,7 @@ use crate::access::Environment;
 use crate::access::scope::resolve_owner;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::LifecycleQuery;
@@ -13,7 +14,6 @@ use crate::request::Caller;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::environments::environment::{
     Environment as EnvironmentAggregate, EnvironmentCommand, EnvironmentCreated, OwnerKind,
     OwnerScope,
@@ -96,7 +96,7 @@ async fn create_environment(
     responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn get_environment(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
     Ok(Json(environment.row.into()))
@@ -108,7 +108,7 @@ async fn get_environment(
     responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn update_environment(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxEnvironmentUpdateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     Environment::managed(&caller, environment_id).await?;
@@ -129,7 +129,7 @@ async fn update_environment(
     responses((status = 200, body = SandboxEnvironmentResponse)))]
 async fn archive_environment(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxEnvironmentResponse>> {
     Environment::managed(&caller, environment_id).await?;
     let command = EnvironmentCommand::Archive;

@@ -4,13 +4,13 @@ use super::views::*;
 use crate::access::{Environment, EnvironmentVersion as VersionHandle};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::{capacity_retained_limit, company_limits};
 use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::catalog::ResourceProfile;
 use domain::environments::environment::{
     Environment as EnvironmentAggregate, EnvironmentCommand, EnvironmentEvent,
@@ -45,7 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, body = SandboxEnvironmentVersionListResponse)))]
 async fn list_versions(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionListResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
@@ -142,7 +142,7 @@ fn is_sha256_digest(text: &str) -> bool {
     responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn create_version(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxEnvironmentVersionCreateRequest>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
     let environment = Environment::managed(&caller, environment_id).await?;
@@ -203,7 +203,7 @@ async fn create_version(
     responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn get_version(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
     let environment = Environment::read(&caller, environment_id).await?;
     Ok(Json(environment.version(&caller, version_id).await?.into()))
@@ -215,7 +215,7 @@ async fn get_version(
     responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn archive_version(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
     let environment = Environment::managed(&caller, environment_id).await?;
     environment.version(&caller, version_id).await?;
@@ -232,7 +232,7 @@ async fn archive_version(
     responses((status = 200, body = SandboxEnvironmentVersionResponse)))]
 async fn retry_provisioning(
     caller: Caller,
-    Path((environment_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxEnvironmentVersionResponse>> {
     let environment = Environment::managed(&caller, environment_id).await?;
     let version = environment.version(&caller, version_id).await?;

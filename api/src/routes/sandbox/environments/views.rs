@@ -40,6 +40,7 @@ pub struct SandboxEnvironmentCreateRequest {
 /// `SandboxEnvironmentUpdateRequest`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct SandboxEnvironmentUpdateRequest {
     /// New name, 1..256 characters.
     #[schema(min_length = 1, max_length = 256)]

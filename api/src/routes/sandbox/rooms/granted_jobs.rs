@@ -5,6 +5,7 @@
 
 use crate::access::{Room, Task, not_shared};
 use crate::error::ApiResult;
+use crate::extract::ApiPath;
 use crate::extract::OptionalJson;
 use crate::pagination::{MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
@@ -16,7 +17,6 @@ use crate::routes::sandbox::bindings::views::{
 use crate::secrets::slots;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::sharing::binding::{Binding, BindingCommand, SlotAssignment, binding_aggregate_id};
 use domain::wire::wire;
 use projections::read_models::sharing::query::{self as sharing, GrantedRow};
@@ -109,7 +109,7 @@ async fn item(
     responses((status = 200, body = SandboxGrantedJobListResponse)))]
 async fn list_granted_jobs(
     caller: Caller,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxGrantedJobListResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;
     let items = granted(&caller.state, &room, None, MANAGEMENT_LIST_CAP + 1).await?;
@@ -125,7 +125,7 @@ async fn list_granted_jobs(
     responses((status = 200, body = SandboxGrantedJobItemResponse)))]
 async fn enable_granted_job(
     caller: Caller,
-    Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, task_id)): ApiPath<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxGrantedJobEnableRequest>,
 ) -> ApiResult<Json<SandboxGrantedJobItemResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;
@@ -140,7 +140,7 @@ async fn enable_granted_job(
     responses((status = 200, body = SandboxGrantedJobItemResponse)))]
 async fn disable_granted_job(
     caller: Caller,
-    Path((chatroom_id, task_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, task_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxGrantedJobItemResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;
     Task::enableable(&caller, task_id).await?;

@@ -4,6 +4,7 @@
 
 use crate::access::Room;
 use crate::error::ApiResult;
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
@@ -14,7 +15,6 @@ use crate::routes::sandbox::tasks::preview::runtime_contract;
 use crate::secrets::slots;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::sharing::binding::SlotAssignment;
 use projections::read_models::sharing::query::{self as sharing, MenuRow};
 use utoipa_axum::router::OpenApiRouter;
@@ -59,7 +59,7 @@ impl From<MenuRow> for SandboxMenuItem {
     responses((status = 200, body = SandboxMenuResponse)))]
 async fn menu(
     caller: Caller,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<SandboxMenuResponse>> {
     let page = query.page(50)?;

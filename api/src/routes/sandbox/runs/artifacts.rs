@@ -5,12 +5,12 @@ use super::views::*;
 use crate::access::Run;
 use crate::download::attachment;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, body = SandboxRunArtifactListResponse)))]
 async fn list_artifacts(
     caller: Caller,
-    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxRunArtifactListResponse>> {
     let page = query.page(20)?;
@@ -73,7 +73,7 @@ pub(super) async fn artifact(
     responses((status = 200, body = SandboxArtifactDownloadCapabilityResponse)))]
 async fn download_artifact(
     caller: Caller,
-    Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id, artifact_id)): ApiPath<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxArtifactDownloadCapabilityResponse>> {
     let (run, artifact) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let mut token = [0u8; 32];

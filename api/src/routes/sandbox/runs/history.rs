@@ -7,12 +7,12 @@ use super::lifecycle::status_filter;
 use super::views::SandboxRunListResponse;
 use crate::access::{Task, require_company_manager};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::validation::ViolationKind;
 use domain::wire::wire;
@@ -235,7 +235,7 @@ async fn history_task(caller: &Caller, id: Uuid, query: &TaskRunsQuery) -> ApiRe
     responses((status = 200, body = Vec<SandboxTaskRunHistoryItem>)))]
 async fn task_runs(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<Vec<SandboxTaskRunHistoryItem>>> {
     history_task(&caller, task_id, &query).await?;
@@ -274,7 +274,7 @@ async fn task_runs(
     responses((status = 200, body = NumOfData)))]
 async fn task_runs_count(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<TaskRunsQuery>,
 ) -> ApiResult<Json<NumOfData>> {
     history_task(&caller, task_id, &query).await?;

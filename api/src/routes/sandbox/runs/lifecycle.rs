@@ -6,12 +6,12 @@ use super::detail::{detail, detail_of, details};
 use super::views::*;
 use crate::access::{Room, Run};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::runs::run::{Run as RunAggregate, RunCommand, RunStatus};
 use domain::wire::{from_wire, wire};
 use projections::read_models::runs::query as runs;
@@ -69,7 +69,7 @@ pub fn status_filter(names: &[String]) -> ApiResult<Vec<RunStatus>> {
     responses((status = 200, body = SandboxRunListResponse)))]
 async fn list_runs(
     caller: Caller,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<RunListQuery>,
 ) -> ApiResult<Json<SandboxRunListResponse>> {
     let page = PageQuery {
@@ -96,7 +96,7 @@ async fn list_runs(
     responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn get_run(
     caller: Caller,
-    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
     let run = Run::in_room(&caller, chatroom_id, run_id).await?;
     Ok(Json(detail(&caller.state, run.row).await?))
@@ -108,7 +108,7 @@ async fn get_run(
     responses((status = 200, body = SandboxRunContentResponse)))]
 async fn run_content(
     caller: Caller,
-    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunContentResponse>> {
     let row = Run::in_room(&caller, chatroom_id, run_id).await?.row;
     let active = row.content_active();
@@ -129,7 +129,7 @@ async fn run_content(
     responses((status = 200, body = SandboxRunDetailResponse)))]
 async fn cancel_run(
     caller: Caller,
-    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
     Run::in_room(&caller, chatroom_id, run_id).await?;
     caller

@@ -6,10 +6,10 @@ use super::artifacts::artifact;
 use super::views::*;
 use crate::access::Run;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::runs::link::{LinkCommand, LinkedObject, PublicLink, link_aggregate_id};
 use projections::read_models::runs::query::{self as runs, LinkRow, RunRow};
 use utoipa_axum::router::OpenApiRouter;
@@ -97,7 +97,7 @@ macro_rules! run_object_link_routes {
             responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
         async fn $mint(
             caller: Caller,
-            Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+            ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
         ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
             let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
             link(&caller, &run, $object, None, false).await
@@ -109,7 +109,7 @@ macro_rules! run_object_link_routes {
             responses((status = 200, body = SandboxPublicLinkResponse), (status = 404, description = "not found")))]
         async fn $revoke(
             caller: Caller,
-            Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+            ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
         ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
             let run = Run::in_room(&caller, chatroom_id, run_id).await?.row;
             link(&caller, &run, $object, None, true).await
@@ -136,7 +136,7 @@ run_object_link_routes!(
     responses((status = 200, body = SandboxPublicLinkResponse)))]
 async fn mint_artifact_link(
     caller: Caller,
-    Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id, artifact_id)): ApiPath<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
     let (run, _) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let object = LinkedObject::Artifact;
@@ -149,7 +149,7 @@ async fn mint_artifact_link(
     responses((status = 200, body = SandboxPublicLinkResponse)))]
 async fn revoke_artifact_link(
     caller: Caller,
-    Path((chatroom_id, run_id, artifact_id)): Path<(Uuid, Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id, artifact_id)): ApiPath<(Uuid, Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxPublicLinkResponse>> {
     let (run, _) = artifact(&caller, chatroom_id, run_id, artifact_id).await?;
     let object = LinkedObject::Artifact;

@@ -9,6 +9,7 @@ use super::admission::{Admission, admit, not_stageable, stage};
 use super::views::{SandboxQuickRunRequest, SandboxQuickRunResponse};
 use crate::access::{Room, TaskVersion as RunnableVersion};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::parse_json;
 use crate::idempotency::IdempotencyKey;
 use crate::middleware::body_limit;
@@ -17,7 +18,7 @@ use crate::routes::sandbox::tasks::draft::check_fields;
 use crate::routes::sandbox::tasks::versions::check_ceiling;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Path};
+use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
 use domain::environments::environment::OwnerScope;
@@ -141,7 +142,7 @@ async fn hidden_task(
 async fn quick_run(
     caller: Caller,
     key: IdempotencyKey,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxQuickRunResponse>> {
     let room = Room::managed(&caller, chatroom_id).await?;

@@ -8,12 +8,12 @@ use super::views::{
 };
 use crate::access::{Room, Run, TaskVersion};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::parse_json;
 use crate::idempotency::IdempotencyKey;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use bytes::Bytes;
 use domain::error::Code;
 use domain::runs::run::{StoredObject, SubmissionSource};
@@ -49,7 +49,7 @@ fn envelope_limits() -> InputLimits {
 async fn submit_run(
     caller: Caller,
     key: IdempotencyKey,
-    Path(chatroom_id): Path<Uuid>,
+    ApiPath(chatroom_id): ApiPath<Uuid>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
     input::parse_value(&body, envelope_limits()).map_err(not_stageable)?;
@@ -113,7 +113,7 @@ async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<
 async fn retry_run(
     caller: Caller,
     key: IdempotencyKey,
-    Path((chatroom_id, run_id)): Path<(Uuid, Uuid)>,
+    ApiPath((chatroom_id, run_id)): ApiPath<(Uuid, Uuid)>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxRunDetailResponse>> {
     let request: SandboxRunRetryRequest = if body.iter().all(u8::is_ascii_whitespace) {

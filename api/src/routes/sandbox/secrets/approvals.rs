@@ -7,12 +7,12 @@
 use super::views::*;
 use crate::access::{Consumer, Task};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, OptionalJson};
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::check_reason;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::error::Code;
 use domain::secrets::ConsumerScope;
 use domain::secrets::approval::{
@@ -171,7 +171,7 @@ async fn create_approval(
     responses((status = 200, body = SandboxSecretApprovalResponse)))]
 async fn revoke_approval(
     caller: Caller,
-    Path(approval_id): Path<Uuid>,
+    ApiPath(approval_id): ApiPath<Uuid>,
     OptionalJson(body): OptionalJson<SandboxSecretApprovalRevokeRequest>,
 ) -> ApiResult<Json<SandboxSecretApprovalResponse>> {
     revoke(caller, approval_id, body).await
@@ -195,7 +195,7 @@ async fn create_shared_task_approval(
     responses((status = 200, body = SandboxSecretApprovalResponse)))]
 async fn revoke_shared_task_approval(
     caller: Caller,
-    Path(approval_id): Path<Uuid>,
+    ApiPath(approval_id): ApiPath<Uuid>,
     OptionalJson(body): OptionalJson<SandboxSecretApprovalRevokeRequest>,
 ) -> ApiResult<Json<SandboxSecretApprovalResponse>> {
     revoke(caller, approval_id, body).await

@@ -5,13 +5,13 @@
 use super::views::*;
 use crate::access::{Consumer, Manageable, Task};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::openapi::enums::string_enum;
 use crate::pagination::{MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::secrets::ConsumerScope;
 use domain::wire::from_wire;
 use projections::read_models::secrets::query as secrets;
@@ -68,7 +68,7 @@ async fn list_secrets(
     responses((status = 200, body = SandboxSecretBindingResponse)))]
 async fn secret(
     caller: Caller,
-    Path(secret_id): Path<Uuid>,
+    ApiPath(secret_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxSecretBindingResponse>> {
     let row = secrets::binding(caller.pool(), caller.principal.company_id, secret_id)
         .await?
@@ -84,7 +84,7 @@ async fn secret(
     responses((status = 200, body = SandboxSecretBindingListResponse)))]
 async fn task_secrets(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxSecretBindingListResponse>> {
     let task = Task::read(&caller, task_id).await?;
     let manageable = Manageable::of(&caller).await?;
@@ -107,7 +107,7 @@ async fn task_secrets(
     responses((status = 200, body = SandboxSecretApprovalListResponse)))]
 async fn task_approvals(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxSecretApprovalListResponse>> {
     let task = Task::read(&caller, task_id).await?;
     let manageable = Manageable::of(&caller).await?;

@@ -34,6 +34,7 @@ pub struct SandboxSecretWriteRequest {
     /// The task whose slot this fills.
     pub task_id: Uuid,
     /// The slot (`^[A-Za-z_][A-Za-z0-9_]{0,127}$`).
+    #[schema(pattern = "^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
     pub slot_name: String,
     /// The value, encrypted to `GET /public/info/model_key/public_key`.
     pub encrypted_value: Option<SandboxEncryptedValue>,
@@ -53,7 +54,8 @@ pub struct SandboxSecretRevokeRequest {
     pub consumer_id: Uuid,
     /// The task.
     pub task_id: Uuid,
-    /// The slot.
+    /// The slot (`^[A-Za-z_][A-Za-z0-9_]{0,127}$`).
+    #[schema(pattern = "^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
     pub slot_name: String,
 }
 
@@ -141,8 +143,10 @@ pub struct SandboxSecretApprovalCreateRequest {
     /// The exact version.
     pub task_version_id: Uuid,
     /// Its canonical digest (`sha256:` and 64 hex digits).
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub task_version_digest: String,
     /// The slots the version may read (1..100 valid slot names).
+    #[schema(min_items = 1, max_items = 100)]
     pub slot_names: Vec<String>,
     /// Must be `true`.
     pub risk_accepted: bool,

@@ -5,13 +5,13 @@ use super::views::*;
 use crate::access::Task;
 use crate::access::scope::resolve_owner;
 use crate::error::ApiResult;
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::environments::environment::Lifecycle;
 use domain::runs::run::{Run, RunCommand};
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
@@ -79,7 +79,7 @@ async fn create_task(
     responses((status = 200, body = SandboxTaskResponse)))]
 async fn get_task(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     Ok(Json(Task::read(&caller, task_id).await?.row.into()))
 }
@@ -90,7 +90,7 @@ async fn get_task(
     responses((status = 200, body = SandboxTaskResponse)))]
 async fn update_task(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskUpdateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     Task::owned(&caller, task_id).await?;
@@ -113,7 +113,7 @@ async fn update_task(
     responses((status = 200, body = SandboxTaskResponse)))]
 async fn archive_task(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
     let task = Task::owned(&caller, task_id).await?;
     if task.row.task.lifecycle == Lifecycle::Active {

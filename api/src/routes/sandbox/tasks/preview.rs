@@ -8,12 +8,12 @@
 use super::views::*;
 use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::request::Caller;
 use crate::routes::sandbox::runs::admission::not_stageable;
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::schema;
 use utoipa_axum::router::OpenApiRouter;
@@ -46,7 +46,7 @@ pub fn runtime_contract(work_command: Option<String>) -> RuntimeContract {
     responses((status = 200, body = SandboxInputPreviewResponse)))]
 async fn input_preview(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
     body: Bytes,
 ) -> ApiResult<Json<SandboxInputPreviewResponse>> {
     let task = Task::read(&caller, task_id).await?;

@@ -13,6 +13,7 @@ use super::views::{
 use crate::access::Task;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::middleware::body_limit;
 use crate::openapi::enums::string_enum;
@@ -20,7 +21,7 @@ use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Multipart, Path};
+use axum::extract::{DefaultBodyLimit, Multipart};
 use axum::middleware::from_fn_with_state;
 use bytes::Bytes;
 use domain::error::Code;
@@ -111,7 +112,7 @@ async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
     responses((status = 200, body = SandboxScriptUploadResponse)))]
 async fn upload_script(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxScriptUploadResponse>> {
     Task::owned(&caller, task_id).await?;
@@ -210,7 +211,7 @@ pub enum Target {
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn script_file(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
     ApiQuery(query): ApiQuery<ScriptTarget>,
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {

@@ -5,6 +5,7 @@
 
 use crate::access::{ShareGrant, Task, not_runnable};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery, OptionalJson};
 use crate::pagination::{LifecycleFilter, LifecycleQuery};
 use crate::request::Caller;
@@ -12,7 +13,6 @@ use crate::routes::sandbox::bindings::check_reason;
 use crate::routes::sandbox::bindings::views::*;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::error::Code;
 use domain::sharing::policy::parse_policies;
 use domain::sharing::share::{Share, ShareCommand, ShareTargetKind, share_id};
@@ -58,7 +58,7 @@ async fn target_is_live(caller: &Caller, kind: ShareTargetKind, id: Uuid) -> Api
     responses((status = 200, body = SandboxShareGrantListResponse)))]
 async fn list_shares(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxShareGrantListResponse>> {
     let page = query.page(20)?;
@@ -75,7 +75,7 @@ async fn list_shares(
     responses((status = 200, body = SandboxShareGrantResponse)))]
 async fn create_share(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxShareCreateRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
     let task = Task::owned(&caller, task_id).await?;
@@ -111,7 +111,7 @@ async fn create_share(
     responses((status = 200, body = SandboxShareGrantResponse)))]
 async fn revoke_share(
     caller: Caller,
-    Path((task_id, grant_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, grant_id)): ApiPath<(Uuid, Uuid)>,
     OptionalJson(body): OptionalJson<SandboxRevokeRequest>,
 ) -> ApiResult<Json<SandboxShareGrantResponse>> {
     let current = ShareGrant::owned(&caller, task_id, grant_id).await?;

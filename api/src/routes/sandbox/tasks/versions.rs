@@ -5,13 +5,13 @@ use super::draft;
 use super::views::*;
 use crate::access::{Task, TaskVersion as TaskVersionHandle};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::limits::company_limits;
 use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::environments::environment::OwnerScope;
 use domain::environments::version::VersionState;
 use domain::error::Code;
@@ -42,7 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, body = SandboxTaskVersionListResponse)))]
 async fn list_versions(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxTaskVersionListResponse>> {
     let task = Task::read(&caller, task_id).await?;
@@ -62,7 +62,7 @@ async fn list_versions(
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn create_version(
     caller: Caller,
-    Path(task_id): Path<Uuid>,
+    ApiPath(task_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
@@ -87,7 +87,7 @@ async fn create_version(
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn get_version(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::read(&caller, task_id).await?;
     Ok(Json(task.version(&caller, version_id).await?.into()))
@@ -99,7 +99,7 @@ async fn get_version(
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn update_version(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
@@ -140,7 +140,7 @@ pub async fn changed(
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn publish_version(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
     let version = task.version(&caller, version_id).await?.row.version;
@@ -194,7 +194,7 @@ async fn publish_version(
     responses((status = 200, body = SandboxTaskVersionResponse)))]
 async fn archive_version(
     caller: Caller,
-    Path((task_id, version_id)): Path<(Uuid, Uuid)>,
+    ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
     task.version(&caller, version_id).await?;

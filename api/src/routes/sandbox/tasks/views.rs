@@ -42,6 +42,7 @@ pub struct SandboxTaskCreateRequest {
 /// `SandboxTaskUpdateRequest`: only these three fields.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct SandboxTaskUpdateRequest {
     /// New name.
     pub name: Option<String>,

@@ -5,13 +5,13 @@
 use super::{CAPABILITY_HEADER, session, staging_key};
 use crate::access::Environment;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::middleware::body_limit::declared_length;
 use crate::objects::PutError;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::views::SandboxContextUploadPutResponse;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Path;
 use axum::http::{HeaderMap, header};
 use domain::environments::upload::{ContextUpload, StagedBytes, UploadCommand};
 use domain::error::Code;
@@ -34,7 +34,7 @@ fn context_too_large(declared: i64) -> ApiError {
     responses((status = 200, body = SandboxContextUploadPutResponse)))]
 pub(super) async fn put_upload(
     caller: Caller,
-    Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, session_id)): ApiPath<(Uuid, Uuid)>,
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Json<SandboxContextUploadPutResponse>> {

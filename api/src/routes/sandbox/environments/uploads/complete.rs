@@ -4,13 +4,13 @@
 use super::session;
 use crate::access::Environment;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiPath;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::views::{
     SandboxContextUploadCompleteRequest, SandboxContextUploadCompleteResponse,
 };
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use domain::environments::archive::{self, ArchiveLimits};
 use domain::environments::upload::{ContextUpload, UploadCommand, UploadState};
 use domain::error::Code;
@@ -27,7 +27,7 @@ use uuid::Uuid;
     responses((status = 200, body = SandboxContextUploadCompleteResponse)))]
 pub(super) async fn complete_upload(
     caller: Caller,
-    Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, session_id)): ApiPath<(Uuid, Uuid)>,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<SandboxContextUploadCompleteResponse>> {
     if !body.iter().all(u8::is_ascii_whitespace) {

@@ -2,12 +2,12 @@
 
 use crate::access::Environment;
 use crate::error::ApiResult;
+use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::views::SandboxContextObjectListResponse;
 use axum::Json;
-use axum::extract::Path;
 use projections::read_models::context_uploads::query as uploads;
 use uuid::Uuid;
 
@@ -17,7 +17,7 @@ use uuid::Uuid;
     responses((status = 200, body = SandboxContextObjectListResponse)))]
 pub(super) async fn list_uploads(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LifecycleQuery>,
 ) -> ApiResult<Json<SandboxContextObjectListResponse>> {
     Environment::managed(&caller, environment_id).await?;

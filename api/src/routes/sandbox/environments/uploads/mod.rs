@@ -11,11 +11,11 @@ use crate::access::Environment;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::extract::ApiPath;
 use crate::request::Caller;
 use crate::routes::sandbox::PREFIX;
 use crate::state::AppState;
 use axum::Json;
-use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::Lifecycle;
 use domain::environments::upload::{
@@ -102,7 +102,7 @@ fn require_active(environment: &Environment) -> ApiResult<()> {
     responses((status = 200, body = SandboxContextUploadInitResponse)))]
 async fn init_upload(
     caller: Caller,
-    Path(environment_id): Path<Uuid>,
+    ApiPath(environment_id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<SandboxContextUploadInitRequest>,
 ) -> ApiResult<Json<SandboxContextUploadInitResponse>> {
     let environment = Environment::managed(&caller, environment_id).await?;
@@ -192,7 +192,7 @@ pub async fn check_upload_rate(
     responses((status = 200, body = SandboxContextUploadSessionResponse)))]
 async fn get_upload(
     caller: Caller,
-    Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, session_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxContextUploadSessionResponse>> {
     Environment::managed(&caller, environment_id).await?;
     Ok(Json(
@@ -206,7 +206,7 @@ async fn get_upload(
     responses((status = 200, body = SandboxContextUploadSessionResponse)))]
 async fn abort_upload(
     caller: Caller,
-    Path((environment_id, session_id)): Path<(Uuid, Uuid)>,
+    ApiPath((environment_id, session_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxContextUploadSessionResponse>> {
     let environment = Environment::managed(&caller, environment_id).await?;
     session(&caller.state, &environment, session_id).await?;
