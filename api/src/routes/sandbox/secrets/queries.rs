@@ -36,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct SecretLookupQuery {
     /// `chatroom`, `department` or `company` (required).
-    #[param(schema_with = string_enum::<ConsumerScope>)]
+    #[param(schema_with = string_enum::<ConsumerScope>, required = true)]
     pub consumer_scope: ConsumerScope,
     /// The consumer's id (required).
     pub consumer_id: Uuid,

@@ -190,7 +190,7 @@ pub async fn resolve(
 #[into_params(parameter_in = Query)]
 pub struct ScriptTarget {
     /// `startup` or `work`.
-    #[param(schema_with = string_enum::<Target>)]
+    #[param(schema_with = string_enum::<Target>, required = true)]
     pub target: Target,
 }
 
