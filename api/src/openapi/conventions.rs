@@ -41,20 +41,11 @@ fn common_parameter_schema(name: &str) -> Option<Schema> {
 /// Applies the conventions to every operation of the document.
 pub fn apply(document: &mut OpenApi) {
     super::operation_ids::make_unique(document);
-    for item in document.paths.paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.patch,
-            &mut item.delete,
-        ];
-        for operation in operations.into_iter().flatten() {
-            bound_parameters(operation);
-            describe_file_uploads(operation);
-            add_common_refusals(operation);
-            describe_responses(operation);
-        }
+    for (_, _, operation) in super::operations_mut(document) {
+        bound_parameters(operation);
+        describe_file_uploads(operation);
+        add_common_refusals(operation);
+        describe_responses(operation);
     }
 }
 

@@ -9,6 +9,7 @@ pub mod path_parameters;
 pub mod refusals;
 pub mod shapes;
 
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -54,4 +55,27 @@ impl Modify for Security {
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Api-Key"))),
         );
     }
+}
+
+/// Every operation of the document with its path and method (`get`, `post`, ...),
+/// for the passes that complete the document after the routers built it.
+pub fn operations_mut(
+    document: &mut utoipa::openapi::OpenApi,
+) -> Vec<(&str, &'static str, &mut Operation)> {
+    let mut found = Vec::new();
+    for (path, item) in document.paths.paths.iter_mut() {
+        let operations = [
+            ("get", &mut item.get),
+            ("post", &mut item.post),
+            ("put", &mut item.put),
+            ("patch", &mut item.patch),
+            ("delete", &mut item.delete),
+        ];
+        for (method, operation) in operations {
+            if let Some(operation) = operation {
+                found.push((path.as_str(), method, operation));
+            }
+        }
+    }
+    found
 }

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use utoipa::openapi::OpenApi;
-use utoipa::openapi::path::Operation;
 
 /// A path's segments as words: literals as they are, `{name}` as `by_name`.
 fn words(path: &str) -> Vec<String> {
@@ -41,28 +40,9 @@ fn distinguishing(paths: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn operations_mut(document: &mut OpenApi) -> Vec<(String, &'static str, &mut Operation)> {
-    let mut found = Vec::new();
-    for (path, item) in document.paths.paths.iter_mut() {
-        let operations = [
-            ("get", &mut item.get),
-            ("post", &mut item.post),
-            ("put", &mut item.put),
-            ("patch", &mut item.patch),
-            ("delete", &mut item.delete),
-        ];
-        for (method, operation) in operations {
-            if let Some(operation) = operation {
-                found.push((path.clone(), method, operation));
-            }
-        }
-    }
-    found
-}
-
 /// Renames every repeated operation id.
 pub fn make_unique(document: &mut OpenApi) {
-    let mut operations = operations_mut(document);
+    let mut operations = super::operations_mut(document);
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (index, (_, _, operation)) in operations.iter().enumerate() {
         if let Some(id) = &operation.operation_id {
@@ -70,7 +50,7 @@ pub fn make_unique(document: &mut OpenApi) {
         }
     }
     for (id, members) in groups.into_iter().filter(|(_, m)| m.len() > 1) {
-        let paths: Vec<&str> = members.iter().map(|&i| operations[i].0.as_str()).collect();
+        let paths: Vec<&str> = members.iter().map(|&i| operations[i].0).collect();
         let suffixes = distinguishing(&paths);
         for (&index, suffix) in members.iter().zip(suffixes) {
             let (_, method, operation) = &mut operations[index];

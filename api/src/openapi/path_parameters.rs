@@ -44,21 +44,8 @@ fn declare(operation: &mut Operation, names: &[&str]) {
 
 /// Adds every undeclared path parameter of every operation.
 pub fn declare_all(document: &mut OpenApi) {
-    for (path, item) in document.paths.paths.iter_mut() {
-        let names = names(path);
-        if names.is_empty() {
-            continue;
-        }
-        let operations = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.patch,
-            &mut item.delete,
-        ];
-        for operation in operations.into_iter().flatten() {
-            declare(operation, &names);
-        }
+    for (path, _, operation) in super::operations_mut(document) {
+        declare(operation, &names(path));
     }
 }
 

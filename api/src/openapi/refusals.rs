@@ -47,20 +47,13 @@ pub fn route_of(path: &str) -> (&'static str, &str) {
 
 /// Adds each operation's refusals to the document.
 pub fn add(document: &mut OpenApi) {
-    for (path, item) in document.paths.paths.iter_mut() {
+    for (path, method, operation) in super::operations_mut(document) {
         let (area, route) = route_of(path);
-        let operations = [
-            ("GET", &mut item.get),
-            ("POST", &mut item.post),
-            ("PUT", &mut item.put),
-            ("PATCH", &mut item.patch),
-            ("DELETE", &mut item.delete),
-        ];
-        for (method, operation) in operations {
-            if let Some(operation) = operation {
-                add_to(operation, area, &format!("{method} {route}"));
-            }
-        }
+        add_to(
+            operation,
+            area,
+            &format!("{} {route}", method.to_uppercase()),
+        );
     }
 }
 

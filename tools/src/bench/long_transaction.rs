@@ -13,7 +13,7 @@
 
 use super::raw::Scratch;
 use super::runs::{ids, prepare, submit, until_terminal};
-use super::server::{Server, start};
+use super::server::{Server, with_workers};
 use super::stats::percentile;
 use clap::Args;
 use serde_json::Value;
@@ -172,22 +172,8 @@ async fn measure(
 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &LongTransactionArgs) -> anyhow::Result<()> {
-    let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch, "/private/module/sandbox").await;
-    let result = match &server {
-        Ok(server) => {
-            api::runtime::start(&server.state.runtime);
-            let result = measure(server, &scratch, args).await;
-            server.cancel.cancel();
-            server.state.runtime.stopped().await;
-            result
-        }
-        Err(_) => Err(anyhow::anyhow!("the server did not start")),
-    };
-    if let Ok(server) = server {
-        let _ = std::fs::remove_dir_all(&server.data);
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    scratch.drop_database().await?;
-    result
+    with_workers(target_url, async |server, scratch| {
+        measure(server, scratch, args).await
+    })
+    .await
 }

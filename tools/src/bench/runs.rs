@@ -8,8 +8,7 @@
 //! An in-process server with its workers on a scratch database builds a curated
 //! busybox image, then everything goes through the HTTP API as a client would.
 
-use super::raw::Scratch;
-use super::server::{Server, start};
+use super::server::{Server, with_workers};
 use super::stats::percentile;
 use anyhow::Context;
 use api::runtime::buildah::Buildah;
@@ -261,23 +260,7 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
 
 /// Runs the benchmark on a scratch database next to the target.
 pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<()> {
-    let scratch = Scratch::create(target_url).await?;
-    let server = start(&scratch, "/private/module/sandbox").await;
-    let result = match &server {
-        Ok(server) => {
-            api::runtime::start(&server.state.runtime);
-            let result = measure(server, args).await;
-            server.cancel.cancel();
-            server.state.runtime.stopped().await;
-            result
-        }
-        Err(_) => Err(anyhow::anyhow!("the server did not start")),
-    };
-    if let Ok(server) = server {
-        let _ = std::fs::remove_dir_all(&server.data);
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    scratch.drop_database().await?;
+    let result = with_workers(target_url, async |server, _| measure(server, args).await).await;
     let f = result?;
     let ms = |d: &[Duration], p: f64| percentile(d, p);
     let ours = ms(&f.ours, 0.5);

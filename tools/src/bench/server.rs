@@ -120,3 +120,30 @@ pub async fn on_scratch_server<T>(
     scratch.drop_database().await?;
     result
 }
+
+/// Runs `measure` against an in-process server with its workers running, on a
+/// scratch database beside the target; stops the workers and drops the scratch
+/// database afterwards, whatever `measure` answered.
+pub async fn with_workers<T>(
+    target_url: &str,
+    measure: impl AsyncFnOnce(&Server, &Scratch) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let scratch = Scratch::create(target_url).await?;
+    let server = start(&scratch, "/private/module/sandbox").await;
+    let result = match &server {
+        Ok(server) => {
+            api::runtime::start(&server.state.runtime);
+            let result = measure(server, &scratch).await;
+            server.cancel.cancel();
+            server.state.runtime.stopped().await;
+            result
+        }
+        Err(_) => Err(anyhow::anyhow!("the server did not start")),
+    };
+    if let Ok(server) = server {
+        let _ = std::fs::remove_dir_all(&server.data);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    scratch.drop_database().await?;
+    result
+}
