@@ -96,3 +96,8 @@ pub fn name_200() -> Object {
 pub fn name_100() -> Object {
     display_name(100)
 }
+
+/// `asc` or `desc`.
+pub fn sort_order() -> Object {
+    string().enum_values(Some(["asc", "desc"])).build()
+}

@@ -40,6 +40,7 @@ pub struct GroupCreate {
     /// Free text.
     pub description: Option<String>,
     /// 1..100 users of the company, none twice.
+    #[schema(min_items = 1, max_items = 100)]
     pub member_ids: Vec<Uuid>,
 }
 
@@ -53,6 +54,7 @@ pub struct GroupResponse {
     /// Description.
     pub description: Option<String>,
     /// Its users.
+    #[schema(min_items = 1, max_items = 100)]
     pub member_ids: Vec<Uuid>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
@@ -88,7 +90,7 @@ pub struct TemplateCreate {
     pub description: Option<String>,
     /// 1..10 gates `{name, condition: {type: group, group_id, mode: any}}`; all
     /// must pass.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Object>, min_items = 1, max_items = 10)]
     pub gates: Vec<Gate>,
     /// Whether each approval must carry a signature (default false).
     #[serde(default)]
@@ -105,7 +107,7 @@ pub struct TemplateResponse {
     /// Description.
     pub description: Option<String>,
     /// Its gates.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Object>, min_items = 1, max_items = 10)]
     pub gates: Vec<Gate>,
     /// Whether approvals carry a signature.
     pub require_signature: bool,

@@ -66,6 +66,7 @@ pub struct ListQuery {
     /// `updated_at`.
     pub sort_by: Option<String>,
     /// `asc` or `desc`.
+    #[param(schema_with = crate::openapi::shapes::sort_order)]
     pub sort_order: Option<String>,
 }
 

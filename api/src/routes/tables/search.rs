@@ -43,6 +43,7 @@ pub struct RecordSearch {
     /// One sort column.
     pub sort_by: Option<String>,
     /// `asc` or `desc`.
+    #[schema(schema_with = crate::openapi::shapes::sort_order)]
     pub sort_order: Option<String>,
     /// Columns to return (internal keys or display names).
     pub columns: Option<Vec<String>>,
@@ -148,6 +149,7 @@ pub struct RecordAggregate {
     /// Group keys (scalar columns; principal groups by the tagged string).
     pub group_by: Option<Vec<String>>,
     /// The values to compute (1..20).
+    #[schema(min_items = 1, max_items = 20)]
     pub aggregations: Vec<AggregationSpec>,
 }
 

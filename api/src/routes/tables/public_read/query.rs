@@ -48,6 +48,7 @@ pub struct PublicQueryRequest {
     /// One sort column.
     pub sort_by: Option<String>,
     /// `asc` or `desc`.
+    #[schema(schema_with = crate::openapi::shapes::sort_order)]
     pub sort_order: Option<String>,
     /// Sort keys (take precedence over `sort_by`).
     pub sort: Option<Vec<PublicSortKey>>,

@@ -149,6 +149,7 @@ pub struct PreviewQuery {
     /// Fires strictly after this instant (default now).
     pub from: Option<DateTime<Utc>>,
     /// How many fires (1..50, default 10).
+    #[param(minimum = 1, maximum = 50)]
     pub count: Option<usize>,
 }
 
