@@ -12,10 +12,22 @@ use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, Type};
 /// The names `T` accepts, in declaration order.
 pub fn variants<T: DeserializeOwned>() -> Vec<String> {
     let probe: StrDeserializer<'_, Error> = "\u{0}".into_deserializer();
-    let Err(error) = T::deserialize(probe) else {
-        return Vec::new();
-    };
-    let message = error.to_string();
+    T::deserialize(probe)
+        .err()
+        .map_or_else(Vec::new, |e| expected_names(&e.to_string()))
+}
+
+/// The names an internally tagged enum (`#[serde(tag = "...")]`) accepts in its
+/// `tag` field, read the same way from a document whose tag names nothing.
+pub fn tagged_variants<T: DeserializeOwned>(tag: &str) -> Vec<String> {
+    let probe = serde_json::json!({ tag: "\u{0}" });
+    T::deserialize(probe)
+        .err()
+        .map_or_else(Vec::new, |e| expected_names(&e.to_string()))
+}
+
+/// The back-quoted names after "expected" in serde's unknown-variant message.
+fn expected_names(message: &str) -> Vec<String> {
     let Some((_, expected)) = message.split_once(", expected ") else {
         return Vec::new();
     };
@@ -63,6 +75,15 @@ mod tests {
     enum Two {
         First,
         SecondOne,
+    }
+
+    #[test]
+    fn a_tagged_enum_names_its_variants_in_its_tag() {
+        use domain::tables::trigger::Schedule;
+        assert_eq!(
+            super::tagged_variants::<Schedule>("type"),
+            ["cron", "interval", "daily", "date_column_reached"]
+        );
     }
 
     #[test]

@@ -3,11 +3,17 @@
 //! read the item at all. The domain's own checks (the rules behind 400) stay in
 //! the domain; these state the fields, their types and the id pattern.
 
-use super::enums::string_enum;
+use super::enums::{string_enum, tagged_variants};
+use domain::tables::column::NAME_CHARS;
 use domain::tables::rule::{MAX_RULES, RuleEvent};
-use domain::tables::trigger::{MAX_TRIGGERS, TriggerEvent};
+use domain::tables::trigger::{Action, MAX_TRIGGERS, Schedule, TriggerEvent};
 use utoipa::openapi::Array;
 use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, Object, ObjectBuilder, Type};
+
+/// A character that is not a control character.
+const NO_CONTROL: &str = r"[^\x00-\x1f\x7f-\x9f]";
+/// A character that is neither a space nor a control character.
+const VISIBLE: &str = r"[^\s\x00-\x1f\x7f-\x9f]";
 
 /// The pattern of client-chosen rule and trigger ids.
 const CLIENT_ID_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
@@ -61,11 +67,11 @@ pub fn triggers() -> Array {
         .property("name", string().min_length(Some(1)))
         .property("enabled", ObjectBuilder::new().schema_type(Type::Boolean))
         .property("on", string_enum::<TriggerEvent>())
-        .property("schedule", object())
+        .property("schedule", tagged::<Schedule>())
         .property("when", object())
         .property(
             "actions",
-            ArrayBuilder::new().items(object().required("type")).build(),
+            ArrayBuilder::new().items(tagged::<Action>()).build(),
         )
         .required("id")
         .required("name")
@@ -78,8 +84,6 @@ pub fn triggers() -> Array {
 /// A display name: at most `max` characters, at least one that is not a space,
 /// no control characters.
 fn display_name(max: usize) -> Object {
-    const NO_CONTROL: &str = r"[^\x00-\x1f\x7f-\x9f]";
-    const VISIBLE: &str = r"[^\s\x00-\x1f\x7f-\x9f]";
     string()
         .min_length(Some(1))
         .max_length(Some(max))
@@ -100,4 +104,37 @@ pub fn name_100() -> Object {
 /// `asc` or `desc`.
 pub fn sort_order() -> Object {
     string().enum_values(Some(["asc", "desc"])).build()
+}
+
+/// An object of an internally tagged enum: its `type` names one of the variants.
+fn tagged<T: serde::de::DeserializeOwned>() -> Object {
+    let names = tagged_variants::<T>("type");
+    assert!(
+        !names.is_empty(),
+        "{} is not tagged by type",
+        std::any::type_name::<T>()
+    );
+    object()
+        .property("type", string().enum_values(Some(names)))
+        .required("type")
+        .build()
+}
+
+/// A column's display name: 1..100 characters, no control characters, no spaces
+/// around it (uniqueness and reserved names are the table's to check).
+pub fn column_name() -> Object {
+    string()
+        .min_length(Some(1))
+        .max_length(Some(NAME_CHARS))
+        .pattern(Some(format!("^{VISIBLE}({NO_CONTROL}*{VISIBLE})?$")))
+        .build()
+}
+
+/// The slot names of a secret approval: 1..100 names of `^[A-Za-z_][A-Za-z0-9_]{0,127}$`.
+pub fn slot_names() -> Array {
+    ArrayBuilder::new()
+        .items(string().pattern(Some("^[A-Za-z_][A-Za-z0-9_]{0,127}$")))
+        .min_items(Some(1))
+        .max_items(Some(100))
+        .build()
 }

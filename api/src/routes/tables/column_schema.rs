@@ -23,6 +23,7 @@ pub fn double_option<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 #[serde(deny_unknown_fields)]
 pub struct ColumnCreate {
     /// Display name, unique in the table; non-ASCII allowed.
+    #[schema(schema_with = crate::openapi::shapes::column_name)]
     pub name: String,
     /// One of the 19 types.
     #[serde(rename = "type")]

@@ -146,7 +146,7 @@ pub struct SandboxSecretApprovalCreateRequest {
     #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
     pub task_version_digest: String,
     /// The slots the version may read (1..100 valid slot names).
-    #[schema(min_items = 1, max_items = 100)]
+    #[schema(schema_with = crate::openapi::shapes::slot_names)]
     pub slot_names: Vec<String>,
     /// Must be `true`.
     pub risk_accepted: bool,
