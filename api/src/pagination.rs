@@ -6,7 +6,7 @@
 //! cursor only moves the starting point inside rows the caller may see anyway.
 
 use crate::error::ApiError;
-use crate::openapi::enums::string_enum;
+use crate::openapi::enums::LifecycleNames;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::validation::ViolationKind;
@@ -40,7 +40,7 @@ pub struct LifecycleQuery {
     /// Opaque cursor from a previous page's `next_page_token`.
     pub page_token: Option<String>,
     /// `active` (default), `retired` or `all`.
-    #[param(schema_with = string_enum::<LifecycleFilter>)]
+    #[param(value_type = Option<LifecycleNames>, inline)]
     pub lifecycle: Option<LifecycleFilter>,
 }
 

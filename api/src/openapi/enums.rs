@@ -1,13 +1,13 @@
 //! The schema of a string enum, read from the enum's own `Deserialize`: serde's
 //! unknown-variant error lists every accepted name, renames applied. Fields typed
 //! with an enum of the domain (which does not depend on the document's library)
-//! use [`string_enum`] through `schema_with`, so the document offers exactly the
-//! names the server accepts and cannot drift from them.
+//! use [`string_enum`] through `schema_with` (query parameters: a type declared by
+//! [`names_of`]), so the document offers exactly the names the server accepts and
+//! cannot drift from them.
 
 use serde::de::value::{Error, StrDeserializer};
 use serde::de::{DeserializeOwned, IntoDeserializer};
-use utoipa::openapi::Array;
-use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, Type};
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 /// The names `T` accepts, in declaration order.
 pub fn variants<T: DeserializeOwned>() -> Vec<String> {
@@ -58,10 +58,33 @@ pub fn string_enum<T: DeserializeOwned>() -> Object {
         .build()
 }
 
-/// An array schema of `T`'s names (a repeatable `name[]` query filter).
-pub fn array_of_enum<T: DeserializeOwned>() -> Array {
-    ArrayBuilder::new().items(string_enum::<T>()).build()
+/// Declares `$name`, a type whose schema is `$enum`'s names, for query parameters:
+/// `#[param(value_type = $name, inline)]` keeps the parameter's description and
+/// whether it is required, which `schema_with` drops for parameters.
+macro_rules! names_of {
+    ($name:ident, $enum:ty) => {
+        #[doc = concat!("The names of `", stringify!($enum), "` (documentation only).")]
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(
+                    $crate::openapi::enums::string_enum::<$enum>(),
+                ))
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
 }
+pub(crate) use names_of;
+
+names_of!(
+    LifecycleNames,
+    projections::read_models::page::LifecycleFilter
+);
+names_of!(RunStatusNames, domain::runs::run::RunStatus);
+names_of!(ConsumerScopeNames, domain::secrets::ConsumerScope);
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@ use crate::access::{Room, Task};
 use crate::error::ApiResult;
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
-use crate::openapi::enums::string_enum;
+use crate::openapi::enums::LifecycleNames;
 use crate::pagination::{LifecycleFilter, MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::resolved;
@@ -135,7 +135,7 @@ async fn me(caller: Caller) -> ApiResult<Json<SandboxMeResponse>> {
 #[serde(deny_unknown_fields)]
 pub struct BindingListQuery {
     /// `active` (default), `retired` or `all`.
-    #[param(schema_with = string_enum::<LifecycleFilter>)]
+    #[param(value_type = Option<LifecycleNames>, inline)]
     pub lifecycle: Option<LifecycleFilter>,
 }
 

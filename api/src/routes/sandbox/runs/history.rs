@@ -9,6 +9,7 @@ use crate::access::{Task, require_company_manager};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
+use crate::openapi::enums::RunStatusNames;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
@@ -47,7 +48,7 @@ pub struct AllRunsQuery {
     pub task_id: Vec<Uuid>,
     /// Repeatable status filter.
     #[serde(rename = "status[]", alias = "status", default)]
-    #[param(schema_with = crate::openapi::enums::array_of_enum::<domain::runs::run::RunStatus>)]
+    #[param(value_type = Vec<RunStatusNames>, inline)]
     pub status: Vec<String>,
     /// Only the caller's own submissions.
     #[serde(default)]
@@ -108,7 +109,7 @@ pub struct TaskRunsQuery {
     /// `desc` (default, newest first) or `asc`.
     pub order: Option<String>,
     /// Run status.
-    #[param(schema_with = crate::openapi::enums::string_enum::<domain::runs::run::RunStatus>)]
+    #[param(value_type = Option<RunStatusNames>, inline)]
     pub status: Option<String>,
     /// `agent` or `manual` (rest, quick_run and custom_table_trigger).
     pub method: Option<String>,

@@ -8,6 +8,7 @@ use crate::access::{Room, Run};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
+use crate::openapi::enums::RunStatusNames;
 use crate::pagination::PageQuery;
 use crate::request::Caller;
 use crate::state::AppState;
@@ -40,7 +41,7 @@ pub struct RunListQuery {
     pub page_token: Option<String>,
     /// Repeatable status filter.
     #[serde(rename = "status[]", alias = "status", default)]
-    #[param(schema_with = crate::openapi::enums::array_of_enum::<domain::runs::run::RunStatus>)]
+    #[param(value_type = Vec<RunStatusNames>, inline)]
     pub status: Vec<String>,
 }
 

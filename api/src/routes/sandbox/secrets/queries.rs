@@ -7,7 +7,7 @@ use crate::access::{Consumer, Manageable, Task};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
-use crate::openapi::enums::string_enum;
+use crate::openapi::enums::ConsumerScopeNames;
 use crate::pagination::{MANAGEMENT_LIST_CAP, capped};
 use crate::request::Caller;
 use crate::state::AppState;
@@ -36,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct SecretLookupQuery {
     /// `chatroom`, `department` or `company` (required).
-    #[param(schema_with = string_enum::<ConsumerScope>, required = true)]
+    #[param(value_type = ConsumerScopeNames, inline)]
     pub consumer_scope: ConsumerScope,
     /// The consumer's id (required).
     pub consumer_id: Uuid,

@@ -16,7 +16,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
 use crate::middleware::body_limit;
-use crate::openapi::enums::string_enum;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
 use crate::state::AppState;
@@ -190,9 +189,11 @@ pub async fn resolve(
 #[into_params(parameter_in = Query)]
 pub struct ScriptTarget {
     /// `startup` or `work`.
-    #[param(schema_with = string_enum::<Target>, required = true)]
+    #[param(value_type = ScriptTargetNames, inline)]
     pub target: Target,
 }
+
+crate::openapi::enums::names_of!(ScriptTargetNames, Target);
 
 /// `startup` or `work`.
 #[derive(Debug, Clone, Copy, Deserialize)]
