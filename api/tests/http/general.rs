@@ -424,6 +424,13 @@ async fn openapi_ids_are_unique_every_answer_is_described_and_creations_link_onw
         .unwrap();
     assert_eq!(page_size["schema"]["minimum"], 1);
     assert_eq!(page_size["schema"]["maximum"], 100);
+    let scope = &doc["paths"]["/private/module/sandbox/secrets"]["get"]["parameters"][0];
+    assert_eq!(scope["name"], "consumer_scope");
+    assert_eq!(scope["required"], true, "an enum parameter stays required");
+    assert_eq!(
+        scope["schema"]["enum"],
+        serde_json::json!(["chatroom", "department", "company"])
+    );
 }
 
 #[tokio::test]
