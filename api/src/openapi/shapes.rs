@@ -138,3 +138,11 @@ pub fn slot_names() -> Array {
         .max_items(Some(100))
         .build()
 }
+
+/// A boolean that must be `true` (an acknowledgement such as `risk_accepted`).
+pub fn accepted() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .enum_values(Some([true]))
+        .build()
+}

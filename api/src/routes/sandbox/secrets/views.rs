@@ -149,6 +149,7 @@ pub struct SandboxSecretApprovalCreateRequest {
     #[schema(schema_with = crate::openapi::shapes::slot_names)]
     pub slot_names: Vec<String>,
     /// Must be `true`.
+    #[schema(schema_with = crate::openapi::shapes::accepted)]
     pub risk_accepted: bool,
 }
 
