@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crash loop (api/tests/crash_loop.rs) at length: SECONDS_TO_RUN (default 300)
+# The crash loop (api/tests/crash_loop/) at length: SECONDS_TO_RUN (default 300)
 # of WORKERS (default 8) writers while the server is killed every few seconds and
 # PostgreSQL is stopped in immediate mode once. Needs buildah and busybox-static
 # (scripts/test.sh installs them); the server runs on an embedded cluster of its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The seeded simulation of the executor queue and the projector
-# (domain/tests/simulation.rs) over many seeds: SEEDS (default 100000) from
+# (domain/tests/simulation/) over many seeds: SEEDS (default 100000) from
 # FIRST_SEED (default 1), release build. A failure prints its seed; replay it
 # with `SIM_SEED=<seed> cargo test -p domain --test simulation -- --nocapture`.
 set -euo pipefail

@@ -15,6 +15,7 @@ use super::raw::Scratch;
 use super::runs::{ids, prepare, submit, until_terminal};
 use super::server::{Server, with_workers};
 use super::stats::percentile;
+use api::runtime::executor::QUEUED_RUNS;
 use clap::Args;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -58,12 +59,9 @@ async fn claim_query_ms(server: &Server) -> anyhow::Result<f64> {
     let mut times = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
-        let _: Vec<(uuid::Uuid,)> = sqlx::query_as(
-            "SELECT r.id FROM runs r LEFT JOIN task_versions v ON v.id = r.task_version_id
-              WHERE r.status = 'queued' ORDER BY r.queued_at, r.id LIMIT 500",
-        )
-        .fetch_all(&server.state.pool)
-        .await?;
+        let _: Vec<(uuid::Uuid, uuid::Uuid, bool)> = sqlx::query_as(QUEUED_RUNS)
+            .fetch_all(&server.state.pool)
+            .await?;
         times.push(started.elapsed());
     }
     Ok(percentile(

@@ -29,6 +29,14 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+/// The claim pass's view of the queue: the oldest queued runs, each with its
+/// company and whether its version is still runnable (public for the benchmark
+/// that times it under an old snapshot).
+pub const QUEUED_RUNS: &str = "SELECT r.id, r.company_id,
+        coalesce(v.state = 'published' AND v.content_state = 'active', false)
+   FROM runs r LEFT JOIN task_versions v ON v.id = r.task_version_id
+  WHERE r.status = 'queued' ORDER BY r.queued_at, r.id LIMIT 500";
+
 /// The executor's shared parts.
 #[derive(Clone)]
 pub struct Executor {
@@ -213,13 +221,9 @@ impl Worker for Executor {
         if self.slots.available_permits() == 0 {
             return Ok(());
         }
-        let queued: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(
-            "SELECT r.id, r.company_id, coalesce(v.state = 'published' AND v.content_state = 'active', false)
-               FROM runs r LEFT JOIN task_versions v ON v.id = r.task_version_id
-              WHERE r.status = 'queued' ORDER BY r.queued_at, r.id LIMIT 500",
-        )
-        .fetch_all(&self.state.pool)
-        .await?;
+        let queued: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(QUEUED_RUNS)
+            .fetch_all(&self.state.pool)
+            .await?;
         let mut saturated = std::collections::HashSet::new();
         for (run_id, company, runnable) in queued {
             if !runnable {
