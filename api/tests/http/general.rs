@@ -458,3 +458,23 @@ async fn a_malformed_id_in_a_sandbox_path_is_a_422_naming_the_parameter() {
         assert!(["task_id", "version_id"].contains(&name), "{name}");
     }
 }
+
+#[tokio::test]
+async fn an_optional_body_of_null_reads_as_no_body() {
+    let app = TestApp::spawn().await;
+    let seed = app.seed().await;
+    let token = seed.token("acme", "boss");
+    let task = uuid::Uuid::new_v4();
+    let path = format!("/private/module/sandbox/tasks/{task}/shares/{task}/revoke");
+    let mut answers = Vec::new();
+    for body in ["", "null"] {
+        let request = app
+            .request(Method::POST, &path)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body);
+        answers.push(json(request.send().await.unwrap()).await);
+    }
+    assert_eq!(answers[0].0, 404, "{}", answers[0].1);
+    assert_eq!(answers[0], answers[1], "null answers as no body does");
+}
