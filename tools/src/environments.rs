@@ -12,11 +12,16 @@ use std::time::Duration;
 #[derive(Debug, Subcommand)]
 pub enum EnvironmentCommand {
     /// Create a curated (operator-owned) environment from a context archive and
-    /// build its first version. Prints the ids and the final version state as JSON.
+    /// build its first version, or with `--environment` build a new version of an
+    /// existing one (the companies pinning it are told when it is ready). Prints
+    /// the ids and the final version state as JSON.
     PublishCurated {
-        /// Display name.
-        #[arg(long)]
-        name: String,
+        /// Display name of a new environment.
+        #[arg(long, required_unless_present = "environment")]
+        name: Option<String>,
+        /// The curated environment that gets a new version.
+        #[arg(long, conflicts_with_all = ["name", "description"])]
+        environment: Option<uuid::Uuid>,
         /// Description.
         #[arg(long, default_value = "")]
         description: String,
@@ -33,6 +38,7 @@ pub enum EnvironmentCommand {
 pub async fn run(target: &Target, command: EnvironmentCommand) -> anyhow::Result<()> {
     let EnvironmentCommand::PublishCurated {
         name,
+        environment,
         description,
         context,
         no_wait,
@@ -47,8 +53,18 @@ pub async fn run(target: &Target, command: EnvironmentCommand) -> anyhow::Result
         std::fs::read(&context).with_context(|| format!("cannot read {}", context.display()))?;
     let started = service_state(target).await?;
     let state = started.state.clone();
-    let published =
-        curated::publish(&state, &operator_name(), &name, &description, format, bytes).await?;
+    let operator = operator_name();
+    let published = match (environment, name) {
+        (Some(environment), _) => {
+            curated::publish_version(&state, &operator, environment, format, bytes).await?
+        }
+        (None, Some(name)) => {
+            curated::publish(&state, &operator, &name, &description, format, bytes).await?
+        }
+        (None, None) => {
+            anyhow::bail!("name a new environment (--name) or an existing one (--environment)")
+        }
+    };
     let mut result = serde_json::to_value(&published)?;
     if !no_wait {
         api::runtime::worker::spawn(api::runtime::builder::Builder::new(state.runtime.clone()));

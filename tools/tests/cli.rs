@@ -301,4 +301,37 @@ async fn publish_curated_creates_and_builds_an_operator_environment() {
     ]);
     assert!(!ok);
     assert!(stderr.contains(".tar.gz"), "{stderr}");
+
+    // A new version of the same environment.
+    let environment = published["environment_id"].as_str().unwrap();
+    let (ok, stdout, stderr) = cli.run(&[
+        "environments",
+        "publish-curated",
+        "--environment",
+        environment,
+        "--context",
+        context.to_str().unwrap(),
+        "--no-wait",
+    ]);
+    assert!(ok, "{stderr}");
+    let second: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(second["environment_id"], environment);
+    assert_ne!(second["version_id"], published["version_id"]);
+    let number: i64 =
+        sqlx::query_scalar("SELECT version_number FROM environment_versions WHERE id = $1::uuid")
+            .bind(second["version_id"].as_str().unwrap())
+            .fetch_one(&cli.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(number, 2);
+    let (ok, _, stderr) = cli.run(&[
+        "environments",
+        "publish-curated",
+        "--environment",
+        &uuid::Uuid::new_v4().to_string(),
+        "--context",
+        context.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("not a curated environment"), "{stderr}");
 }

@@ -1,5 +1,6 @@
 //! Curated environments: operator-owned, readable by every company, built from a
-//! context archive the operator provides (`sandboxctl environments publish-curated`).
+//! context archive the operator provides (`sandboxctl environments publish-curated`,
+//! with `--environment` for a new version of an existing one).
 
 use super::operator_metadata;
 use crate::state::AppState;
@@ -14,6 +15,7 @@ use domain::environments::version::{
     BuildProfile, EnvironmentVersion, VersionCommand, VersionCreated,
 };
 use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
+use domain::principal::EventMetadata;
 use uuid::Uuid;
 
 /// What was published.
@@ -37,19 +39,8 @@ pub async fn publish(
     format: ArchiveFormat,
     context: Vec<u8>,
 ) -> anyhow::Result<Published> {
-    let bytes = context.clone();
-    tokio::task::spawn_blocking(move || {
-        archive::scan(
-            format,
-            std::io::Cursor::new(bytes),
-            ArchiveLimits::default(),
-            |_, _| Ok(()),
-        )
-    })
-    .await?
-    .context("the context archive is refused")?;
+    check_archive(format, &context).await?;
     let meta = operator_metadata(operator);
-    let bus = &state.bus;
     let environment_id = Uuid::new_v4();
     let created = EnvironmentCreated {
         environment_id,
@@ -60,12 +51,66 @@ pub async fn publish(
         name: name.to_string(),
         description: description.to_string(),
     };
-    bus.execute::<Environment>(
-        &environment_id.to_string(),
-        EnvironmentCommand::Create(created),
-        &meta,
+    state
+        .bus
+        .execute::<Environment>(
+            &environment_id.to_string(),
+            EnvironmentCommand::Create(created),
+            &meta,
+        )
+        .await?;
+    add_version(state, &meta, environment_id, context).await
+}
+
+/// Adds a version built from `context` to an existing curated environment and
+/// queues its build. When it is ready, every company pinning the environment is
+/// told (`curated_environment_published`).
+pub async fn publish_version(
+    state: &AppState,
+    operator: &str,
+    environment_id: Uuid,
+    format: ArchiveFormat,
+    context: Vec<u8>,
+) -> anyhow::Result<Published> {
+    let curated: Option<String> = sqlx::query_scalar(
+        "SELECT lifecycle FROM environments WHERE id = $1 AND owner_kind = 'system_curated'",
     )
+    .bind(environment_id)
+    .fetch_optional(&state.pool)
     .await?;
+    match curated.as_deref() {
+        None => anyhow::bail!("{environment_id} is not a curated environment"),
+        Some("archived") => anyhow::bail!("the curated environment {environment_id} is archived"),
+        Some(_) => {}
+    }
+    check_archive(format, &context).await?;
+    add_version(state, &operator_metadata(operator), environment_id, context).await
+}
+
+/// Refuses an archive the tenants' upload rules would refuse.
+async fn check_archive(format: ArchiveFormat, context: &[u8]) -> anyhow::Result<()> {
+    let bytes = context.to_vec();
+    tokio::task::spawn_blocking(move || {
+        archive::scan(
+            format,
+            std::io::Cursor::new(bytes),
+            ArchiveLimits::default(),
+            |_, _| Ok(()),
+        )
+    })
+    .await?
+    .context("the context archive is refused")?;
+    Ok(())
+}
+
+/// Stores the context, creates the environment's next version and queues its build.
+async fn add_version(
+    state: &AppState,
+    meta: &EventMetadata,
+    environment_id: Uuid,
+    context: Vec<u8>,
+) -> anyhow::Result<Published> {
+    let bus = &state.bus;
     let object_id = Uuid::new_v4();
     let key = format!("context/curated/{object_id}");
     let written = state.objects.put_bytes(&key, Bytes::from(context)).await?;
@@ -77,14 +122,14 @@ pub async fn publish(
         byte_size: written.byte_size,
         key,
     };
-    bus.execute::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), &meta)
+    bus.execute::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), meta)
         .await?;
     let version_id = Uuid::new_v4();
     let allocated = bus
         .execute::<Environment>(
             &environment_id.to_string(),
             EnvironmentCommand::AllocateVersion { version_id },
-            &meta,
+            meta,
         )
         .await?;
     let version_number = allocated
@@ -111,7 +156,7 @@ pub async fn publish(
     bus.execute::<EnvironmentVersion>(
         &version_id.to_string(),
         VersionCommand::Create(version),
-        &meta,
+        meta,
     )
     .await?;
     let attempt_id = Uuid::new_v4();
@@ -121,7 +166,7 @@ pub async fn publish(
         profile: BuildProfile::Standard,
         now: chrono::Utc::now(),
     };
-    bus.execute::<EnvironmentVersion>(&version_id.to_string(), queue, &meta)
+    bus.execute::<EnvironmentVersion>(&version_id.to_string(), queue, meta)
         .await?;
     Ok(Published {
         environment_id,

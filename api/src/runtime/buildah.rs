@@ -143,6 +143,13 @@ impl Buildah {
     pub async fn remove_image(&self, image: &str) -> anyhow::Result<()> {
         self.simple(&["rmi", "--force", image]).await.map(|_| ())
     }
+
+    /// Whether the image is in this storage.
+    pub async fn image_exists(&self, image: &str) -> bool {
+        self.simple(&["inspect", "--type", "image", image])
+            .await
+            .is_ok()
+    }
 }
 
 /// Runs a command in its own process group, capturing its output, until it ends,

@@ -12,6 +12,7 @@ mod log_stall;
 mod notifications;
 mod public;
 mod restricted;
+mod retention;
 mod runs;
 mod sandbox;
 mod secrets;

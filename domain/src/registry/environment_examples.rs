@@ -128,6 +128,10 @@ impl Catalogued for EnvironmentVersion {
                 at: at(8),
             },
             VersionArchived,
+            ImageRemoved {
+                image: "localhost/sandbox-env:e2001-1".into(),
+                at: at(9),
+            },
         ]
     }
 }

@@ -82,6 +82,9 @@ impl Catalogued for Run {
                     declared_content_type: "text/csv".into(),
                 }],
             })),
+            RunEvent::RunContentExpiring {
+                expires_at: "2026-02-05T00:00:13Z".parse().unwrap(),
+            },
             RunEvent::RunContentExpired,
         ]
     }

@@ -10,6 +10,7 @@ use crate::AggregateExt;
 use crate::error::{Code, SpecError};
 use crate::principal::{AuthMethod, PrincipalType};
 use crate::secrets::resolve::SlotSources;
+use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -233,6 +234,11 @@ pub enum RunCommand {
     Finish(Box<RunEnded>),
     /// The retention period of an ended run's contents passed: its objects go.
     ExpireContent,
+    /// The contents of an ended run expire soon: its submitter is told once.
+    WarnContentExpiring {
+        /// When they expire.
+        expires_at: DateTime<Utc>,
+    },
 }
 
 /// Events of [`Run`].
@@ -254,6 +260,11 @@ pub enum RunEvent {
     /// The run's contents (input, log, output, artifacts) passed their retention
     /// and are deleted; links and downloads answer 404 from now on.
     RunContentExpired,
+    /// The run's contents expire within a day (`run_content_expiring`).
+    RunContentExpiring {
+        /// When they expire.
+        expires_at: DateTime<Utc>,
+    },
 }
 
 impl DomainEvent for RunEvent {
@@ -265,6 +276,7 @@ impl DomainEvent for RunEvent {
             Self::RunCancelRequested => "RunCancelRequested",
             Self::RunFinished(_) => "RunFinished",
             Self::RunContentExpired => "RunContentExpired",
+            Self::RunContentExpiring { .. } => "RunContentExpiring",
         }
         .into()
     }
@@ -312,6 +324,9 @@ pub struct Run {
     pub worker_id: Option<String>,
     /// Whether its contents expired.
     pub content_expired: bool,
+    /// Whether its submitter was told the contents expire soon.
+    #[serde(default)]
+    pub content_expiry_warned: bool,
 }
 
 impl Aggregate for Run {
@@ -361,6 +376,14 @@ impl Aggregate for Run {
             }
             RunCommand::ExpireContent if self.content_expired => return Ok(()),
             RunCommand::ExpireContent if status.terminal() => RunEvent::RunContentExpired,
+            RunCommand::WarnContentExpiring { .. }
+                if self.content_expired || self.content_expiry_warned =>
+            {
+                return Ok(());
+            }
+            RunCommand::WarnContentExpiring { expires_at } if status.terminal() => {
+                RunEvent::RunContentExpiring { expires_at }
+            }
             _ => return Err(RunError::WrongState(status)),
         };
         sink.write(event, self).await;
@@ -378,6 +401,7 @@ impl Aggregate for Run {
             RunEvent::RunCancelRequested => self.status = RunStatus::CancelRequested,
             RunEvent::RunFinished(ended) => self.status = ended.terminal_class.into(),
             RunEvent::RunContentExpired => self.content_expired = true,
+            RunEvent::RunContentExpiring { .. } => self.content_expiry_warned = true,
         }
     }
 }
@@ -481,5 +505,37 @@ mod tests {
                 worker_id: "x".into(),
             })
             .then_expect_error(RunError::WrongState(RunStatus::Starting));
+    }
+
+    #[test]
+    fn the_expiry_warning_is_given_once_to_an_ended_run_whose_contents_remain() {
+        let at: DateTime<Utc> = "2026-02-05T00:00:00Z".parse().unwrap();
+        let warn = || RunCommand::WarnContentExpiring { expires_at: at };
+        let queued = vec![RunEvent::RunSubmitted(submitted("a"))];
+        TestFramework::<Run>::with(())
+            .given(queued.clone())
+            .when(warn())
+            .then_expect_error(RunError::WrongState(RunStatus::Queued));
+        let mut ended = queued;
+        ended.push(RunEvent::RunFinished(Box::new(RunEnded::bare(
+            TerminalClass::Cancelled,
+            "cancelled",
+        ))));
+        TestFramework::<Run>::with(())
+            .given(ended.clone())
+            .when(warn())
+            .then_expect_events(vec![RunEvent::RunContentExpiring { expires_at: at }]);
+        let mut warned = ended.clone();
+        warned.push(RunEvent::RunContentExpiring { expires_at: at });
+        TestFramework::<Run>::with(())
+            .given(warned)
+            .when(warn())
+            .then_expect_events(vec![]);
+        let mut expired = ended;
+        expired.push(RunEvent::RunContentExpired);
+        TestFramework::<Run>::with(())
+            .given(expired)
+            .when(warn())
+            .then_expect_events(vec![]);
     }
 }

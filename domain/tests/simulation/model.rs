@@ -186,7 +186,7 @@ impl World {
                 submitted: Some(submitted(run)),
                 status: entry.0,
                 worker_id: entry.1.clone(),
-                content_expired: false,
+                ..Run::default()
             };
             folded.apply(event);
             *entry = (folded.status, folded.worker_id);

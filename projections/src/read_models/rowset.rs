@@ -45,6 +45,11 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
         self.rows.get(key)?.as_ref()
     }
 
+    /// Every live row (loaded or made, not removed), for reading.
+    pub fn rows(&self) -> impl Iterator<Item = &R> {
+        self.rows.values().flatten()
+    }
+
     /// The row, or a new one made by `make`, for change.
     pub fn upsert_with(&mut self, key: K, make: impl FnOnce() -> R) -> &mut R {
         self.dirty.push(key.clone());

@@ -38,6 +38,9 @@ pub enum VersionError {
     /// A worker step that no longer applies (the attempt moved on, e.g. cancelled).
     #[error("the build attempt is no longer in a state for this step")]
     StaleStep,
+    /// Image removal of a version that is not archived or holds no image.
+    #[error("only an archived version's image can be removed")]
+    ImageNotRemovable,
 }
 
 impl SpecError for VersionError {
@@ -51,6 +54,7 @@ impl SpecError for VersionError {
             Self::RetryNotEligible => Code::RetryNotEligible,
             Self::AlreadyArchived => Code::AlreadyArchived,
             Self::StaleStep => Code::BuildStepStale,
+            Self::ImageNotRemovable => Code::IllegalStateTransition,
         }
     }
 }
@@ -312,6 +316,13 @@ impl Aggregate for EnvironmentVersion {
                 }
                 sink.write(VersionArchived, self).await;
             }
+            VersionCommand::RemoveImage { now } => {
+                let image = match (&self.state, &self.image) {
+                    (VersionState::Archived, Some(image)) => image.clone(),
+                    _ => return Err(VersionError::ImageNotRemovable),
+                };
+                sink.write(ImageRemoved { image, at: now }, self).await;
+            }
         }
         Ok(())
     }
@@ -384,6 +395,7 @@ impl Aggregate for EnvironmentVersion {
                     a.report = report;
                 }
             }
+            ImageRemoved { .. } => self.image = None,
             BuildAdvanced { .. }
             | BuildCancelRequested { .. }
             | BuildCancelling { .. }

@@ -101,6 +101,12 @@ pub enum VersionCommand {
     },
     /// Retires the version.
     Archive,
+    /// The janitor removed the image of an archived version that nothing pinned
+    /// for the company's `unreferenced_image_retention_days`.
+    RemoveImage {
+        /// Now.
+        now: DateTime<Utc>,
+    },
 }
 
 /// Events of [`super::EnvironmentVersion`].
@@ -188,6 +194,14 @@ pub enum VersionEvent {
     },
     /// The version is archived.
     VersionArchived,
+    /// The archived version's image is deleted from image storage: it can never
+    /// run again.
+    ImageRemoved {
+        /// The image reference that was deleted.
+        image: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
 }
 
 impl DomainEvent for VersionEvent {
@@ -203,6 +217,7 @@ impl DomainEvent for VersionEvent {
             Self::BuildCancelling { .. } => "BuildCancelling",
             Self::BuildCancelled { .. } => "BuildCancelled",
             Self::VersionArchived => "VersionArchived",
+            Self::ImageRemoved { .. } => "ImageRemoved",
         }
         .into()
     }

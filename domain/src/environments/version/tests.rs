@@ -157,3 +157,40 @@ fn worker_steps_on_a_cancelled_attempt_are_stale() {
         })
         .then_expect_error(VersionError::StaleStep);
 }
+
+#[test]
+fn only_an_archived_version_s_image_is_removed_and_only_once() {
+    let completed = VersionEvent::BuildCompleted {
+        attempt_id: ATTEMPT,
+        image: "localhost/sandbox-env/v:a".into(),
+        report: None,
+        at: t(1),
+    };
+    let remove = || VersionCommand::RemoveImage { now: t(40) };
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(vec![created(), queued(ATTEMPT), completed.clone()])
+        .when(remove())
+        .then_expect_error(VersionError::ImageNotRemovable);
+    let archived = vec![
+        created(),
+        queued(ATTEMPT),
+        completed.clone(),
+        VersionEvent::VersionArchived,
+    ];
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(archived.clone())
+        .when(remove())
+        .then_expect_events(vec![VersionEvent::ImageRemoved {
+            image: "localhost/sandbox-env/v:a".into(),
+            at: t(40),
+        }]);
+    let mut removed = archived;
+    removed.push(VersionEvent::ImageRemoved {
+        image: "localhost/sandbox-env/v:a".into(),
+        at: t(40),
+    });
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(removed)
+        .when(remove())
+        .then_expect_error(VersionError::ImageNotRemovable);
+}

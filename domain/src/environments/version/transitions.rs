@@ -34,7 +34,8 @@ pub fn version_state_after(event: &VersionEvent, current: VersionState) -> Versi
         VersionEvent::VersionArchived => VersionState::Archived,
         VersionEvent::BuildAdvanced { .. }
         | VersionEvent::BuildCancelRequested { .. }
-        | VersionEvent::BuildCancelling { .. } => current,
+        | VersionEvent::BuildCancelling { .. }
+        | VersionEvent::ImageRemoved { .. } => current,
     }
 }
 
@@ -59,6 +60,8 @@ pub fn attempt_status_after(event: &VersionEvent) -> Option<(Uuid, BuildStatus)>
         }
         VersionEvent::BuildCancelling { attempt_id, .. } => (*attempt_id, BuildStatus::Cancelling),
         VersionEvent::BuildCancelled { attempt_id, .. } => (*attempt_id, BuildStatus::Cancelled),
-        VersionEvent::VersionCreated(_) | VersionEvent::VersionArchived => return None,
+        VersionEvent::VersionCreated(_)
+        | VersionEvent::VersionArchived
+        | VersionEvent::ImageRemoved { .. } => return None,
     })
 }

@@ -235,6 +235,11 @@ impl Workset {
                 row.report_object_id = report.as_ref().map(|r| r.object_id);
                 row.report_total_bytes = report.map(|r| r.total_bytes);
             }),
+            VersionEvent::ImageRemoved { .. } => {
+                if let Some(row) = self.versions.get_mut(&Id { id }) {
+                    row.image = None;
+                }
+            }
             VersionEvent::BuildAdvanced { .. }
             | VersionEvent::BuildCancelRequested { .. }
             | VersionEvent::BuildCancelling { .. }

@@ -1,10 +1,14 @@
 //! The `notifications` projection: `sandbox_event` notifications raised by build
-//! results (`build_ready`, `build_failed`, `build_cancelled`), addressed to the
-//! environment's owner scope and the company managers, and by runs ([`runs`]:
-//! `run_terminal`, `run_content_expired`, to the submitter); and what each user
-//! read ([`inbox`]). The notification center reads them through [`query`].
+//! results (`build_ready`, `build_failed`, `build_cancelled`) and image cleanup
+//! (`image_storage_cleanup_completed`), addressed to the environment's owner scope
+//! and the company managers; by a curated environment's new ready version
+//! (`curated_environment_published`, to the companies pinning it, [`pins`]); by
+//! runs ([`runs`]: `run_terminal`, `run_content_expiring`, `run_content_expired`,
+//! to the submitter); and what each user read ([`inbox`]). The notification
+//! center reads them through [`query`].
 
 mod inbox;
+mod pins;
 pub mod query;
 mod runs;
 
@@ -16,6 +20,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::environments::environment::{Environment, EnvironmentEvent};
 use domain::environments::version::{EnvironmentVersion, VersionEvent};
+use domain::tasks::version::{TaskVersion, TaskVersionEvent};
+use pins::Pins;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -98,12 +104,15 @@ struct VersionEnvironment {
 /// Projects build results into notifications.
 pub struct NotificationsProjection;
 
-/// The kind and payload of a notification a version event raises, if any.
-fn raised(event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
+/// The kind, the id it is raised once for, and the payload of a notification a
+/// version event raises, if any.
+fn raised(version_id: Uuid, event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
     match event {
-        VersionEvent::BuildCompleted { attempt_id, .. } => {
-            Some(("build_ready", *attempt_id, json!({})))
-        }
+        VersionEvent::BuildCompleted { attempt_id, .. } => Some((
+            "build_ready",
+            *attempt_id,
+            json!({"attempt_id": attempt_id}),
+        )),
         VersionEvent::BuildFailed {
             attempt_id,
             failure,
@@ -111,10 +120,16 @@ fn raised(event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
         } => Some((
             "build_failed",
             *attempt_id,
-            json!({"error_code": failure.error_code, "error_detail": failure.error_detail}),
+            json!({"attempt_id": attempt_id, "error_code": failure.error_code,
+                   "error_detail": failure.error_detail}),
         )),
-        VersionEvent::BuildCancelled { attempt_id, .. } => {
-            Some(("build_cancelled", *attempt_id, json!({})))
+        VersionEvent::BuildCancelled { attempt_id, .. } => Some((
+            "build_cancelled",
+            *attempt_id,
+            json!({"attempt_id": attempt_id}),
+        )),
+        VersionEvent::ImageRemoved { .. } => {
+            Some(("image_storage_cleanup_completed", version_id, json!({})))
         }
         _ => None,
     }
@@ -124,6 +139,7 @@ fn raised(event: &VersionEvent) -> Option<(&'static str, Uuid, Value)> {
 enum Decoded {
     Environment(Uuid, EnvironmentEvent),
     Version(Uuid, VersionEvent, DateTime<Utc>, i64),
+    TaskVersion(Uuid, TaskVersionEvent),
 }
 
 /// Keeps the owner row (scope and current name) of an environment.
@@ -151,34 +167,63 @@ fn apply_environment(
     }
 }
 
-/// The notification a version event raises, addressed to its environment's owner.
-fn notification(
+/// The notifications a version event raises: to its environment's owner scope and
+/// company managers; a curated environment's new ready version also to every
+/// company pinning the environment.
+fn notifications_of(
     versions: &RowSet<VersionKey, VersionEnvironment>,
     owners: &RowSet<EnvironmentKey, Owner>,
+    pins: &Pins,
     version_id: Uuid,
     event: &VersionEvent,
     at: DateTime<Utc>,
-) -> Option<Notification> {
-    let (kind, attempt_id, mut payload) = raised(event)?;
-    let environment_id = versions.get(&VersionKey { version_id })?.environment_id;
-    let owner = owners.get(&EnvironmentKey { environment_id })?;
+) -> Vec<Notification> {
+    let Some((kind, key, mut payload)) = raised(version_id, event) else {
+        return Vec::new();
+    };
+    let Some(environment_id) = versions
+        .get(&VersionKey { version_id })
+        .map(|v| v.environment_id)
+    else {
+        return Vec::new();
+    };
+    let Some(owner) = owners.get(&EnvironmentKey { environment_id }) else {
+        return Vec::new();
+    };
+    payload["environment_id"] = json!(environment_id);
+    payload["environment_name"] = json!(owner.name);
+    payload["version_id"] = json!(version_id);
     let mut recipients = vec![json!({"scope": owner.owner_scope, "id": owner.owner_id})];
     if let Some(company) = owner.company_id {
         recipients.push(json!({"scope": "company_managers", "id": company}));
     }
-    payload["environment_id"] = json!(environment_id);
-    payload["environment_name"] = json!(owner.name);
-    payload["version_id"] = json!(version_id);
-    payload["attempt_id"] = json!(attempt_id);
-    Some(Notification {
-        id: domain::ids::derive("notification", &[kind, &attempt_id.to_string()]),
+    let mut raised = vec![Notification {
+        id: domain::ids::derive("notification", &[kind, &key.to_string()]),
         company_id: owner.company_id,
         kind: kind.into(),
         recipients: Value::Array(recipients),
-        payload,
+        payload: payload.clone(),
         created_at: at,
         position: 0,
-    })
+    }];
+    if kind == "build_ready" && owner.company_id.is_none() {
+        let kind = "curated_environment_published";
+        for company in pins.companies(environment_id) {
+            raised.push(Notification {
+                id: domain::ids::derive(
+                    "notification",
+                    &[kind, &key.to_string(), &company.to_string()],
+                ),
+                company_id: Some(company),
+                kind: kind.into(),
+                recipients: json!([{"scope": "company", "id": company}]),
+                payload: payload.clone(),
+                created_at: at,
+                position: 0,
+            });
+        }
+    }
+    raised
 }
 
 #[async_trait]
@@ -193,6 +238,7 @@ impl Projection for NotificationsProjection {
             "notification_environment_owners",
             "notification_versions",
             "notification_runs",
+            "notification_task_pins",
             "notification_reads",
             "notification_read_marks",
         ]
@@ -202,6 +248,7 @@ impl Projection for NotificationsProjection {
         &[
             "environment",
             "environment_version",
+            "task_version",
             "run",
             "notification_inbox",
         ]
@@ -217,16 +264,18 @@ impl Projection for NotificationsProjection {
                 decoded.push(Decoded::Environment(id()?, e));
             } else if let Some(e) = event.decode::<EnvironmentVersion>()? {
                 decoded.push(Decoded::Version(id()?, e, event.time(), event.position));
+            } else if let Some(e) = event.decode::<TaskVersion>()? {
+                decoded.push(Decoded::TaskVersion(id()?, e));
             }
         }
         let version_keys: Vec<VersionKey> = decoded
             .iter()
             .filter_map(|d| match d {
-                Decoded::Version(id, e, ..) if raised(e).is_some() => {
-                    Some(VersionKey { version_id: *id })
-                }
+                Decoded::Version(id, e, ..) if raised(*id, e).is_some() => Some(*id),
+                Decoded::TaskVersion(_, e) => pins::named_version(e),
                 _ => None,
             })
+            .map(|version_id| VersionKey { version_id })
             .collect();
         let loaded = VERSIONS
             .load::<_, VersionEnvironment>(conn, &version_keys)
@@ -246,7 +295,7 @@ impl Projection for NotificationsProjection {
                 Decoded::Version(_, VersionEvent::VersionCreated(created), ..) => {
                     environment_ids.insert(created.environment_id)
                 }
-                Decoded::Version(..) => false,
+                Decoded::Version(..) | Decoded::TaskVersion(..) => false,
             };
         }
         let owner_keys: Vec<EnvironmentKey> = environment_ids
@@ -269,12 +318,33 @@ impl Projection for NotificationsProjection {
                     )
                 }),
         );
+        let curated: Vec<Uuid> = owner_keys
+            .iter()
+            .map(|k| k.environment_id)
+            .filter(|id| {
+                owners
+                    .get(&EnvironmentKey {
+                        environment_id: *id,
+                    })
+                    .is_some_and(|o| o.company_id.is_none())
+            })
+            .collect();
+        let task_versions: Vec<Uuid> = decoded
+            .iter()
+            .filter_map(|d| match d {
+                Decoded::TaskVersion(id, ..) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        let mut pins = Pins::load(conn, &task_versions, &curated).await?;
         // In log order: a notification names the environment as it was called when
-        // the build ended, whatever batch the events arrive in.
+        // the build ended, and the companies pinning it then, whatever batch the
+        // events arrive in.
         let mut notifications: RowSet<Id, Notification> = RowSet::default();
         for d in decoded {
             match d {
                 Decoded::Environment(id, event) => apply_environment(&mut owners, id, event),
+                Decoded::TaskVersion(id, event) => pins.apply(&versions, id, &event),
                 Decoded::Version(id, VersionEvent::VersionCreated(created), ..) => {
                     let row = VersionEnvironment {
                         version_id: id,
@@ -283,13 +353,14 @@ impl Projection for NotificationsProjection {
                     versions.upsert_with(VersionKey { version_id: id }, || row);
                 }
                 Decoded::Version(id, event, at, position) => {
-                    let raised = notification(&versions, &owners, id, &event, at);
-                    if let Some(row) = raised.map(|row| Notification { position, ..row }) {
+                    for row in notifications_of(&versions, &owners, &pins, id, &event, at) {
+                        let row = Notification { position, ..row };
                         notifications.upsert_with(Id { id: row.id }, || row);
                     }
                 }
             }
         }
+        pins.store(conn).await?;
         VERSIONS.store(conn, versions).await?;
         OWNERS.store(conn, owners).await?;
         NOTIFICATIONS.store(conn, notifications).await

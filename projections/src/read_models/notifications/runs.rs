@@ -1,5 +1,6 @@
-//! Run notifications: `run_terminal` when a run ends and `run_content_expired`
-//! when its contents passed their retention, each addressed to the run's submitter
+//! Run notifications: `run_terminal` when a run ends, `run_content_expiring` a
+//! day before its contents expire and `run_content_expired` when they passed
+//! their retention, each addressed to the run's submitter
 //! (`{scope: user | social_media_client, id}`), remembered from its submission in
 //! `notification_runs`.
 
@@ -36,6 +37,10 @@ pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> an
                 let payload = json!({"terminal_class": ended.terminal_class,
                                      "error_code": ended.error_code});
                 notify(conn, event, run_id, "run_terminal", payload).await?;
+            }
+            RunEvent::RunContentExpiring { expires_at } => {
+                let payload = json!({"expires_at": expires_at});
+                notify(conn, event, run_id, "run_content_expiring", payload).await?;
             }
             RunEvent::RunContentExpired => {
                 notify(conn, event, run_id, "run_content_expired", json!({})).await?;

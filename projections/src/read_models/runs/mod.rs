@@ -82,6 +82,14 @@ async fn fold_run(
             .execute(conn)
             .await?;
         }
+        RunEvent::RunContentExpiring { expires_at } => {
+            sqlx::query("UPDATE runs SET content_expiring_at = $2, updated_at = $3 WHERE id = $1")
+                .bind(id)
+                .bind(expires_at)
+                .bind(at)
+                .execute(conn)
+                .await?;
+        }
         RunEvent::RunContentExpired => {
             sqlx::query("UPDATE runs SET content_state = 'expired', updated_at = $2 WHERE id = $1")
                 .bind(id)

@@ -1,0 +1,101 @@
+//! Run contents past their company's `run_content_retention_days`: a day ahead
+//! the submitter is warned (`RunContentExpiring`), at the end the objects go
+//! (`RunContentExpired`).
+
+use super::metadata;
+use crate::runtime::Runtime;
+use chrono::{DateTime, Utc};
+use domain::runs::run::{Run, RunCommand};
+use uuid::Uuid;
+
+/// How long before the end of retention the submitter is warned.
+pub const WARNING_LEAD: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
+#[derive(sqlx::FromRow)]
+struct ExpiredRun {
+    id: Uuid,
+    company_id: Uuid,
+    input_key: String,
+    log_key: Option<String>,
+    output_key: Option<String>,
+    bundle_key: Option<String>,
+}
+
+/// Marks the contents of ended runs past their retention expired, then deletes
+/// their objects (an inputs file only when no active run shares it and nothing
+/// staged it in the last hour).
+pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
+    let expired: Vec<ExpiredRun> = sqlx::query_as(
+        "SELECT r.id, r.company_id, r.input_key, r.log_key, r.output_key, r.bundle_key
+           FROM runs r LEFT JOIN company_settings s ON s.company_id = r.company_id
+          WHERE r.content_state = 'active' AND r.terminal_at IS NOT NULL
+            AND r.terminal_at < $1 - make_interval(days => coalesce(s.run_content_retention_days, 30))
+          ORDER BY r.terminal_at LIMIT 500",
+    )
+    .bind(now)
+    .fetch_all(&state.pool)
+    .await?;
+    for run in expired {
+        state
+            .bus
+            .record::<Run>(
+                &run.id.to_string(),
+                RunCommand::ExpireContent,
+                &metadata(run.company_id, run.id, now),
+            )
+            .await?;
+        for key in [run.log_key, run.output_key, run.bundle_key]
+            .into_iter()
+            .flatten()
+        {
+            state.objects.delete(&key).await?;
+        }
+        let shared: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active')",
+        )
+        .bind(&run.input_key)
+        .fetch_one(&state.pool)
+        .await?;
+        // Inputs are content-addressed: a submission staging the same bytes right
+        // now rewrites the object, so a recently written one is kept.
+        let recent = state
+            .objects
+            .modified_at(&run.input_key)
+            .await?
+            .is_some_and(|at| at > now - chrono::Duration::hours(1));
+        if !shared && !recent {
+            state.objects.delete(&run.input_key).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Warns the submitters of ended runs whose contents expire within
+/// [`WARNING_LEAD`] (once a run; a run already past its retention is expired, not
+/// warned).
+pub(super) async fn warn(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
+    let expiring: Vec<(Uuid, Uuid, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT r.id, r.company_id,
+                r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) AS expires_at
+           FROM runs r LEFT JOIN company_settings s ON s.company_id = r.company_id
+          WHERE r.content_state = 'active' AND r.content_expiring_at IS NULL
+            AND r.terminal_at IS NOT NULL
+            AND r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) BETWEEN $1 AND $1 + $2
+          ORDER BY r.terminal_at LIMIT 500",
+    )
+    .bind(now)
+    .bind(WARNING_LEAD)
+    .fetch_all(&state.pool)
+    .await?;
+    for (id, company, expires_at) in expiring {
+        state
+            .bus
+            .record::<Run>(
+                &id.to_string(),
+                RunCommand::WarnContentExpiring { expires_at },
+                &metadata(company, id, now),
+            )
+            .await?;
+    }
+    Ok(())
+}
