@@ -3,8 +3,11 @@
 //! Each sealed event's `chain_hash` is SHA-256 over the RFC 8785 canonical JSON of
 //! the previous hash and the event's position, identity, type, version, payload and
 //! metadata. Changing, removing or reordering any sealed event changes every hash
-//! after it.
+//! after it. The one exception is by design: a task version's scrubbable fields
+//! enter the hash by their digest ([`domain::tasks::scrub::committed`]), so a scrub
+//! may replace their text with a marker of the same digest and the chain holds.
 
+use domain::tasks::scrub;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -41,7 +44,9 @@ pub fn link(previous: &[u8], event: &ChainInput<'_>) -> [u8; 32] {
         "sequence": event.sequence,
         "event_type": event.event_type,
         "event_version": event.event_version,
-        "payload": event.payload,
+        "payload": scrub::committed(event.aggregate_type, event.event_type, event.payload)
+            .as_ref()
+            .unwrap_or(event.payload),
         "metadata": event.metadata,
     });
     let canonical =
@@ -64,6 +69,27 @@ mod tests {
             payload,
             metadata,
         }
+    }
+
+    #[test]
+    fn a_scrubbed_task_version_payload_links_like_the_original() {
+        let meta = json!({});
+        let original = json!({"TaskVersionEdited": {"contents": {"work_script": "echo secret\n"}}});
+        let scrubbed = scrub::scrubbed("TaskVersionEdited", &original).unwrap();
+        let edited = |payload| ChainInput {
+            aggregate_type: "task_version",
+            event_type: "TaskVersionEdited",
+            ..input(payload, &meta)
+        };
+        assert_eq!(
+            link(&GENESIS, &edited(&original)),
+            link(&GENESIS, &edited(&scrubbed))
+        );
+        let other = json!({"TaskVersionEdited": {"contents": {"work_script": "echo other\n"}}});
+        assert_ne!(
+            link(&GENESIS, &edited(&original)),
+            link(&GENESIS, &edited(&other))
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! * [`store`] appends and loads events through cqrs-es / postgres-es and executes
 //!   commands (load, decide, append, wait for the read models).
 //! * [`sealer`] gives committed events their global position and hash chain, in an
-//!   order that never lets a reader skip an event that committed late.
+//!   order that never lets a reader skip an event that committed late;
+//!   [`chain_epoch`] moves a log sealed under an older chain rule to the current one.
 //! * [`pump`] runs the sealer and every [`projection::Projection`] in one
 //!   checkpointed loop, and lets a request wait until its own events are projected.
 //! * [`read_models`] are the projections themselves.
@@ -13,6 +14,7 @@
 
 pub mod audit;
 pub mod chain;
+pub mod chain_epoch;
 pub mod db;
 pub mod digest;
 pub mod log;

@@ -262,3 +262,89 @@ async fn rechain(pool: &PgPool) {
         previous = hash.to_vec();
     }
 }
+
+/// A log sealed under the first chain rule (task version contents hashed by their
+/// text) is re-linked once from its first task version event; the old head is
+/// kept, the chain verifies, and a second start changes nothing.
+#[tokio::test]
+async fn a_log_sealed_before_epoch_two_is_relinked_once() {
+    use domain::tasks::contents::VersionContents;
+    use domain::tasks::version::{TaskVersion, TaskVersionCommand, TaskVersionDrafted};
+    let (db, bus, companies) = seeded().await;
+    let version_id = Uuid::new_v4();
+    let drafted = TaskVersionDrafted {
+        version_id,
+        task_id: Uuid::new_v4(),
+        company_id: companies[0],
+        version_number: 1,
+        contents: VersionContents {
+            environment_version_id: Uuid::new_v4(),
+            startup_script: String::new(),
+            work_script: "echo old\n".into(),
+            ordinary_env: Default::default(),
+            input_instructions: None,
+            input_example: None,
+            input_schema: None,
+            work_command: None,
+            timeout_seconds: 60,
+            secret_slot_declarations: Vec::new(),
+            requires_confirmation: false,
+            output_policy: None,
+        },
+    };
+    bus.execute::<TaskVersion>(
+        &version_id.to_string(),
+        TaskVersionCommand::Draft(drafted),
+        &meta(Some(companies[0])),
+    )
+    .await
+    .unwrap();
+    let define = CompanyCommand::Define {
+        company_id: Uuid::new_v4(),
+        name: "after".into(),
+    };
+    bus.execute::<Company>(&Uuid::new_v4().to_string(), define, &meta(None))
+        .await
+        .unwrap();
+    let first: i64 =
+        sqlx::query_scalar("SELECT position FROM events WHERE aggregate_type = 'task_version'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    // What an older server left: other hashes from the task version on, no epoch.
+    sqlx::query("UPDATE events SET chain_hash = sha256(chain_hash) WHERE position >= $1")
+        .bind(first)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM chain_epochs")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let old_head: Vec<u8> =
+        sqlx::query_scalar("SELECT chain_hash FROM events ORDER BY position DESC LIMIT 1")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        verified(&db.pool, &[]).await.broken.unwrap().position,
+        first
+    );
+
+    assert_eq!(
+        projections::chain_epoch::upgrade(&db.pool).await.unwrap(),
+        Some(first)
+    );
+    assert_eq!(verified(&db.pool, &[]).await.broken, None);
+    let (from, previous): (i64, Vec<u8>) = sqlx::query_as(
+        "SELECT from_position, previous_head_hash FROM chain_epochs WHERE epoch = 2",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((from, previous), (first, old_head));
+    assert_eq!(
+        projections::chain_epoch::upgrade(&db.pool).await.unwrap(),
+        None
+    );
+}

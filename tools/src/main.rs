@@ -13,6 +13,7 @@ mod events;
 mod progress;
 mod rebuild;
 mod switch;
+mod tasks;
 mod token;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,9 @@ enum Command {
     /// The operator's kill switches (deployment-wide or per company).
     #[command(subcommand)]
     Switch(switch::SwitchAction),
+    /// Task versions: scrubbing their content.
+    #[command(subcommand)]
+    Tasks(tasks::TaskCommand),
     /// User and operator tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
@@ -79,6 +83,7 @@ async fn main() {
         Command::Events(command) => events::run(&cli.target, command).await,
         Command::Projections(command) => rebuild::run(&cli.target, command).await,
         Command::Switch(command) => switch::run(&cli.target, command).await,
+        Command::Tasks(command) => tasks::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
     };
     if let Err(error) = result {

@@ -335,3 +335,18 @@ async fn publish_curated_creates_and_builds_an_operator_environment() {
     assert!(!ok);
     assert!(stderr.contains("not a curated environment"), "{stderr}");
 }
+
+#[tokio::test]
+async fn scrub_names_a_version_that_does_not_exist() {
+    let cli = Cli::new().await;
+    let missing = uuid::Uuid::new_v4().to_string();
+    let (ok, _, stderr) = cli.run(&["tasks", "scrub", "--version", &missing, "--reason", "test"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!("no task version {missing}")),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = cli.run(&["tasks", "scrub", "--version", &missing]);
+    assert!(!ok, "a scrub needs a reason");
+    assert!(stderr.contains("--reason"), "{stderr}");
+}

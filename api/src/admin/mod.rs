@@ -1,8 +1,10 @@
 //! Operator functions shared by `sandboxctl` and the tests: applying a directory
-//! file, minting tokens, changing company limits.
+//! file, minting tokens, changing company limits, publishing curated environments,
+//! scrubbing task versions.
 
 pub mod curated;
 pub mod directory;
+pub mod scrub;
 
 use domain::principal::{Actor, EventMetadata};
 

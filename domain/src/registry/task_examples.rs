@@ -79,6 +79,11 @@ impl Catalogued for TaskVersion {
                 content_hash: published.content_hash(),
             },
             TaskVersionEvent::TaskVersionArchived,
+            TaskVersionEvent::TaskVersionScrubbed {
+                canonical_digest: format!("sha256:{}", "ab".repeat(32)),
+                content_hash: format!("sha256:{}", "cd".repeat(32)),
+                reason: "the owner asked to remove a leaked credential".into(),
+            },
         ]
     }
 }

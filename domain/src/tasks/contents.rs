@@ -80,10 +80,13 @@ pub struct VersionContents {
     /// The environment version runs use.
     pub environment_version_id: Uuid,
     /// Sourced first, as `/workspace/startup.sh`.
+    #[serde(deserialize_with = "super::scrub::or_empty")]
     pub startup_script: String,
     /// The work, as `/workspace/work.sh`.
+    #[serde(deserialize_with = "super::scrub::or_empty")]
     pub work_script: String,
     /// Plain environment variables.
+    #[serde(deserialize_with = "super::scrub::or_empty")]
     pub ordinary_env: BTreeMap<String, String>,
     /// Help for whoever writes an input.
     pub input_instructions: Option<String>,
@@ -92,6 +95,7 @@ pub struct VersionContents {
     /// JSON Schema 2020-12 every run input must satisfy.
     pub input_schema: Option<Value>,
     /// Written to `/workspace/driver.sh`; `None` means `. /workspace/work.sh`.
+    #[serde(default, deserialize_with = "super::scrub::or_empty")]
     pub work_command: Option<String>,
     /// Work timeout.
     pub timeout_seconds: i64,
@@ -118,6 +122,15 @@ impl VersionContents {
             "work_command": self.work_command,
             "ordinary_env": self.ordinary_env,
         }))
+    }
+
+    /// Empties the owner-only content, as a scrubbed payload reads back
+    /// ([`super::scrub::SCRUBBABLE`]).
+    pub fn scrub(&mut self) {
+        self.startup_script.clear();
+        self.work_script.clear();
+        self.work_command = None;
+        self.ordinary_env.clear();
     }
 
     /// `sha256:` over the two scripts.

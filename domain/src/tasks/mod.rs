@@ -5,5 +5,6 @@
 pub mod contents;
 pub mod input;
 pub mod schema;
+pub mod scrub;
 pub mod task;
 pub mod version;

@@ -60,6 +60,12 @@ pub enum TaskVersionCommand {
     Publish,
     /// Retires the version.
     Archive,
+    /// The operator removes the owner-only content for good (the log's copy is
+    /// removed beside it, [`crate::tasks::scrub`]).
+    Scrub {
+        /// Why, for the audit trail.
+        reason: String,
+    },
 }
 
 /// Events of [`TaskVersion`].
@@ -81,6 +87,16 @@ pub enum TaskVersionEvent {
     },
     /// The version is archived.
     TaskVersionArchived,
+    /// The owner-only content (scripts, work command, ordinary env) is removed for
+    /// good: `content_state` is `scrubbed` and the version never runs again.
+    TaskVersionScrubbed {
+        /// The version's digest, kept now that its content is gone.
+        canonical_digest: String,
+        /// The digest of what was removed.
+        content_hash: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl DomainEvent for TaskVersionEvent {
@@ -90,6 +106,7 @@ impl DomainEvent for TaskVersionEvent {
             Self::TaskVersionEdited { .. } => "TaskVersionEdited",
             Self::TaskVersionPublished { .. } => "TaskVersionPublished",
             Self::TaskVersionArchived => "TaskVersionArchived",
+            Self::TaskVersionScrubbed { .. } => "TaskVersionScrubbed",
         }
         .into()
     }
@@ -130,6 +147,9 @@ pub struct TaskVersion {
     pub drafted: Option<TaskVersionDrafted>,
     /// State.
     pub state: TaskVersionState,
+    /// Whether the owner-only content is still held.
+    #[serde(default)]
+    pub content_state: ContentState,
 }
 
 fn state_name(state: TaskVersionState) -> &'static str {
@@ -162,11 +182,16 @@ impl Aggregate for TaskVersion {
             return Ok(());
         }
         let drafted = self.drafted.clone().ok_or(TaskVersionError::NotFound)?;
-        let state = state_name(self.state);
+        let scrubbed = self.content_state == ContentState::Scrubbed;
+        let state = if scrubbed {
+            "scrubbed"
+        } else {
+            state_name(self.state)
+        };
         match command {
             TaskVersionCommand::Draft(_) => unreachable!("handled above"),
             TaskVersionCommand::Edit(contents) => {
-                if self.state != TaskVersionState::Draft {
+                if self.state != TaskVersionState::Draft || scrubbed {
                     return Err(TaskVersionError::IllegalTransition(state, "edited"));
                 }
                 if contents != drafted.contents {
@@ -175,7 +200,7 @@ impl Aggregate for TaskVersion {
                 }
             }
             TaskVersionCommand::Publish => {
-                if self.state != TaskVersionState::Draft {
+                if self.state != TaskVersionState::Draft || scrubbed {
                     return Err(TaskVersionError::IllegalTransition(state, "published"));
                 }
                 let event = TaskVersionEvent::TaskVersionPublished {
@@ -190,6 +215,15 @@ impl Aggregate for TaskVersion {
                 }
                 sink.write(TaskVersionEvent::TaskVersionArchived, self)
                     .await;
+            }
+            TaskVersionCommand::Scrub { .. } if scrubbed => {}
+            TaskVersionCommand::Scrub { reason } => {
+                let event = TaskVersionEvent::TaskVersionScrubbed {
+                    canonical_digest: drafted.contents.canonical_digest(),
+                    content_hash: drafted.contents.content_hash(),
+                    reason,
+                };
+                sink.write(event, self).await;
             }
         }
         Ok(())
@@ -207,6 +241,12 @@ impl Aggregate for TaskVersion {
                 self.state = TaskVersionState::Published
             }
             TaskVersionEvent::TaskVersionArchived => self.state = TaskVersionState::Archived,
+            TaskVersionEvent::TaskVersionScrubbed { .. } => {
+                self.content_state = ContentState::Scrubbed;
+                if let Some(drafted) = &mut self.drafted {
+                    drafted.contents.scrub();
+                }
+            }
         }
     }
 }
@@ -252,6 +292,40 @@ mod tests {
                 canonical_digest: contents.canonical_digest(),
                 content_hash: contents.content_hash(),
             }]);
+    }
+
+    #[test]
+    fn a_scrub_keeps_the_digests_empties_the_content_and_ends_every_change() {
+        let contents = drafted().contents;
+        let scrubbed = TaskVersionEvent::TaskVersionScrubbed {
+            canonical_digest: contents.canonical_digest(),
+            content_hash: contents.content_hash(),
+            reason: "leak".into(),
+        };
+        TestFramework::<TaskVersion>::with(())
+            .given(vec![TaskVersionEvent::TaskVersionDrafted(drafted())])
+            .when(TaskVersionCommand::Scrub {
+                reason: "leak".into(),
+            })
+            .then_expect_events(vec![scrubbed.clone()]);
+        let given = vec![TaskVersionEvent::TaskVersionDrafted(drafted()), scrubbed];
+        TestFramework::<TaskVersion>::with(())
+            .given(given.clone())
+            .when(TaskVersionCommand::Scrub {
+                reason: "again".into(),
+            })
+            .then_expect_events(vec![]);
+        TestFramework::<TaskVersion>::with(())
+            .given(given.clone())
+            .when(TaskVersionCommand::Publish)
+            .then_expect_error(TaskVersionError::IllegalTransition("scrubbed", "published"));
+        let mut version = TaskVersion::default();
+        for event in given {
+            version.apply(event);
+        }
+        let held = version.drafted.unwrap().contents;
+        assert_eq!((held.work_script.as_str(), held.work_command), ("", None));
+        assert_eq!(version.content_state, ContentState::Scrubbed);
     }
 
     #[test]

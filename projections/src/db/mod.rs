@@ -25,12 +25,17 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
         .with_context(|| format!("cannot connect to the database at {}", redact(url)))
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration, then moves the hash chain to its current
+/// epoch ([`crate::chain_epoch`]).
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     MIGRATOR
         .run(pool)
         .await
-        .context("database migration failed")
+        .context("database migration failed")?;
+    crate::chain_epoch::upgrade(pool)
+        .await
+        .context("moving the hash chain to its current epoch failed")?;
+    Ok(())
 }
 
 /// The URL without its password, for messages.

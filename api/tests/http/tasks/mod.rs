@@ -4,6 +4,7 @@ mod catalog;
 mod drafts;
 mod preview;
 mod scripts;
+mod scrub;
 mod versions;
 
 use crate::environments::{Caller, SANDBOX, busybox_context};

@@ -150,6 +150,16 @@ impl Workset {
                 row.published_at = Some(at);
             }
             TaskVersionEvent::TaskVersionArchived => row.state = TaskVersionState::Archived,
+            TaskVersionEvent::TaskVersionScrubbed {
+                canonical_digest,
+                content_hash,
+                ..
+            } => {
+                row.content_state = ContentState::Scrubbed;
+                row.canonical_digest = canonical_digest;
+                row.content_hash = content_hash;
+                row.contents.0.scrub();
+            }
         }
         Ok(())
     }
