@@ -61,6 +61,17 @@ async fn owner_scopes_decide_who_may_create_a_task() {
         )
         .await;
     assert_eq!(chatroom.0, 422, "{}", chatroom.1);
+    // The legacy chatroom catalog create (a room named beside the enum).
+    assert_code(
+        &boss
+            .post(
+                "/tasks",
+                json!({"name": "x", "owner_scope": "company", "chatroom_id": seed.room("acme", "lab")}),
+            )
+            .await,
+        403,
+        "chatroom_owner_scope_removed",
+    );
     assert_validation(
         &boss
             .post("/tasks", json!({"name": "", "owner_scope": "company"}))

@@ -4,7 +4,7 @@
 use super::views::*;
 use crate::access::Task;
 use crate::access::scope::resolve_owner;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::pagination::LifecycleQuery;
@@ -13,6 +13,7 @@ use crate::routes::sandbox::owners::{check_text, no_fields};
 use crate::state::AppState;
 use axum::Json;
 use domain::environments::environment::Lifecycle;
+use domain::error::Code;
 use domain::runs::run::{Run, RunCommand};
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand, TaskCreated};
 use domain::tasks::version::{TaskVersion, TaskVersionCommand};
@@ -57,6 +58,12 @@ async fn create_task(
     caller: Caller,
     ApiJson(body): ApiJson<SandboxTaskCreateRequest>,
 ) -> ApiResult<Json<SandboxTaskResponse>> {
+    if body.chatroom_id.is_some() {
+        return Err(ApiError::code(
+            Code::ChatroomOwnerScopeRemoved,
+            "chatroom-owned tasks were removed: create the task for a department or the company and share it into the room",
+        ));
+    }
     check_text(Some(&body.name), Some(&body.description))?;
     let owner_id = resolve_owner(&caller, body.owner_scope, body.owner_id).await?;
     let id = Uuid::new_v4();

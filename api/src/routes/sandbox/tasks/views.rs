@@ -37,6 +37,12 @@ pub struct SandboxTaskCreateRequest {
     /// Legacy flag; it does not put the task in the agent catalog.
     #[serde(default)]
     pub agent_enabled: bool,
+    /// Removed: the legacy way of creating a chatroom-owned task. Any value is
+    /// refused with 403 `chatroom_owner_scope_removed` (tasks are owned by a
+    /// department or the company and shared into rooms).
+    #[serde(default)]
+    #[schema(deprecated, value_type = Option<Uuid>)]
+    pub chatroom_id: Option<Value>,
 }
 
 /// `SandboxTaskUpdateRequest`: only these three fields.
