@@ -17,6 +17,7 @@ pub mod objects;
 pub mod principal;
 pub mod registry;
 pub mod review;
+pub mod runner_release;
 pub mod runs;
 pub mod secrets;
 pub mod settings;

@@ -32,6 +32,9 @@ pub enum ObjectKind {
     Script,
     /// A file of a custom table's attachment cells (content-addressed per table).
     Attachment,
+    /// A task bundle uploaded for a draft (a handle usable for 24 hours; the
+    /// versions naming it keep it).
+    TaskBundle,
 }
 
 impl ObjectKind {
@@ -46,6 +49,7 @@ impl ObjectKind {
             Self::Report => "report",
             Self::Script => "script",
             Self::Attachment => "attachment",
+            Self::TaskBundle => "task_bundle",
         }
     }
 }

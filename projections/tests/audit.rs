@@ -290,6 +290,7 @@ async fn a_log_sealed_before_epoch_two_is_relinked_once() {
             secret_slot_declarations: Vec::new(),
             requires_confirmation: false,
             output_policy: None,
+            bundle: None,
         },
     };
     bus.execute::<TaskVersion>(

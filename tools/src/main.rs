@@ -12,6 +12,7 @@ mod environments;
 mod events;
 mod progress;
 mod rebuild;
+mod runner;
 mod switch;
 mod tasks;
 mod token;
@@ -49,6 +50,9 @@ enum Command {
     /// Read models: status, rebuild, point-in-time builds, digests.
     #[command(subcommand)]
     Projections(rebuild::ProjectionsCommand),
+    /// Runner releases: which ones task bundles may run on.
+    #[command(subcommand)]
+    Runner(runner::RunnerCommand),
     /// The operator's kill switches (deployment-wide or per company).
     #[command(subcommand)]
     Switch(switch::SwitchAction),
@@ -82,6 +86,7 @@ async fn main() {
         Command::Environments(command) => environments::run(&cli.target, command).await,
         Command::Events(command) => events::run(&cli.target, command).await,
         Command::Projections(command) => rebuild::run(&cli.target, command).await,
+        Command::Runner(command) => runner::run(&cli.target, command).await,
         Command::Switch(command) => switch::run(&cli.target, command).await,
         Command::Tasks(command) => tasks::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,

@@ -350,3 +350,37 @@ async fn scrub_names_a_version_that_does_not_exist() {
     assert!(!ok, "a scrub needs a reason");
     assert!(stderr.contains("--reason"), "{stderr}");
 }
+
+#[tokio::test]
+async fn runner_releases_are_withdrawn_and_approved_with_a_reason() {
+    let cli = Cli::new().await;
+    cli.apply(&directory());
+    let (ok, stdout, stderr) = cli.run(&[
+        "runner",
+        "withdraw",
+        "--release",
+        "5.21.0",
+        "--reason",
+        "a flaw",
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "5.21.0 withdrawn");
+    let (ok, stdout, stderr) = cli.run(&["runner", "status"]);
+    assert!(ok, "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["built_in"], domain::runner_release::BUILT_IN);
+    assert_eq!(status["decisions"][0]["approved"], false);
+    assert_eq!(status["decisions"][0]["reason"], "a flaw");
+    let (ok, _, _) = cli.run(&["runner", "approve", "--release", "5.21.0", "--reason", " "]);
+    assert!(!ok, "a reason is required");
+    let (ok, stdout, _) = cli.run(&[
+        "runner",
+        "approve",
+        "--release",
+        "5.21.0",
+        "--reason",
+        "fixed",
+    ]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), "5.21.0 approved");
+}

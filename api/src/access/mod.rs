@@ -26,7 +26,7 @@ pub use environment::{Environment, EnvironmentVersion};
 pub use room::{Room, not_shared};
 pub use run::Run;
 pub use share::ShareGrant;
-pub use task::{Task, TaskVersion, Viewer, not_runnable, require_runnable};
+pub use task::{Task, TaskVersion, Viewer, not_runnable, require_bundle_runner, require_runnable};
 
 use crate::error::ApiError;
 use domain::principal::Principal;

@@ -9,7 +9,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::request::Caller;
 use domain::environments::environment::Lifecycle;
 use domain::error::Code;
+use domain::tasks::contents::VersionContents;
 use domain::tasks::version::{ContentState, TaskVersionState};
+use projections::read_models::environments::query as environments;
+use projections::read_models::switches;
 use projections::read_models::tasks::VersionRow;
 use projections::read_models::tasks::query::{self, TaskSummary, VersionDetail};
 use uuid::Uuid;
@@ -130,7 +133,34 @@ impl TaskVersion {
             });
         }
         require_runnable(&version)?;
+        require_bundle_runner(caller.pool(), &version.contents).await?;
         Ok(version)
+    }
+}
+
+/// Refuses a bundle on an environment version whose runner release is not approved
+/// (409 `task_bundle_runner_unsupported`); versions without a bundle always pass.
+pub async fn require_bundle_runner(
+    pool: &sqlx::PgPool,
+    contents: &VersionContents,
+) -> ApiResult<()> {
+    if contents.bundle.is_none() {
+        return Ok(());
+    }
+    let release = environments::version_with_environment(pool, contents.environment_version_id)
+        .await?
+        .map(|(version, _)| version.runner_release);
+    let approved = match release {
+        Some(release) => switches::runner_release_approved(pool, &release).await?,
+        None => false,
+    };
+    if approved {
+        Ok(())
+    } else {
+        Err(ApiError::code(
+            Code::TaskBundleRunnerUnsupported,
+            "the version has a bundle and its environment version's runner release is not approved; pin a version built on an approved release",
+        ))
     }
 }
 

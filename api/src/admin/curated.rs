@@ -151,7 +151,7 @@ async fn add_version(
         source_digest: Some(written.digest),
         source_ref: None,
         resource_profile: ResourceProfile::Standard,
-        runner_release: crate::routes::sandbox::environments::RUNNER_RELEASE.into(),
+        runner_release: domain::runner_release::BUILT_IN.into(),
     };
     bus.execute::<EnvironmentVersion>(
         &version_id.to_string(),

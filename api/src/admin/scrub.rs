@@ -3,8 +3,8 @@
 //! and from the log itself. The hash chain commits to that content by digest
 //! (`domain::tasks::scrub`), so `sandboxctl events verify` still passes.
 //!
-//! Order: the script uploads of its task holding the same scripts are deleted
-//! (a handle lives 24 hours), then the `TaskVersionScrubbed` event is recorded
+//! Order: the script uploads of its task holding the same scripts and the
+//! version's bundle are deleted, then the `TaskVersionScrubbed` event is recorded
 //! (from then on the version is never runnable, and the read model forgets the
 //! content), then the payloads of the version's draft and edit events are
 //! rewritten and its snapshots dropped. Each step is idempotent, so a scrub
@@ -55,8 +55,25 @@ pub async fn scrub_version(
         .filter(|script| !script.is_empty())
         .map(|script| input::digest(script.as_bytes()))
         .collect();
-    let script_uploads_deleted =
-        delete_script_uploads(state, &meta, company_id, task_id, &scripts).await?;
+    let mut objects = script_uploads(state, company_id, task_id, &scripts).await?;
+    let script_uploads_deleted = objects.len();
+    // The bundle goes too, unless another version still holding its content pins it.
+    if let Some(bundle) = &contents.bundle {
+        objects.extend(
+            sqlx::query_as::<_, (Uuid, String)>(
+                "SELECT o.id, o.key FROM owned_objects o
+                  WHERE o.id = $1 AND o.deletion_state = 'active'
+                    AND NOT EXISTS (SELECT 1 FROM task_versions v
+                                     WHERE v.id <> $2 AND v.content_state = 'active'
+                                       AND v.contents->'bundle'->>'object_id' = o.id::text)",
+            )
+            .bind(bundle.object_id)
+            .bind(version_id)
+            .fetch_optional(&state.pool)
+            .await?,
+        );
+    }
+    delete_objects(state, &meta, &objects).await?;
     state
         .bus
         .execute::<TaskVersion>(
@@ -119,16 +136,15 @@ async fn rewrite_payloads(state: &AppState, version_id: Uuid) -> anyhow::Result<
     Ok(rewritten)
 }
 
-/// Deletes the task's script uploads whose bytes are one of the scrubbed scripts
-/// (a handle lives 24 hours and may hold the same text).
-async fn delete_script_uploads(
+/// The task's live script uploads whose bytes are one of the scrubbed scripts (a
+/// handle lives 24 hours and may hold the same text).
+async fn script_uploads(
     state: &AppState,
-    meta: &domain::principal::EventMetadata,
     company_id: Uuid,
     task_id: Uuid,
     digests: &[String],
-) -> anyhow::Result<usize> {
-    let uploads: Vec<(Uuid, String)> = sqlx::query_as(
+) -> anyhow::Result<Vec<(Uuid, String)>> {
+    Ok(sqlx::query_as(
         "SELECT id, key FROM owned_objects
           WHERE kind = 'script' AND company_id = $1 AND key LIKE $2 AND digest = ANY($3)
             AND deletion_state = 'active'",
@@ -137,8 +153,16 @@ async fn delete_script_uploads(
     .bind(format!("scripts/{company_id}/{task_id}/%"))
     .bind(digests)
     .fetch_all(&state.pool)
-    .await?;
-    for (id, key) in &uploads {
+    .await?)
+}
+
+/// Deletes owned objects: marked, bytes removed, deletion recorded.
+async fn delete_objects(
+    state: &AppState,
+    meta: &domain::principal::EventMetadata,
+    objects: &[(Uuid, String)],
+) -> anyhow::Result<()> {
+    for (id, key) in objects {
         let aggregate = id.to_string();
         state
             .bus
@@ -152,5 +176,5 @@ async fn delete_script_uploads(
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    Ok(uploads.len())
+    Ok(())
 }

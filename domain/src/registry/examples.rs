@@ -203,6 +203,22 @@ impl Catalogued for crate::notifications::NotificationInbox {
     }
 }
 
+impl Catalogued for crate::runner_release::RunnerRelease {
+    fn examples() -> Vec<crate::runner_release::ReleaseEvent> {
+        use crate::runner_release::ReleaseEvent;
+        vec![
+            ReleaseEvent::RunnerReleaseWithdrawn {
+                release: "5.21.0".into(),
+                reason: "a sandbox escape in the runner".into(),
+            },
+            ReleaseEvent::RunnerReleaseApproved {
+                release: "5.21.0".into(),
+                reason: "fixed in the stage image".into(),
+            },
+        ]
+    }
+}
+
 impl Catalogued for crate::build_fence::BuildFence {
     fn examples() -> Vec<crate::build_fence::FenceEvent> {
         use crate::build_fence::FenceEvent;

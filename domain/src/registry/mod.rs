@@ -80,6 +80,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::settings::CompanySettings>(),
         entry::<crate::switch::SandboxSwitch>(),
         entry::<crate::build_fence::BuildFence>(),
+        entry::<crate::runner_release::RunnerRelease>(),
         entry::<crate::notifications::NotificationInbox>(),
         entry::<crate::environments::environment::Environment>(),
         entry::<crate::environments::version::EnvironmentVersion>(),

@@ -30,6 +30,7 @@ fn contents(work_script: &str) -> VersionContents {
         }],
         requires_confirmation: false,
         output_policy: None,
+        bundle: None,
     }
 }
 

@@ -105,6 +105,10 @@ pub struct VersionContents {
     pub requires_confirmation: bool,
     /// Where output goes besides the output file.
     pub output_policy: Option<OutputPolicy>,
+    /// Files unpacked into `/workspace` before the startup script (absent from
+    /// the serialized form when none, so older digests are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<super::bundle::BundleRef>,
 }
 
 impl VersionContents {
@@ -342,6 +346,7 @@ mod tests {
             }],
             requires_confirmation: false,
             output_policy: None,
+            bundle: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! the job contract: bounded inputs and their canonical form, input schemas, version
 //! contents and their digests.
 
+pub mod bundle;
 pub mod contents;
 pub mod input;
 pub mod schema;

@@ -278,6 +278,7 @@ mod tests {
                 secret_slot_declarations: Vec::new(),
                 requires_confirmation: false,
                 output_policy: None,
+                bundle: None,
             },
         }
     }

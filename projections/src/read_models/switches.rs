@@ -1,11 +1,13 @@
 //! The `switches` projection: the operator's kill switches (`sandbox_switches`),
 //! one row per switch ever set, the build admission fence (`build_fences`, a row
-//! while raised), and the queries the kill switch and build admission ask.
+//! while raised), runner release decisions (`runner_releases`), and the queries
+//! the kill switch, build admission and bundle runs ask.
 
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use async_trait::async_trait;
 use domain::build_fence::{BuildFence, FENCE, FenceEvent};
+use domain::runner_release::{ReleaseEvent, RunnerRelease};
 use domain::switch::{SandboxSwitch, SwitchEvent, switch_id};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -20,17 +22,21 @@ impl Projection for SwitchesProjection {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["sandbox_switches", "build_fences"]
+        &["sandbox_switches", "build_fences", "runner_releases"]
     }
 
     fn aggregate_types(&self) -> &'static [&'static str] {
-        &["sandbox_switch", "build_fence"]
+        &["sandbox_switch", "build_fence", "runner_release"]
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
         for event in events {
             if let Some(fence) = event.decode::<BuildFence>()? {
                 apply_fence(conn, event, fence).await?;
+                continue;
+            }
+            if let Some(decision) = event.decode::<RunnerRelease>()? {
+                apply_release(conn, event, decision).await?;
                 continue;
             }
             let Some(SwitchEvent::SandboxSwitchSet(change)) = event.decode::<SandboxSwitch>()?
@@ -89,6 +95,42 @@ async fn apply_fence(
         }
     }
     Ok(())
+}
+
+async fn apply_release(
+    conn: &mut PgConnection,
+    event: &StoredEvent,
+    decision: ReleaseEvent,
+) -> anyhow::Result<()> {
+    let (approved, release, reason) = match decision {
+        ReleaseEvent::RunnerReleaseApproved { release, reason } => (true, release, reason),
+        ReleaseEvent::RunnerReleaseWithdrawn { release, reason } => (false, release, reason),
+    };
+    sqlx::query(
+        "INSERT INTO runner_releases (release, approved, reason, changed_by, changed_at)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (release) DO UPDATE SET approved = EXCLUDED.approved, reason = EXCLUDED.reason,
+                changed_by = EXCLUDED.changed_by, changed_at = EXCLUDED.changed_at",
+    )
+    .bind(release)
+    .bind(approved)
+    .bind(reason)
+    .bind(event.actor())
+    .bind(event.time())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether bundles run on images of `release`: the operator's last decision, or,
+/// without one, whether it is the release the service builds with.
+pub async fn runner_release_approved(pool: &PgPool, release: &str) -> sqlx::Result<bool> {
+    let decided: Option<bool> =
+        sqlx::query_scalar("SELECT approved FROM runner_releases WHERE release = $1")
+            .bind(release)
+            .fetch_optional(pool)
+            .await?;
+    Ok(decided.unwrap_or(release == domain::runner_release::BUILT_IN))
 }
 
 /// The advised wait while build admission is fenced.

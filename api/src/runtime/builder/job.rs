@@ -3,17 +3,16 @@
 
 use super::{Builder, metadata};
 use crate::runtime::buildah::RunError;
+use crate::runtime::unpack;
 use bytes::Bytes;
 use domain::environments::RESERVED_IMAGE_PATHS;
-use domain::environments::archive::{self, ArchiveFormat, ArchiveLimits, Entry};
+use domain::environments::archive::{self, ArchiveLimits};
 use domain::environments::dockerfile;
 use domain::environments::version::{
     BuildFailure, BuildReport, BuildStatus, EnvironmentVersion, TerminalClass, VersionCommand,
 };
 use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
-use std::io::{Read, Seek};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -172,12 +171,12 @@ impl Job<'_> {
         let target = context.clone();
         let scanned = tokio::task::spawn_blocking(move || {
             let mut file = std::fs::File::open(spooled.path())?;
-            let format = sniff(&mut file)?;
+            let format = archive::sniff(&mut file)?;
             Ok::<_, std::io::Error>(archive::scan(
                 format,
                 std::io::BufReader::new(file),
                 ArchiveLimits::default(),
-                |entry, reader| extract(&target, entry, reader),
+                |entry, reader| unpack::extract(&target, entry, reader),
             ))
         })
         .await??;
@@ -328,46 +327,6 @@ impl Job<'_> {
             object_id,
             total_bytes: written.byte_size as i64,
         })
-    }
-}
-
-/// The archive format from its first bytes.
-fn sniff<R: Read + Seek>(reader: &mut R) -> std::io::Result<ArchiveFormat> {
-    let mut magic = [0u8; 4];
-    let n = reader.read(&mut magic)?;
-    reader.rewind()?;
-    Ok(match &magic[..n] {
-        [0x1f, 0x8b, ..] => ArchiveFormat::TarGz,
-        [b'P', b'K', 3, 4] | [b'P', b'K', 5, 6] => ArchiveFormat::Zip,
-        _ => ArchiveFormat::Tar,
-    })
-}
-
-/// Writes one validated entry under the context directory. Paths are already
-/// normalized (relative, no `..`), links never reach here, and files are created
-/// new, so nothing outside the directory can be written or followed.
-fn extract(context: &Path, entry: &Entry, reader: &mut dyn Read) -> std::io::Result<()> {
-    match entry {
-        Entry::Directory(path) => std::fs::create_dir_all(context.join(path)),
-        Entry::File {
-            path, executable, ..
-        } => {
-            let target = context.join(path);
-            if !target.starts_with(context) {
-                return Err(std::io::Error::other("entry outside the context"));
-            }
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let mode = if *executable { 0o755 } else { 0o644 };
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .open(&target)?;
-            std::io::copy(reader, &mut file)?;
-            Ok(())
-        }
     }
 }
 

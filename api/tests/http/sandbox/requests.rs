@@ -38,6 +38,23 @@ pub struct Request {
 }
 
 /// A multipart body with one `file` part.
+/// A multipart body whose `file` is an empty tar archive (two zero blocks).
+fn bundle_file() -> Payload {
+    let boundary = "matrix-boundary-7e2a";
+    let mut bytes = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.tar\"\r\n\
+         Content-Type: application/x-tar\r\n\r\n"
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&[0u8; 1024]);
+    bytes.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    Payload::Raw {
+        content_type: format!("multipart/form-data; boundary={boundary}"),
+        bytes,
+        header: None,
+    }
+}
+
 fn script_file() -> Payload {
     let boundary = "matrix-boundary-5d1c";
     let bytes = format!(
@@ -173,6 +190,7 @@ fn body(w: &World, route: &str, case: Option<&str>) -> (Payload, bool) {
         }
         "POST /tasks/{task_id}/script-uploads"
         | "POST /tasks/{task_id}/versions/{version_id}/script-file" => (script_file(), false),
+        "POST /tasks/{task_id}/bundle-uploads" => (bundle_file(), false),
         "POST /tasks/{task_id}/shares" => {
             json(json!({"target_kind": "chatroom", "target_id": w.lab}))
         }

@@ -1,5 +1,6 @@
 //! Catalog tasks and task versions over HTTP.
 
+mod bundles;
 mod catalog;
 mod drafts;
 mod preview;

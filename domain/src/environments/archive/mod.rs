@@ -52,6 +52,10 @@ pub struct ArchiveLimits {
     /// The Dockerfile is kept in memory up to this size (larger ones are a
     /// Dockerfile rule violation at build time).
     pub max_dockerfile_bytes: u64,
+    /// Names refused at the archive's root.
+    pub reserved_root_names: &'static [&'static str],
+    /// Whether a root `Dockerfile` is required (contexts) or not (task bundles).
+    pub require_dockerfile: bool,
 }
 
 impl Default for ArchiveLimits {
@@ -60,6 +64,8 @@ impl Default for ArchiveLimits {
             max_entries: 100_000,
             max_total_bytes: 5 << 30,
             max_dockerfile_bytes: 1 << 20,
+            reserved_root_names: RESERVED_ROOT_NAMES,
+            require_dockerfile: true,
         }
     }
 }
@@ -155,6 +161,14 @@ pub enum Entry {
 /// Checks an entry name and returns its normalized relative form (`a/b/c`), or
 /// `None` for the archive root itself (`./`).
 pub fn normalize_path(raw: &str) -> Result<Option<String>, &'static str> {
+    normalize_path_reserving(raw, RESERVED_ROOT_NAMES)
+}
+
+/// [`normalize_path`] with another set of reserved root names.
+pub fn normalize_path_reserving(
+    raw: &str,
+    reserved: &[&str],
+) -> Result<Option<String>, &'static str> {
     if raw.contains('\0') {
         return Err("NUL in path");
     }
@@ -179,7 +193,7 @@ pub fn normalize_path(raw: &str) -> Result<Option<String>, &'static str> {
     if parts.is_empty() {
         return Ok(None);
     }
-    if parts.len() == 1 && RESERVED_ROOT_NAMES.contains(&parts[0]) {
+    if reserved.contains(&parts[0]) {
         return Err("reserved root name");
     }
     Ok(Some(parts.join("/")))
@@ -227,7 +241,9 @@ impl Scan {
             entry: raw.to_string(),
             rule,
         };
-        let Some(path) = normalize_path(raw).map_err(hostile)? else {
+        let Some(path) =
+            normalize_path_reserving(raw, self.limits.reserved_root_names).map_err(hostile)?
+        else {
             return Ok(None);
         };
         if !self.seen.insert(path.clone()) {
@@ -302,7 +318,7 @@ impl Scan {
     }
 
     fn finish(self) -> Result<Manifest, ArchiveRejection> {
-        if !self.has_dockerfile {
+        if self.limits.require_dockerfile && !self.has_dockerfile {
             return Err(ArchiveRejection::MissingDockerfile);
         }
         Ok(self.manifest)
@@ -423,6 +439,19 @@ where
         ArchiveFormat::Tar => scan_tar(reader, false, limits, visit),
         ArchiveFormat::TarGz => scan_tar(reader, true, limits, visit),
     }
+}
+
+/// The archive format from its first bytes (gzip: tar.gz, `PK`: zip, else tar);
+/// the reader is rewound.
+pub fn sniff<R: Read + Seek>(reader: &mut R) -> io::Result<ArchiveFormat> {
+    let mut magic = [0u8; 4];
+    let n = reader.read(&mut magic)?;
+    reader.rewind()?;
+    Ok(match &magic[..n] {
+        [0x1f, 0x8b, ..] => ArchiveFormat::TarGz,
+        [b'P', b'K', 3, 4] | [b'P', b'K', 5, 6] => ArchiveFormat::Zip,
+        _ => ArchiveFormat::Tar,
+    })
 }
 
 #[cfg(test)]

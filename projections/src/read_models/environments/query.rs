@@ -63,10 +63,14 @@ pub struct NamedVersion {
     pub version: VersionRow,
     /// Its environment's name.
     pub environment_name: String,
+    /// The operator's decision on its runner release (`None`: none made).
+    pub runner_release_decision: Option<bool>,
 }
 
-const NAMED_VERSION: &str = "SELECT v.*, e.name AS environment_name
-   FROM environment_versions v JOIN environments e ON e.id = v.environment_id";
+const NAMED_VERSION: &str =
+    "SELECT v.*, e.name AS environment_name, r.approved AS runner_release_decision
+   FROM environment_versions v JOIN environments e ON e.id = v.environment_id
+   LEFT JOIN runner_releases r ON r.release = v.runner_release";
 
 /// A version of the environment.
 pub async fn version(

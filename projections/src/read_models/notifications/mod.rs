@@ -139,7 +139,7 @@ fn raised(version_id: Uuid, event: &VersionEvent) -> Option<(&'static str, Uuid,
 enum Decoded {
     Environment(Uuid, EnvironmentEvent),
     Version(Uuid, VersionEvent, DateTime<Utc>, i64),
-    TaskVersion(Uuid, TaskVersionEvent),
+    TaskVersion(Uuid, Box<TaskVersionEvent>),
 }
 
 /// Keeps the owner row (scope and current name) of an environment.
@@ -265,7 +265,7 @@ impl Projection for NotificationsProjection {
             } else if let Some(e) = event.decode::<EnvironmentVersion>()? {
                 decoded.push(Decoded::Version(id()?, e, event.time(), event.position));
             } else if let Some(e) = event.decode::<TaskVersion>()? {
-                decoded.push(Decoded::TaskVersion(id()?, e));
+                decoded.push(Decoded::TaskVersion(id()?, Box::new(e)));
             }
         }
         let version_keys: Vec<VersionKey> = decoded

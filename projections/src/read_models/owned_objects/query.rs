@@ -13,14 +13,15 @@ pub async fn object(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<ObjectRow>> 
         .await
 }
 
-/// Scripts the company uploaded since `since` (they count toward the upload rate).
-pub async fn scripts_since(
+/// Scripts and task bundles the company uploaded since `since` (they count toward
+/// the upload rate).
+pub async fn file_uploads_since(
     pool: &PgPool,
     company: Uuid,
     since: DateTime<Utc>,
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
-        "SELECT count(*) FROM owned_objects WHERE company_id = $1 AND kind = 'script' AND created_at > $2",
+        "SELECT count(*) FROM owned_objects WHERE company_id = $1 AND kind IN ('script', 'task_bundle') AND created_at > $2",
     )
     .bind(company)
     .bind(since)
@@ -28,10 +29,11 @@ pub async fn scripts_since(
     .await
 }
 
-/// A live script upload of the company whose key starts with `prefix` (its task's
-/// scripts), stored less than `ttl_hours` ago.
-pub async fn live_script(
+/// A live upload of this kind (a script, a task bundle) of the company whose key
+/// starts with `prefix` (its task's uploads), stored less than `ttl_hours` ago.
+pub async fn live_upload(
     pool: &PgPool,
+    kind: &str,
     company: Uuid,
     id: Uuid,
     prefix: &str,
@@ -39,13 +41,14 @@ pub async fn live_script(
 ) -> sqlx::Result<Option<ObjectRow>> {
     sqlx::query_as(
         "SELECT * FROM owned_objects
-          WHERE id = $1 AND company_id = $2 AND kind = 'script' AND deletion_state = 'active'
+          WHERE id = $1 AND company_id = $2 AND kind = $5 AND deletion_state = 'active'
             AND starts_with(key, $3) AND created_at > now() - make_interval(hours => $4)",
     )
     .bind(id)
     .bind(company)
     .bind(prefix)
     .bind(ttl_hours)
+    .bind(kind)
     .fetch_optional(pool)
     .await
 }

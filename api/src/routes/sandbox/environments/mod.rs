@@ -7,7 +7,6 @@ mod uploads;
 mod versions;
 
 pub use uploads::check_upload_rate;
-pub use versions::RUNNER_RELEASE;
 mod views;
 
 use crate::state::AppState;

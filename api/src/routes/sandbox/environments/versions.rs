@@ -19,6 +19,7 @@ use domain::environments::version::{
     EnvironmentVersion, VersionCommand, VersionCreated, VersionState,
 };
 use domain::error::Code;
+use domain::runner_release::BUILT_IN;
 use domain::validation::{ViolationKind, Violations};
 use domain::wire::wire;
 use projections::read_models::context_uploads::query as uploads;
@@ -26,9 +27,6 @@ use projections::read_models::environments::query;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
-
-/// The runner release images are built with.
-pub const RUNNER_RELEASE: &str = "5.21.0";
 
 /// The version routes.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -187,7 +185,7 @@ async fn create_version(
             source_digest: digest.or(body.source_digest),
             source_ref: body.source_ref,
             resource_profile: body.resource_profile.unwrap_or(ResourceProfile::Standard),
-            runner_release: RUNNER_RELEASE.into(),
+            runner_release: BUILT_IN.into(),
         };
         let command = VersionCommand::Create(created);
         caller

@@ -285,7 +285,9 @@ pub struct SandboxEnvironmentVersionResponse {
     pub runner_release: String,
     /// Whether that release is approved.
     pub runner_release_approved: bool,
-    /// What the owner should do about the runner release (`null`: nothing).
+    /// What the owner should do about the runner release: `null`, or
+    /// `rebuild_on_approved_runner` when the release is not approved (a new version
+    /// builds with the service's current release).
     pub runner_release_next_action: Option<String>,
     /// Owner only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -304,6 +306,10 @@ impl From<EnvironmentVersion> for SandboxEnvironmentVersionResponse {
     fn from(handle: EnvironmentVersion) -> Self {
         let owner = handle.manager;
         let (v, environment_name) = (handle.row.version, handle.row.environment_name);
+        let approved = handle
+            .row
+            .runner_release_decision
+            .unwrap_or(v.runner_release == domain::runner_release::BUILT_IN);
         Self {
             id: v.id,
             environment_id: v.environment_id,
@@ -314,9 +320,9 @@ impl From<EnvironmentVersion> for SandboxEnvironmentVersionResponse {
             security_state: wire(&v.security_state),
             resource_profile: v.resource_profile.as_str().into(),
             ready_at: v.ready_at,
+            runner_release_approved: approved,
+            runner_release_next_action: (!approved).then(|| "rebuild_on_approved_runner".into()),
             runner_release: v.runner_release,
-            runner_release_approved: true,
-            runner_release_next_action: None,
             source_digest: if owner { v.source_digest } else { None },
             source_ref: if owner { v.source_ref } else { None },
             created_at: v.created_at,

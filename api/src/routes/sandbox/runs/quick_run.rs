@@ -180,6 +180,7 @@ async fn quick_run(
         secret_slot_declarations: Vec::new(),
         requires_confirmation: false,
         output_policy: None,
+        bundle: None,
     };
     check_fields(&contents)?;
     check_ceiling(

@@ -3,8 +3,8 @@
 //! turn into 422 responses (field bounds as the validation array, the job contract
 //! as `job_contract_invalid`).
 
-use super::scripts;
 use super::views::{Patch, SandboxTaskVersionRequest};
+use super::{bundles, scripts};
 use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -47,6 +47,7 @@ pub async fn create(
         secret_slot_declarations: Vec::new(),
         requires_confirmation: false,
         output_policy: None,
+        bundle: None,
     };
     update(state, task, base, request).await
 }
@@ -118,6 +119,11 @@ pub async fn update(
     }
     if let Some(policy) = request.output_policy {
         c.output_policy = policy.map(output_policy).transpose()?;
+    }
+    match request.bundle_id {
+        Some(Some(handle)) => c.bundle = Some(bundles::resolve(state, task, handle).await?),
+        Some(None) => c.bundle = None,
+        None => {}
     }
     check_fields(&c)?;
     contract.extend(contract_problems(&c));

@@ -1,5 +1,6 @@
 //! Catalog tasks and task versions (spec section 4, prefix `/tasks`).
 
+pub mod bundles;
 mod catalog;
 pub mod draft;
 pub mod preview;
@@ -32,5 +33,5 @@ pub fn large_body_router() -> OpenApiRouter<AppState> {
     let versions = versions::router()
         .layer(from_fn_with_state(VERSION_BODY_LIMIT, body_limit::guard))
         .layer(DefaultBodyLimit::max(VERSION_BODY_LIMIT));
-    versions.merge(scripts::router())
+    versions.merge(scripts::router()).merge(bundles::router())
 }

@@ -161,7 +161,8 @@ pub async fn resolve(
     let company = task.row.task.company_id;
     let prefix = format!("scripts/{company}/{}/", task.id());
     let ttl = HANDLE_TTL_HOURS as i32;
-    let script = objects::live_script(&state.pool, company, handle, &prefix, ttl).await?;
+    let kind = ObjectKind::Script.as_str();
+    let script = objects::live_upload(&state.pool, kind, company, handle, &prefix, ttl).await?;
     let Some((key, size)) = script.map(|o| (o.key, o.byte_size)) else {
         return Err(ApiError::invalid(
             &["body", &format!("{field}_id")],

@@ -3,7 +3,7 @@
 
 use super::draft;
 use super::views::*;
-use crate::access::{Task, TaskVersion as TaskVersionHandle};
+use crate::access::{Task, TaskVersion as TaskVersionHandle, require_bundle_runner};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::extract::{ApiJson, ApiQuery};
@@ -163,6 +163,7 @@ async fn publish_version(
         contents.timeout_seconds,
     )
     .await?;
+    require_bundle_runner(caller.pool(), contents).await?;
     if let Some(policy) = &contents.output_policy {
         if task.row.task.owner_scope != OwnerScope::Department {
             return Err(ApiError::code(

@@ -203,6 +203,11 @@ pub struct SandboxTaskVersionRequest {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Object>)]
     pub output_policy: Patch<Value>,
+    /// A bundle-upload handle: files unpacked into `/workspace` before the
+    /// startup script (`null` removes the bundle).
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Uuid>)]
+    pub bundle_id: Patch<Uuid>,
 }
 
 /// `SandboxTaskVersionResponse`. Owner-only fields are flattened in from
@@ -278,6 +283,8 @@ pub struct OwnerFields {
     pub output_policy: Option<OutputPolicy>,
     /// `sha256:` of the scripts.
     pub source_digest: String,
+    /// The bundle unpacked into `/workspace` before the startup script.
+    pub bundle: Option<super::bundles::SandboxTaskBundle>,
 }
 
 list_response!(
@@ -331,6 +338,7 @@ fn version_view(handle: TaskVersion) -> SandboxTaskVersionResponse {
             ordinary_env: contents.ordinary_env,
             secret_slot_declarations: contents.secret_slot_declarations,
             output_policy: contents.output_policy,
+            bundle: contents.bundle.map(Into::into),
         }),
         published_at: row.published_at,
         created_at: row.created_at,

@@ -176,7 +176,7 @@ pub async fn check_upload_rate(
 ) -> ApiResult<()> {
     let since = now - chrono::Duration::seconds(60);
     let recent = uploads::opened_since(&state.pool, company, since).await?
-        + objects::scripts_since(&state.pool, company, since).await?;
+        + objects::file_uploads_since(&state.pool, company, since).await?;
     if recent >= INITS_PER_MINUTE {
         return Err(ApiError::code(
             Code::UploadRateLimited,
