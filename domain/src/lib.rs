@@ -14,6 +14,7 @@ pub mod error;
 pub mod ids;
 pub mod notifications;
 pub mod objects;
+pub mod pricing;
 pub mod principal;
 pub mod registry;
 pub mod review;

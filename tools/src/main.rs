@@ -10,6 +10,7 @@ mod db;
 mod directory;
 mod environments;
 mod events;
+mod pricing;
 mod progress;
 mod rebuild;
 mod runner;
@@ -47,6 +48,9 @@ enum Command {
     /// The event log: export, hash chain verification, chain checkpoints.
     #[command(subcommand)]
     Events(events::EventsCommand),
+    /// The pricing envelope: region prices and company budgets.
+    #[command(subcommand)]
+    Pricing(pricing::PricingAction),
     /// Read models: status, rebuild, point-in-time builds, digests.
     #[command(subcommand)]
     Projections(rebuild::ProjectionsCommand),
@@ -85,6 +89,7 @@ async fn main() {
         Command::Directory(command) => directory::run(&cli.target, command).await,
         Command::Environments(command) => environments::run(&cli.target, command).await,
         Command::Events(command) => events::run(&cli.target, command).await,
+        Command::Pricing(command) => pricing::run(&cli.target, command).await,
         Command::Projections(command) => rebuild::run(&cli.target, command).await,
         Command::Runner(command) => runner::run(&cli.target, command).await,
         Command::Switch(command) => switch::run(&cli.target, command).await,

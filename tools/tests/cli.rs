@@ -384,3 +384,80 @@ async fn runner_releases_are_withdrawn_and_approved_with_a_reason() {
     assert!(ok);
     assert_eq!(stdout.trim(), "5.21.0 approved");
 }
+
+#[tokio::test]
+async fn pricing_sets_prices_and_budgets() {
+    let cli = Cli::new().await;
+    cli.apply(&directory());
+    let (ok, stdout, stderr) = cli.run(&[
+        "pricing",
+        "set-price",
+        "--region",
+        "onprem",
+        "--currency",
+        "USD",
+        "--vcpu-second",
+        "0.00002",
+        "--memory-gib-second",
+        "0.000002",
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "onprem priced");
+    let (ok, stdout, _) = cli.run(&["pricing", "status"]);
+    assert!(ok);
+    let prices: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(prices[0]["vcpu_second_micros"], 20);
+    assert_eq!(prices[0]["memory_gib_second_micros"], 2);
+    let (ok, _, stderr) = cli.run(&[
+        "pricing",
+        "set-price",
+        "--region",
+        "mars-1",
+        "--currency",
+        "USD",
+        "--vcpu-second",
+        "1",
+        "--memory-gib-second",
+        "1",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("not a region code"), "{stderr}");
+    let (ok, stdout, stderr) = cli.run(&[
+        "pricing",
+        "set-budget",
+        "--company",
+        "acme",
+        "--currency",
+        "USD",
+        "--amount",
+        "500",
+        "--window-days",
+        "30",
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "acme budgeted");
+    let acme = api::admin::directory::company_id("acme");
+    let amount: i64 =
+        sqlx::query_scalar("SELECT amount_micros FROM company_budgets WHERE company_id = $1")
+            .bind(acme)
+            .fetch_one(&cli.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(amount, 500_000_000);
+    let (ok, _, stderr) = cli.run(&[
+        "pricing",
+        "set-budget",
+        "--company",
+        "acme",
+        "--currency",
+        "usd",
+        "--amount",
+        "5",
+        "--window-days",
+        "30",
+    ]);
+    assert!(!ok, "a currency is an ISO 4217 code: {stderr}");
+    let (ok, stdout, _) = cli.run(&["pricing", "clear-budget", "--company", "acme"]);
+    assert!(ok);
+    assert_eq!(stdout.trim(), "acme unmetered");
+}

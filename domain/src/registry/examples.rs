@@ -203,6 +203,30 @@ impl Catalogued for crate::notifications::NotificationInbox {
     }
 }
 
+impl Catalogued for crate::pricing::Pricing {
+    fn examples() -> Vec<crate::pricing::PricingEvent> {
+        use crate::pricing::{Budget, PricingEvent, RegionPrice};
+        vec![
+            PricingEvent::PriceSet(RegionPrice {
+                region: "onprem".into(),
+                currency: "USD".into(),
+                vcpu_second_micros: 10,
+                memory_gib_second_micros: 2,
+            }),
+            PricingEvent::BudgetSet(Budget {
+                company_id: uuid::Uuid::from_u128(0xa001),
+                currency: "USD".into(),
+                amount_micros: 100_000_000,
+                window_days: 30,
+                starts_at: chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap_or_default(),
+            }),
+            PricingEvent::BudgetCleared {
+                company_id: uuid::Uuid::from_u128(0xa001),
+            },
+        ]
+    }
+}
+
 impl Catalogued for crate::runner_release::RunnerRelease {
     fn examples() -> Vec<crate::runner_release::ReleaseEvent> {
         use crate::runner_release::ReleaseEvent;

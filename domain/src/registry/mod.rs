@@ -81,6 +81,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::switch::SandboxSwitch>(),
         entry::<crate::build_fence::BuildFence>(),
         entry::<crate::runner_release::RunnerRelease>(),
+        entry::<crate::pricing::Pricing>(),
         entry::<crate::notifications::NotificationInbox>(),
         entry::<crate::environments::environment::Environment>(),
         entry::<crate::environments::version::EnvironmentVersion>(),

@@ -60,6 +60,11 @@ impl Catalogued for Run {
                     )]
                     .into(),
                 ),
+                hold: Some(crate::pricing::BudgetHold {
+                    currency: "USD".into(),
+                    rate: 2_280,
+                    amount_micros: 4_008,
+                }),
             })),
             RunEvent::RunClaimed {
                 worker_id: "executor-host-1-0a1b2c3d".into(),

@@ -180,6 +180,10 @@ pub struct RunSubmitted {
     /// (absent for a version without slots and for runs recorded before secrets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_sources: Option<SlotSources>,
+    /// What the run holds against its company's budget (absent when the company
+    /// had none, `crate::pricing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<crate::pricing::BudgetHold>,
 }
 
 /// How a run ended and what it left.
@@ -437,6 +441,7 @@ mod tests {
             retry_of_run_id: None,
             request_hash: hash.into(),
             slot_sources: None,
+            hold: None,
         })
     }
 

@@ -82,6 +82,7 @@ pub(crate) fn submitted(run: u32) -> Box<RunSubmitted> {
         retry_of_run_id: None,
         request_hash: format!("h{run}"),
         slot_sources: None,
+        hold: None,
     })
 }
 

@@ -7,6 +7,7 @@ pub mod environments;
 pub mod notifications;
 pub mod owned_objects;
 pub mod page;
+pub mod pricing;
 pub mod public_tokens;
 pub mod review;
 mod rowset;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
     vec![
         Arc::new(directory::DirectoryProjection),
         Arc::new(company_settings::CompanySettingsProjection),
+        Arc::new(pricing::PricingProjection),
         Arc::new(owned_objects::OwnedObjectsProjection),
         Arc::new(context_uploads::ContextUploadsProjection),
         Arc::new(environments::EnvironmentsProjection),

@@ -5,6 +5,7 @@ pub mod bindings;
 pub mod environments;
 pub mod management;
 pub mod owners;
+pub mod pricing;
 pub mod rooms;
 pub mod runs;
 pub mod secrets;

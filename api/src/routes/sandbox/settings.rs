@@ -5,6 +5,7 @@ use crate::access::require_company_manager;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
+use crate::routes::sandbox::pricing::{self, SandboxPricing};
 use crate::state::AppState;
 use axum::Json;
 use domain::catalog;
@@ -36,17 +37,6 @@ pub struct SandboxCompanySettingsUpdate {
     pub allowed_regions: Option<Vec<String>>,
     /// The `policy_version` the caller read (optimistic lock).
     pub policy_version: i64,
-}
-
-/// Price list of runtime placement, when the operator publishes one.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SandboxPricing {
-    /// ISO 4217 currency.
-    pub currency: String,
-    /// Price of one vCPU-second.
-    pub vcpu_second: f64,
-    /// Price of one GiB-second of memory.
-    pub memory_gib_second: f64,
 }
 
 /// The operator's runtime egress policy (read-only).
@@ -126,12 +116,9 @@ async fn get_settings(caller: Caller) -> ApiResult<Json<SandboxCompanySettingsRe
         unreferenced_image_retention_days: row.unreferenced_image_retention_days,
         allowed_regions: row.allowed_regions,
     };
-    Ok(Json(respond(
-        &caller.state,
-        values,
-        row.policy_version,
-        row.limits.0,
-    )))
+    let mut response = respond(&caller.state, values, row.policy_version, row.limits.0);
+    response.pricing = pricing::view(&caller).await?;
+    Ok(Json(response))
 }
 
 /// Replaces the writable settings when `policy_version` is current.
@@ -164,12 +151,14 @@ async fn put_settings(
     let values = settings
         .values
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("an update leaves a policy")))?;
-    Ok(Json(respond(
+    let mut response = respond(
         &caller.state,
         values,
         settings.policy_version,
         settings.limits,
-    )))
+    );
+    response.pricing = pricing::view(&caller).await?;
+    Ok(Json(response))
 }
 
 /// Validates region codes and intersects them with the selectable set.

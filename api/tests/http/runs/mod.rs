@@ -1,6 +1,7 @@
 //! Runs over HTTP: submission, the executor (real `buildah run`), retry, cancel,
 //! artifacts and public links.
 
+mod budget;
 mod execution;
 mod idempotency;
 mod links;

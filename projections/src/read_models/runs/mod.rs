@@ -45,9 +45,9 @@ async fn fold_run(
                         principal_type, principal_id, auth_method, api_key_id, submission_source,
                         input_digest, input_key, input_bytes, timeout_seconds, resource_profile,
                         retry_of_run_id, status, artifact_count, content_state, queued_at, updated_at,
-                        slot_sources)
+                        slot_sources, hold_amount, hold_rate)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                         'queued', 0, 'active', $18, $18, $19)
+                         'queued', 0, 'active', $18, $18, $19, $20, $21)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(id)
@@ -69,6 +69,8 @@ async fn fold_run(
             .bind(s.retry_of_run_id)
             .bind(at)
             .bind(s.slot_sources.as_ref().map(sqlx::types::Json))
+            .bind(s.hold.as_ref().map(|h| h.amount_micros))
+            .bind(s.hold.as_ref().map(|h| h.rate))
             .execute(conn)
             .await?;
         }

@@ -1,8 +1,10 @@
 //! Admitting a run: the input is bounded, canonicalized and staged before anything
 //! else (spec rule 3); then the room, the version, the live share and the input
-//! schema are checked; then, under the company's admission lock, the queue limits;
-//! and only then is the run queued. Submission and retry share this path.
+//! schema are checked; then, under the company's admission lock, the queue limits
+//! and the budget (the pricing envelope, `budget.rs`); and only then is the run
+//! queued. Submission and retry share this path.
 
+use super::budget;
 use super::detail::detail_of;
 use super::views::SandboxRunDetailResponse;
 use crate::access::Room;
@@ -214,6 +216,7 @@ pub async fn admit(
         }
         None => None,
     };
+    let profile = resource_profile(caller, version).await?;
     let submitted = RunSubmitted {
         run_id,
         company_id: caller.principal.company_id,
@@ -229,10 +232,11 @@ pub async fn admit(
         input_digest: input.object.digest.clone(),
         input: input.object.clone(),
         timeout_seconds,
-        resource_profile: resource_profile(caller, version).await?.as_str().into(),
+        resource_profile: profile.as_str().into(),
         retry_of_run_id,
         request_hash,
         slot_sources,
+        hold: None,
     };
     let onprem = caller.state.deployment.provider == Provider::Onprem;
     let _fleet = if onprem {
@@ -241,10 +245,12 @@ pub async fn admit(
         None
     };
     let _company = admission::lock(caller.pool(), caller.principal.company_id, "run-queue").await?;
+    let mut submitted = submitted;
     if !runs::exists(caller.pool(), run_id).await? {
         // Quick Run is outside the queued-run limit; its retries are not.
         let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
         check_queues(caller, counted, onprem).await?;
+        submitted.hold = budget::hold(caller, profile, timeout_seconds).await?;
     }
     let command = RunCommand::Submit(Box::new(submitted));
     caller.command::<Run>(run_id, command).await?;

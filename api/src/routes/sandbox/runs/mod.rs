@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod artifacts;
+mod budget;
 mod detail;
 mod history;
 mod lifecycle;
