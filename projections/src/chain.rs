@@ -7,6 +7,7 @@
 //! enter the hash by their digest ([`domain::tasks::scrub::committed`]), so a scrub
 //! may replace their text with a marker of the same digest and the chain holds.
 
+use crate::log::StoredEvent;
 use domain::tasks::scrub;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -52,6 +53,25 @@ pub fn link(previous: &[u8], event: &ChainInput<'_>) -> [u8; 32] {
     let canonical =
         serde_json_canonicalizer::to_vec(&document).expect("JSON values always canonicalize");
     Sha256::digest(canonical).into()
+}
+
+/// [`link`] of a stored event (its payload and metadata as stored JSON text).
+pub fn link_stored(previous: &[u8], event: &StoredEvent) -> serde_json::Result<[u8; 32]> {
+    let payload: Value = serde_json::from_str(&event.payload)?;
+    let metadata: Value = serde_json::from_str(&event.metadata)?;
+    Ok(link(
+        previous,
+        &ChainInput {
+            position: event.position,
+            aggregate_type: &event.aggregate_type,
+            aggregate_id: &event.aggregate_id,
+            sequence: event.sequence,
+            event_type: &event.event_type,
+            event_version: &event.event_version,
+            payload: &payload,
+            metadata: &metadata,
+        },
+    ))
 }
 
 #[cfg(test)]

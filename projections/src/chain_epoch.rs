@@ -3,9 +3,9 @@
 //! its first task version event on; the head it had is kept in `chain_epochs`.
 //! Runs after the migrations, with appends and sealing locked out.
 
-use crate::chain::{self, ChainInput, GENESIS};
+use crate::chain::{self, GENESIS};
+use crate::log;
 use crate::sealer::{HEAD_SQL, Head};
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 
 /// The current chain epoch.
@@ -67,18 +67,6 @@ async fn reached(conn: &mut PgConnection) -> sqlx::Result<bool> {
         .await
 }
 
-#[derive(sqlx::FromRow)]
-struct Row {
-    position: i64,
-    aggregate_type: String,
-    aggregate_id: String,
-    sequence: i64,
-    event_type: String,
-    event_version: String,
-    payload: String,
-    metadata: String,
-}
-
 /// Recomputes every sealed hash from `from` on, and the checkpoints among them.
 async fn relink(conn: &mut PgConnection, from: i64) -> anyhow::Result<()> {
     let previous: Option<Vec<u8>> =
@@ -90,38 +78,15 @@ async fn relink(conn: &mut PgConnection, from: i64) -> anyhow::Result<()> {
     let mut previous = previous.unwrap_or_else(|| GENESIS.to_vec());
     let mut after = from - 1;
     loop {
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version,
-                    payload::text AS payload, metadata::text AS metadata
-               FROM events WHERE position > $1 ORDER BY position LIMIT $2",
-        )
-        .bind(after)
-        .bind(PAGE)
-        .fetch_all(&mut *conn)
-        .await?;
-        let Some(last) = rows.last().map(|r| r.position) else {
+        let events = log::read_range(conn, after, after + PAGE).await?;
+        let Some(last) = events.last().map(|e| e.position) else {
             return Ok(());
         };
-        let mut positions = Vec::with_capacity(rows.len());
-        let mut hashes = Vec::with_capacity(rows.len());
-        for row in rows {
-            let payload: Value = serde_json::from_str(&row.payload)?;
-            let metadata: Value = serde_json::from_str(&row.metadata)?;
-            previous = chain::link(
-                &previous,
-                &ChainInput {
-                    position: row.position,
-                    aggregate_type: &row.aggregate_type,
-                    aggregate_id: &row.aggregate_id,
-                    sequence: row.sequence,
-                    event_type: &row.event_type,
-                    event_version: &row.event_version,
-                    payload: &payload,
-                    metadata: &metadata,
-                },
-            )
-            .to_vec();
-            positions.push(row.position);
+        let mut positions = Vec::with_capacity(events.len());
+        let mut hashes = Vec::with_capacity(events.len());
+        for event in &events {
+            previous = chain::link_stored(&previous, event)?.to_vec();
+            positions.push(event.position);
             hashes.push(previous.clone());
         }
         for sql in [

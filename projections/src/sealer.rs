@@ -18,9 +18,8 @@
 //! (position, hash) in `chain_checkpoints`, for auditors to keep elsewhere: one row per
 //! ten thousand events, written by the sealer, never by an append.
 
-use crate::chain::{self, ChainInput, GENESIS};
+use crate::chain::{self, GENESIS};
 use crate::log::StoredEvent;
-use serde_json::Value;
 use sqlx::PgConnection;
 
 /// A chain checkpoint is recorded at every multiple of this position.
@@ -116,31 +115,7 @@ pub async fn seal_with(
     let mut position = head.position;
     for row in rows {
         position += 1;
-        if chain == Chain::Linked {
-            let payload: Value = serde_json::from_str(&row.payload)?;
-            let metadata: Value = serde_json::from_str(&row.metadata)?;
-            let hash = chain::link(
-                &previous,
-                &ChainInput {
-                    position,
-                    aggregate_type: &row.aggregate_type,
-                    aggregate_id: &row.aggregate_id,
-                    sequence: row.sequence,
-                    event_type: &row.event_type,
-                    event_version: &row.event_version,
-                    payload: &payload,
-                    metadata: &metadata,
-                },
-            );
-            previous = hash.to_vec();
-            if position % CHAIN_CHECKPOINT_EVERY == 0 {
-                checkpoints.push((position, previous.clone()));
-            }
-            hashes.push(Some(previous.clone()));
-        } else {
-            hashes.push(None);
-        }
-        events.push(StoredEvent {
+        let event = StoredEvent {
             position,
             aggregate_type: row.aggregate_type,
             aggregate_id: row.aggregate_id,
@@ -149,7 +124,17 @@ pub async fn seal_with(
             event_version: row.event_version,
             payload: row.payload,
             metadata: row.metadata,
-        });
+        };
+        if chain == Chain::Linked {
+            previous = chain::link_stored(&previous, &event)?.to_vec();
+            if position % CHAIN_CHECKPOINT_EVERY == 0 {
+                checkpoints.push((position, previous.clone()));
+            }
+            hashes.push(Some(previous.clone()));
+        } else {
+            hashes.push(None);
+        }
+        events.push(event);
     }
     if !events.is_empty() {
         let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
