@@ -24,12 +24,15 @@ pub enum InboxCommand {
         /// The notifications.
         ids: Vec<Uuid>,
     },
-    /// Marks every notification up to `until` read.
+    /// Marks every notification the user can see up to a log position read.
     MarkAllRead {
         /// The user.
         user_id: Uuid,
-        /// Notifications created at or before this are read.
+        /// When.
         until: DateTime<Utc>,
+        /// Notifications raised at or before this log position are read (one raised
+        /// later is unread, whatever its time says).
+        up_to_position: i64,
     },
 }
 
@@ -43,12 +46,16 @@ pub enum InboxEvent {
         /// The notifications.
         ids: Vec<Uuid>,
     },
-    /// The user read everything up to a time.
+    /// The user read everything up to a log position.
     AllNotificationsRead {
         /// The user.
         user_id: Uuid,
-        /// Notifications created at or before this are read.
+        /// When; marks recorded without a position read everything created at or
+        /// before it.
         until: DateTime<Utc>,
+        /// Notifications raised at or before this log position are read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        up_to_position: Option<i64>,
     },
 }
 
@@ -79,11 +86,14 @@ impl SpecError for InboxError {
     }
 }
 
-/// A user's inbox: only the newest "read up to" time is state.
+/// A user's inbox: only the newest "read up to" mark is state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NotificationInbox {
-    /// Everything created at or before this is read.
+    /// When everything was last marked read.
     pub read_until: Option<DateTime<Utc>>,
+    /// Up to which log position.
+    #[serde(default)]
+    pub read_up_to: Option<i64>,
 }
 
 impl Aggregate for NotificationInbox {
@@ -108,11 +118,19 @@ impl Aggregate for NotificationInbox {
                 }
                 InboxEvent::NotificationsRead { user_id, ids }
             }
-            InboxCommand::MarkAllRead { user_id, until } => {
-                if self.read_until.is_some_and(|t| t >= until) {
+            InboxCommand::MarkAllRead {
+                user_id,
+                until,
+                up_to_position,
+            } => {
+                if self.read_up_to.is_some_and(|p| p >= up_to_position) {
                     return Ok(());
                 }
-                InboxEvent::AllNotificationsRead { user_id, until }
+                InboxEvent::AllNotificationsRead {
+                    user_id,
+                    until,
+                    up_to_position: Some(up_to_position),
+                }
             }
         };
         sink.write(event, self).await;
@@ -120,8 +138,14 @@ impl Aggregate for NotificationInbox {
     }
 
     fn apply(&mut self, event: Self::Event) {
-        if let InboxEvent::AllNotificationsRead { until, .. } = event {
+        if let InboxEvent::AllNotificationsRead {
+            until,
+            up_to_position,
+            ..
+        } = event
+        {
             self.read_until = Some(until);
+            self.read_up_to = up_to_position.or(self.read_up_to);
         }
     }
 }

@@ -212,6 +212,7 @@ async fn mark_read(
         (None, true) => InboxCommand::MarkAllRead {
             user_id: reader.user_id,
             until: Utc::now(),
+            up_to_position: center::newest_position(caller.pool(), reader).await?,
         },
         (Some(ids), false) => {
             let known = center::addressed(caller.pool(), reader, &ids).await?;

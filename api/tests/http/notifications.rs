@@ -148,6 +148,30 @@ async fn users_read_their_notifications_mark_them_and_stream_new_ones() {
             .all(|n| n["read"] == true)
     );
 
+    // A notification raised after the mark is unread even when its event time is
+    // earlier (a run whose end was recorded with an older clock).
+    let company = seed.company("acme");
+    let member_id: uuid::Uuid = member.get("/me").await.1["principal_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at, position)
+         SELECT $1, $2, 'run_terminal', $3, '{}', now() - interval '1 hour', max(position) + 1
+           FROM notifications",
+    )
+    .bind(uuid::Uuid::new_v4())
+    .bind(company)
+    .bind(body!([{"scope": "user", "id": member_id}]))
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&member, &format!("{CENTER}/unread-count")).await.1["unread"],
+        1
+    );
+
     // Social media clients have no inbox; no credentials is 418.
     let client = app
         .request(Method::GET, CENTER)

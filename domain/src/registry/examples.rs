@@ -198,6 +198,7 @@ impl Catalogued for crate::notifications::NotificationInbox {
             InboxEvent::AllNotificationsRead {
                 user_id: USER,
                 until: chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap_or_default(),
+                up_to_position: Some(42),
             },
         ]
     }

@@ -19,14 +19,21 @@ pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> an
                 .execute(&mut *conn)
                 .await?;
             }
-            Some(InboxEvent::AllNotificationsRead { user_id, until }) => {
+            Some(InboxEvent::AllNotificationsRead {
+                user_id,
+                until,
+                up_to_position,
+            }) => {
                 sqlx::query(
-                    "INSERT INTO notification_read_marks (user_id, until) VALUES ($1, $2)
+                    "INSERT INTO notification_read_marks (user_id, until, up_to_position) VALUES ($1, $2, $3)
                      ON CONFLICT (user_id) DO UPDATE
-                        SET until = GREATEST(notification_read_marks.until, EXCLUDED.until)",
+                        SET until = GREATEST(notification_read_marks.until, EXCLUDED.until),
+                            up_to_position = GREATEST(notification_read_marks.up_to_position,
+                                                      EXCLUDED.up_to_position)",
                 )
                 .bind(user_id)
                 .bind(until)
+                .bind(up_to_position)
                 .execute(&mut *conn)
                 .await?;
             }

@@ -40,8 +40,9 @@ pub struct NotificationRow {
 const ADDRESSED: &str = "
     SELECT n.id, n.kind, n.payload, n.created_at, n.position,
            (EXISTS (SELECT 1 FROM notification_reads r WHERE r.user_id = $2 AND r.notification_id = n.id)
-            OR n.created_at <= coalesce((SELECT until FROM notification_read_marks m WHERE m.user_id = $2),
-                                        '-infinity'::timestamptz)) AS read
+            OR EXISTS (SELECT 1 FROM notification_read_marks m WHERE m.user_id = $2
+                         AND CASE WHEN m.up_to_position IS NOT NULL THEN n.position <= m.up_to_position
+                                  ELSE n.created_at <= m.until END)) AS read
       FROM notifications n
      WHERE n.company_id = $1
        AND EXISTS (SELECT 1 FROM jsonb_array_elements(n.recipients) r WHERE
