@@ -3,7 +3,7 @@
 
 use crate::environments::{Caller, callers};
 use crate::runs::{runnable, submit};
-use crate::support::{As, Options, TestApp, json};
+use crate::support::{As, TestApp, json};
 use crate::tasks::ready_environment_version;
 use futures::StreamExt;
 use reqwest::Method;
@@ -40,11 +40,7 @@ fn events(page: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn users_read_their_notifications_mark_them_and_stream_new_ones() {
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, dm, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;

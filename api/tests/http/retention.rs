@@ -5,7 +5,7 @@
 
 use crate::environments::{Caller, busybox_context, callers};
 use crate::runs::{runnable, submit};
-use crate::support::{As, Options, TestApp, json};
+use crate::support::{As, TestApp, json};
 use crate::tasks::{company_task, draft};
 use api::runtime::buildah::Buildah;
 use domain::environments::archive::ArchiveFormat;
@@ -39,11 +39,7 @@ async fn sweep(app: &TestApp) {
 
 #[tokio::test]
 async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = crate::tasks::ready_environment_version(&boss).await;
@@ -113,11 +109,7 @@ async fn built(app: &TestApp, boss: &Caller<'_>, env: &str) -> (String, String) 
 
 #[tokio::test]
 async fn images_unreferenced_past_their_retention_are_removed_and_their_owners_told() {
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let buildah = Buildah::new(&app.state.runtime.builder);
     let env = boss.environment("retained").await;

@@ -141,6 +141,16 @@ impl TestApp {
         Self::spawn_with(Options::default()).await
     }
 
+    /// A server whose runs stay queued (no executor): what a queued run holds
+    /// stays held, and nothing races the test for it.
+    pub async fn without_executor() -> Self {
+        Self::spawn_with(Options {
+            run_slots: 0,
+            ..Options::default()
+        })
+        .await
+    }
+
     /// A server with the given options.
     pub async fn spawn_with(options: Options) -> Self {
         init_logging();

@@ -5,7 +5,7 @@
 
 use super::{runnable, submit};
 use crate::environments::callers;
-use crate::support::{Options, TestApp, assert_code};
+use crate::support::{TestApp, assert_code};
 use crate::tasks::ready_environment_version;
 use chrono::{Duration, Utc};
 use domain::pricing::{Budget, PRICE_LIST, Pricing, PricingCommand, RegionPrice};
@@ -47,11 +47,7 @@ async fn runs_of(app: &TestApp, company: Uuid) -> i64 {
 #[tokio::test]
 async fn a_budget_holds_each_run_s_envelope_and_refuses_what_does_not_fit() {
     // Runs stay queued: what they hold stays held.
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;

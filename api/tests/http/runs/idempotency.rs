@@ -5,7 +5,7 @@
 
 use super::{post_keyed, runnable, submit};
 use crate::environments::callers;
-use crate::support::{Options, TestApp};
+use crate::support::TestApp;
 use crate::tasks::ready_environment_version;
 use serde_json::{Value, json};
 
@@ -28,11 +28,7 @@ fn outcome(answers: &[(u16, Value)]) -> (Vec<String>, Vec<(u16, String)>) {
 
 #[tokio::test]
 async fn fifty_parallel_submissions_and_retries_with_one_key_make_one_run() {
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;

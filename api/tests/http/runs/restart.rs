@@ -4,7 +4,7 @@
 
 use super::{finished, runnable, running, submit};
 use crate::environments::callers;
-use crate::support::{JWT_SECRET, Options, TestApp};
+use crate::support::{JWT_SECRET, TestApp};
 use crate::tasks::ready_environment_version;
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
@@ -33,11 +33,7 @@ fn server_process(app: &TestApp) -> Child {
 #[tokio::test]
 async fn a_run_whose_server_was_killed_ends_platform_failed() {
     // This server accepts requests but executes nothing; a separate process does.
-    let app = TestApp::spawn_with(Options {
-        run_slots: 0,
-        ..Options::default()
-    })
-    .await;
+    let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;
