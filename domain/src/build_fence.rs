@@ -7,6 +7,7 @@
 
 use crate::AggregateExt;
 use crate::error::{Code, SpecError};
+use crate::switch::reason_ok;
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -85,11 +86,6 @@ impl SpecError for FenceError {
 pub struct BuildFence {
     /// The advised wait while raised.
     pub raised: Option<i64>,
-}
-
-fn reason_ok(reason: &str) -> bool {
-    let reason = reason.trim();
-    !reason.is_empty() && reason.chars().count() <= crate::switch::MAX_REASON
 }
 
 impl Aggregate for BuildFence {

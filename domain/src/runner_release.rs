@@ -8,6 +8,7 @@
 
 use crate::AggregateExt;
 use crate::error::{Code, SpecError};
+use crate::switch::reason_ok;
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -106,12 +107,11 @@ impl Aggregate for RunnerRelease {
             ReleaseCommand::Approve { release, reason } => (true, release, reason),
             ReleaseCommand::Withdraw { release, reason } => (false, release, reason),
         };
-        let reason = reason.trim().to_string();
         let named = !release.is_empty() && release.chars().count() <= 64;
-        let explained = !reason.is_empty() && reason.chars().count() <= crate::switch::MAX_REASON;
-        if !named || !explained {
+        if !named || !reason_ok(&reason) {
             return Err(ReleaseError::Invalid);
         }
+        let reason = reason.trim().to_string();
         if self.approved == Some(approve) {
             return Ok(());
         }

@@ -14,6 +14,13 @@ use uuid::Uuid;
 /// The aggregate id of the deployment-wide switch.
 pub const GLOBAL: &str = "global";
 
+/// Whether an operator's reason is given and not too long (the switch, the build
+/// fence and runner release decisions all ask for one).
+pub fn reason_ok(reason: &str) -> bool {
+    let reason = reason.trim();
+    !reason.is_empty() && reason.chars().count() <= MAX_REASON
+}
+
 /// Longest reason.
 pub const MAX_REASON: usize = 500;
 
@@ -92,7 +99,7 @@ impl Aggregate for SandboxSwitch {
     ) -> Result<(), Self::Error> {
         let SwitchCommand::Set(mut change) = command;
         change.reason = change.reason.trim().to_string();
-        if change.reason.is_empty() || change.reason.chars().count() > MAX_REASON {
+        if !reason_ok(&change.reason) {
             return Err(SwitchError::Reason);
         }
         if change.enabled == self.off {

@@ -151,6 +151,20 @@ impl TestApp {
         .await
     }
 
+    /// The whole database as `pg_dump` writes it (for leak checks).
+    pub fn pg_dump(&self) -> String {
+        let dump = std::process::Command::new("pg_dump")
+            .arg(format!("--dbname={}", self.db.url))
+            .output()
+            .expect("pg_dump runs");
+        assert!(
+            dump.status.success(),
+            "{}",
+            String::from_utf8_lossy(&dump.stderr)
+        );
+        String::from_utf8_lossy(&dump.stdout).into_owned()
+    }
+
     /// A server with the given options.
     pub async fn spawn_with(options: Options) -> Self {
         init_logging();

@@ -1,7 +1,7 @@
 //! The executor: a run really executes in its image, with its input, its output,
 //! its artifacts and its log; failures, timeouts, cancels, no network, limits.
 
-use super::{finished, runnable, running, submit};
+use super::{fetch_public, finished, runnable, running, submit};
 use crate::environments::callers;
 use crate::support::TestApp;
 use crate::tasks::ready_environment_version;
@@ -69,18 +69,7 @@ async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
 
     // The log shows the environment, the canonical input, the sandbox's cgroups
     // and no network.
-    let (_, link) = member
-        .post(
-            &format!("/chatrooms/{lab}/runs/{id}/log/public-link"),
-            json!({}),
-        )
-        .await;
-    let log = app
-        .client
-        .get(link["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let log = fetch_public(&member, &lab, id, "log").await;
     assert_eq!(log.status(), 200);
     assert_eq!(log.headers()["x-content-type-options"], "nosniff");
     assert!(
@@ -159,32 +148,10 @@ async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
     );
 
     // The artifact's public link serves exactly its bytes; the output's too.
-    let (_, link) = member
-        .post(
-            &format!("/chatrooms/{lab}/runs/{id}/artifacts/{artifact}/public-link"),
-            json!({}),
-        )
-        .await;
-    let file = app
-        .client
-        .get(link["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let file = fetch_public(&member, &lab, id, &format!("artifacts/{artifact}")).await;
     assert_eq!(file.headers()["content-type"], "text/csv");
     assert_eq!(file.text().await.unwrap(), "n,square\n3,9\n");
-    let (_, link) = member
-        .post(
-            &format!("/chatrooms/{lab}/runs/{id}/output/public-link"),
-            json!({}),
-        )
-        .await;
-    let output = app
-        .client
-        .get(link["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let output = fetch_public(&member, &lab, id, "output").await;
     assert_eq!(output.text().await.unwrap(), r#"{"ok":true}"#);
 
     // The room's list, newest first, with a status filter.

@@ -73,6 +73,26 @@ pub async fn post_keyed(
     json(request.send().await.unwrap()).await
 }
 
+/// Mints a public link of a run's object (`log`, `output` or
+/// `artifacts/{id}`) and fetches it, as a stranger would.
+pub async fn fetch_public(
+    caller: &Caller<'_>,
+    room: &str,
+    run: &str,
+    object: &str,
+) -> reqwest::Response {
+    let path = format!("/chatrooms/{room}/runs/{run}/{object}/public-link");
+    let (status, link) = caller.post(&path, json!({})).await;
+    assert_eq!(status, 200, "{link}");
+    caller
+        .app
+        .client
+        .get(link["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Submits a run in `room`.
 pub async fn submit(caller: &Caller<'_>, room: &str, key: &str, body: Value) -> (u16, Value) {
     post_keyed(caller, &format!("/chatrooms/{room}/runs"), key, Some(body)).await

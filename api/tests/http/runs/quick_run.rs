@@ -1,7 +1,7 @@
 //! Quick Run: room managers only, every field required, a ready company-owned or
 //! curated environment version, the ceiling, a hidden task, a real run.
 
-use super::{finished, post_keyed};
+use super::{fetch_public, finished, post_keyed};
 use crate::environments::callers;
 use crate::support::{TestApp, assert_code};
 use crate::tasks::{draft_environment_version, ready_environment_version};
@@ -103,18 +103,7 @@ async fn quick_run_runs_scripts_through_a_hidden_task() {
             .iter()
             .all(|t| t["id"] != quick["task_id"])
     );
-    let (_, link) = dm
-        .post(
-            &format!("/chatrooms/{lab}/runs/{id}/output/public-link"),
-            json!({}),
-        )
-        .await;
-    let output = app
-        .client
-        .get(link["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let output = fetch_public(&dm, &lab, id, "output").await;
     assert_eq!(output.text().await.unwrap(), r#"{"q":1}"#);
     // A retry of a Quick Run needs no share, but a room manager.
     let retry = format!("/chatrooms/{lab}/runs/{id}/retry");

@@ -181,16 +181,7 @@ async fn a_secret_reaches_its_run_and_leaks_nowhere_and_revoking_shreds_it() {
     for text in ["rotated-value-2", PLAINTEXT] {
         assert!(!export.contains(text), "the export holds a value");
     }
-    let dump = std::process::Command::new("pg_dump")
-        .arg(format!("--dbname={}", app.db.url))
-        .output()
-        .expect("pg_dump runs");
-    assert!(
-        dump.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dump.stderr)
-    );
-    let dump = String::from_utf8_lossy(&dump.stdout);
+    let dump = app.pg_dump();
     assert!(dump.contains("secret_values"), "the dump covers the store");
     for text in ["rotated-value-2", PLAINTEXT] {
         assert!(!dump.contains(text), "the database dump holds a value");

@@ -5,7 +5,7 @@
 
 use super::{company_task, draft};
 use crate::environments::{Caller, busybox_context, callers, tar_gz};
-use crate::runs::{finished, submit};
+use crate::runs::{fetch_public, finished, submit};
 use crate::support::{As, TestApp, assert_code, json, multipart_file};
 use domain::principal::{Actor, EventMetadata};
 use domain::runner_release::{BUILT_IN, ReleaseCommand, RunnerRelease};
@@ -141,18 +141,7 @@ async fn a_bundle_is_unpacked_into_the_workspace_on_an_approved_runner_only() {
     let run_id = run["id"].as_str().unwrap();
     let ended = finished(&member, &lab, run_id).await;
     assert_eq!(ended["status"], "completed", "{ended}");
-    let (_, link) = member
-        .post(
-            &format!("/chatrooms/{lab}/runs/{run_id}/output/public-link"),
-            body!({}),
-        )
-        .await;
-    let output = app
-        .client
-        .get(link["url"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let output = fetch_public(&member, &lab, run_id, "output").await;
     assert_eq!(output.text().await.unwrap(), r#"{"bundled":"hello"}"#);
 
     // The operator withdraws the runner release: the version says so and bundle
@@ -190,4 +179,14 @@ async fn a_bundle_is_unpacked_into_the_workspace_on_an_approved_runner_only() {
     .await;
     let (status, again) = submit(&member, &lab, "b3", run_body).await;
     assert_eq!(status, 200, "{again}");
+
+    // Bundle uploads count toward the company's 5 upload inits a minute (with the
+    // bundle and the context uploaded above).
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        answers.push(upload(&boss, &task, tar_gz(&[("a", b"b")])).await);
+    }
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    assert_eq!(statuses, vec![200, 200, 200, 429], "{answers:?}");
+    assert_code(&answers[3], 429, "upload_rate_limited");
 }

@@ -100,16 +100,7 @@ async fn a_scrubbed_version_loses_its_content_everywhere_and_never_runs_again() 
     assert_code(&(status, refused), 409, "content_scrubbed_irreversible");
 
     // Not in the log, the snapshots, the read models or the object store.
-    let dump = std::process::Command::new("pg_dump")
-        .arg(format!("--dbname={}", app.db.url))
-        .output()
-        .expect("pg_dump runs");
-    assert!(
-        dump.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dump.stderr)
-    );
-    let dump = String::from_utf8_lossy(&dump.stdout);
+    let dump = app.pg_dump();
     assert!(
         dump.contains("TaskVersionScrubbed"),
         "the dump covers the log"
