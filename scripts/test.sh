@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
+# A run's network namespace gets its loopback up with `ip` (iproute2).
+PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # Independent clients in the tests (RSA-OAEP interop, HMAC-signed callbacks) are Python.
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then

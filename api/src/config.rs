@@ -146,6 +146,19 @@ pub struct Config {
 }
 
 impl Config {
+    /// The listen address as a client on this machine reaches it (an unspecified
+    /// address becomes loopback).
+    pub fn local_address(&self) -> SocketAddr {
+        let mut address = self.listen;
+        if address.ip().is_unspecified() {
+            address.set_ip(match address {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        address
+    }
+
     /// The base URL, defaulting to `http://` plus the listen address.
     pub fn base_url(&self) -> String {
         self.base_url

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod admission;
 pub mod answer_cache;
 pub mod auth;
+pub mod capability;
 pub mod config;
 pub mod download;
 pub mod error;

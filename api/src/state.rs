@@ -54,6 +54,9 @@ pub struct BuilderSettings {
     pub run_dir: std::path::PathBuf,
     /// Longest build.
     pub timeout: std::time::Duration,
+    /// This service's own listener as a local client reaches it: where a run's
+    /// network door relays its callback writes.
+    pub service_address: std::net::SocketAddr,
 }
 
 /// Shared handles: database, command bus, keys, deployment facts.
@@ -174,6 +177,7 @@ impl AppState {
             run_slots: config.run_slots,
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
+            service_address: config.local_address(),
         };
         let secrets = Arc::new(secret_store(config)?);
         let runtime = Runtime::new(

@@ -228,6 +228,7 @@ impl Catalogued for crate::tables::callback_token::CallbackToken {
                 secret_sha256: "5e".repeat(32),
                 valid_until: None,
                 created_by: CREATOR.into(),
+                run_id: None,
             })),
             CallbackTokenEvent::CallbackTokenRevoked {
                 token_id,

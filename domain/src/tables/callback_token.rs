@@ -3,6 +3,9 @@
 //! user session. Its writes act as the moderator who minted it. The log keeps only
 //! the SHA-256 of the secret, never the secret.
 //!
+//! A run whose task version has a writeback output policy receives one too, bound
+//! to the run (`run_id`), acting as the run's submitter.
+//!
 //! Revocation is a flag: a revoked token stays listed and writes answer the uniform
 //! 404.
 
@@ -13,6 +16,10 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+/// Where callback writes are sent (`{CALLBACK_PREFIX}/{token_id}`): the public
+/// route of the custom-table service, and the one place a run's network reaches.
+pub const CALLBACK_PREFIX: &str = "/public/module/custom_tables/callback";
 
 /// What a token may do (spec: `create` or `create,update`; no update-only token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,8 +64,14 @@ pub struct CallbackTokenTerms {
     pub secret_sha256: String,
     /// Expiry (`None`: none).
     pub valid_until: Option<DateTime<Utc>>,
-    /// The minting moderator (`user:<id>`), whose permissions its writes use.
+    /// The minting moderator (`user:<id>`), whose permissions its writes use; for
+    /// a run's writeback credential, the run's submitter.
     pub created_by: String,
+    /// The run a writeback credential was minted for (spec `sandbox-service.md`
+    /// output policy `custom_table_writeback`): it lives while the run does, is
+    /// revoked at the run's end and is never listed with the moderators' tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Uuid>,
 }
 
 /// Commands of [`CallbackToken`].
@@ -158,6 +171,7 @@ mod tests {
             secret_sha256: "ab".repeat(32),
             valid_until: None,
             created_by: "user:1".into(),
+            run_id: None,
         }))
     }
 

@@ -7,8 +7,9 @@
 use super::callback::CALLBACK_PREFIX;
 use super::columns::SuccessResponse;
 use super::gates::Operation;
-use super::public_tokens::{random_secret, random_token_id, revoke, rule};
+use super::public_tokens::{revoke, rule};
 use super::scope::{Mount, open_table};
+use crate::capability::{random_secret, random_token_id};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
 use crate::openapi::enums::string_enum;
@@ -137,6 +138,7 @@ async fn mint_token(
         secret_sha256,
         valid_until: body.valid_until,
         created_by: caller.principal.reference(),
+        run_id: None,
     };
     let response = CallbackTokenMintResponse {
         token_id,

@@ -12,14 +12,13 @@ use super::gates::Operation;
 use super::public_read::PUBLIC_READ_PREFIX;
 use super::public_read::query::uses_name_ops;
 use super::scope::{Mount, OpenTable, open_table};
+use crate::capability::{random_secret, random_token_id};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
 use axum::http::{HeaderMap, header};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::tables::TableError;
@@ -30,7 +29,6 @@ use domain::tables::table::ViewDef;
 use domain::{AggregateExt, SpecError};
 use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};
 use projections::read_models::tables::query as tables;
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -243,13 +241,6 @@ pub(super) fn rule(field: &str, message: &str) -> ApiError {
     )
 }
 
-/// 128 random bits in UUID form (every bit random, so not an RFC 4122 v4 id).
-pub(super) fn random_token_id() -> Uuid {
-    let mut bytes = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    Uuid::from_bytes(bytes)
-}
-
 /// The secret of an `Authorization: Bearer <secret>` header.
 pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -268,15 +259,6 @@ pub(super) fn proves_secret(presented: &str, secret_sha256: &str) -> bool {
         .as_slice()
         .ct_eq(&expected)
         .into()
-}
-
-/// A 256-bit secret and the hash the log keeps of it.
-pub(super) fn random_secret() -> (String, String) {
-    let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let secret = URL_SAFE_NO_PAD.encode(bytes);
-    let hash = hex::encode(Sha256::digest(secret.as_bytes()));
-    (secret, hash)
 }
 
 /// Mints a public read token for a view of the table.

@@ -5,7 +5,8 @@
 use super::Executor;
 use super::collect::{Collected, collect};
 use super::limits::RunCgroups;
-use super::secrets;
+use super::network::RunNetwork;
+use super::{secrets, writeback};
 use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
 use crate::runtime::unpack;
@@ -17,14 +18,16 @@ use domain::objects::DeletionState;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
 use domain::secrets::owner_consumer;
 use domain::secrets::resolve::SlotSources;
+use domain::tables::callback_token::CALLBACK_PREFIX;
 use domain::tasks::bundle;
-use domain::tasks::contents::VersionContents;
+use domain::tasks::contents::{OutputPolicy, VersionContents};
 use projections::read_models::owned_objects::query as objects;
 use sqlx::types::Json;
 use std::path::Path;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+use zeroize::Zeroizing;
 
 /// Where the workspace is mounted in the container.
 pub const WORKSPACE: &str = "/workspace";
@@ -43,6 +46,8 @@ struct RunFacts {
     task_version_id: Uuid,
     owner_scope: OwnerScope,
     owner_id: Uuid,
+    principal_type: String,
+    principal_id: Uuid,
 }
 
 /// How the work ended, before its objects are stored.
@@ -123,9 +128,10 @@ async fn execute(
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
-    let facts: RunFacts = sqlx::query_as(
+    let mut facts: RunFacts = sqlx::query_as(
         "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
-                r.slot_sources, r.task_version_id, t.owner_scope, t.owner_id
+                r.slot_sources, r.task_version_id, t.owner_scope, t.owner_id,
+                r.principal_type, r.principal_id
            FROM runs r
            JOIN task_versions v ON v.id = r.task_version_id
            JOIN tasks t ON t.id = v.task_id
@@ -135,7 +141,7 @@ async fn execute(
     .bind(run_id)
     .fetch_one(&state.pool)
     .await?;
-    let Some(image) = facts.image else {
+    let Some(image) = facts.image.take() else {
         return Ok(ending(
             TerminalClass::PlatformFailed,
             "image_unavailable",
@@ -143,9 +149,9 @@ async fn execute(
             b"the environment version has no image\n".to_vec(),
         ));
     };
-    let sources = facts.slot_sources.map(|s| s.0).unwrap_or_default();
+    let sources = facts.slot_sources.take().map(|s| s.0).unwrap_or_default();
     let owner = owner_consumer(facts.owner_scope, facts.owner_id);
-    let secrets = match secrets::open(state, facts.task_version_id, owner, &sources).await? {
+    let mut secrets = match secrets::open(state, facts.task_version_id, owner, &sources).await? {
         Ok(secrets) => secrets,
         Err(refusal) => {
             return Ok(ending(
@@ -156,12 +162,72 @@ async fn execute(
             ));
         }
     };
+    let policy = facts.contents.output_policy.as_ref();
+    let writes_back = matches!(policy, Some(OutputPolicy::CustomTableWriteback { .. }));
+    if writes_back && facts.principal_type != "user" {
+        return Ok(ending(
+            TerminalClass::CustomerFailed,
+            "writeback_authority_denied",
+            None,
+            b"only a user may run a task version that writes back to a table\n".to_vec(),
+        ));
+    }
+    let mut network = RunNetwork::create(writes_back).await?;
+    let metadata = super::metadata(&executor.worker_id, company);
+    let grant = writeback::Grant {
+        run_id,
+        company_id: company,
+        submitter: format!("user:{}", facts.principal_id),
+        timeout_seconds: facts.timeout_seconds,
+        policy,
+    };
+    let credential = writeback::mint(state, grant, &metadata).await?;
+    let stop_door = CancellationToken::new();
+    if let (Some(credential), Some(port)) = (&credential, network.door_port()) {
+        let url = format!(
+            "http://127.0.0.1:{port}{CALLBACK_PREFIX}/{}",
+            credential.token_id
+        );
+        secrets.push((
+            "SERVICE_CT_WRITEBACK_URL".into(),
+            Zeroizing::new(url.into_bytes()),
+        ));
+        let token = credential.secret.as_bytes().to_vec();
+        secrets.push(("SERVICE_CT_WRITEBACK_TOKEN".into(), Zeroizing::new(token)));
+        network.open_door(state.builder.service_address, stop_door.clone());
+    }
+    let _closed = stop_door.drop_guard();
+    let ended = work(
+        executor, run_id, company, workdir, &facts, &image, &network, secrets, cancel,
+    )
+    .await;
+    if let Some(credential) = &credential {
+        writeback::revoke(state, credential, &metadata).await?;
+    }
+    ended
+}
+
+/// Prepares the workspace, starts the working container and runs the work in the
+/// run's network.
+#[allow(clippy::too_many_arguments)]
+async fn work(
+    executor: &Executor,
+    run_id: Uuid,
+    company: Uuid,
+    workdir: &Path,
+    facts: &RunFacts,
+    image: &str,
+    network: &RunNetwork,
+    secrets: secrets::Opened,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Ending> {
+    let state = &executor.state;
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
     secrets::write(&workspace, &secrets).await?;
     drop(secrets);
     let buildah = &executor.buildah;
-    let container = match buildah.from_image(&image).await {
+    let container = match buildah.from_image(image).await {
         Ok(container) => container,
         Err(error) => {
             let log = format!("the environment image is not available: {error:#}\n");
@@ -173,7 +239,7 @@ async fn execute(
             ));
         }
     };
-    let profile = serde_json::from_value(serde_json::Value::String(facts.resource_profile))
+    let profile = serde_json::from_value(serde_json::Value::String(facts.resource_profile.clone()))
         .unwrap_or(ResourceProfile::Standard);
     let result = async {
         let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
@@ -186,7 +252,14 @@ async fn execute(
             ));
         }
         let timeout = Duration::from_secs(facts.timeout_seconds.max(1) as u64);
-        let command = run_command(executor, &cgroups, &container, &workspace, &facts.contents);
+        let command = run_command(
+            executor,
+            &cgroups,
+            network,
+            &container,
+            &workspace,
+            &facts.contents,
+        );
         let outcome = capture(command, timeout, cancel).await;
         Ok::<_, anyhow::Error>(classify(outcome, cgroups.oom_killed()))
     }
@@ -246,15 +319,17 @@ async fn unpack_bundle(state: &Runtime, workspace: &Path, object_id: Uuid) -> an
     Ok(())
 }
 
-/// `sh -c '<enter cgroups> exec "$@"' sh unshare ... buildah run ...`: the whole
-/// tree runs in the run's cgroups, a fresh network namespace (loopback only, so no
-/// outbound network) and a fresh PID namespace with its own `/proc` (the work sees
+/// `sh -c '<enter cgroups> exec "$@"' sh nsenter ... unshare ... buildah run ...`:
+/// the whole tree runs in the run's cgroups, the run's own network namespace
+/// (loopback only, so no outbound network; [`RunNetwork`]) and a fresh PID
+/// namespace with its own `/proc` (the work sees
 /// only its own processes, and every process of the run dies with the namespace's
 /// first process when the run ends, is cancelled or times out), with no
 /// capabilities.
 fn run_command(
     executor: &Executor,
     cgroups: &RunCgroups,
+    network: &RunNetwork,
     container: &str,
     workspace: &Path,
     contents: &VersionContents,
@@ -266,7 +341,9 @@ fn run_command(
         .arg("-c")
         .arg(cgroups.enter_script())
         .arg("sh")
-        .args(["unshare", "--net", "--pid", "--fork", "--mount-proc"])
+        .arg("nsenter")
+        .arg(network.nsenter_arg())
+        .args(["unshare", "--pid", "--fork", "--mount-proc"])
         .arg(std.get_program())
         .args(std.get_args())
         .args(["run", "--isolation", "chroot", "--cap-drop", "all"])

@@ -1,6 +1,6 @@
 //! The run executor: claims queued runs (at most `run_slots` at once in this process
 //! and the company's run concurrency), runs each in its environment version's image
-//! with `buildah run` in a fresh network namespace, and records how it ended with
+//! with `buildah run` in a network namespace of its own, and records how it ended with
 //! its log, output and artifacts.
 //!
 //! Claims go through the Run aggregate, so two workers never run the same run.
@@ -11,7 +11,9 @@
 mod collect;
 mod job;
 pub mod limits;
+mod network;
 mod secrets;
+mod writeback;
 
 use crate::admission;
 use crate::limits::company_limits;

@@ -9,6 +9,7 @@ mod queries;
 mod quick_run;
 mod restart;
 mod submission;
+mod writeback;
 
 use crate::environments::{Caller, SANDBOX};
 use crate::support::{As, json};

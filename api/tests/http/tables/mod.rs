@@ -5,7 +5,7 @@ mod callback;
 mod channels;
 mod columns;
 mod coverage;
-mod fixture;
+pub mod fixture;
 mod formulas;
 mod grant_refusals;
 mod matrix;

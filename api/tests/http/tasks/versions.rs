@@ -207,7 +207,8 @@ async fn a_task_goes_from_draft_to_published_against_a_built_environment() {
         "output_policy_owner_scope_unsupported",
     );
 
-    // A department task may publish a writeback policy while its table exists.
+    // A department task may publish a writeback policy while its table exists, by a
+    // publisher who may make every write it allows (the company table's manager).
     let rnd = seed.department("acme", "rnd").to_string();
     let (_, rnd_task) = dm
         .post(
@@ -229,7 +230,7 @@ async fn a_task_goes_from_draft_to_published_against_a_built_environment() {
         json!({"environment_version_id": ready, "output_policy": policy}),
     )
     .await;
-    let (status, published) = dm
+    let (status, published) = boss
         .post(
             &format!(
                 "/tasks/{rnd_task}/versions/{}/publish",

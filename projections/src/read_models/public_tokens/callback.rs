@@ -28,16 +28,19 @@ pub struct CallbackTokenRow {
     pub created_by: String,
     /// Minted.
     pub created_at: DateTime<Utc>,
+    /// The run of a writeback credential.
+    pub run_id: Option<Uuid>,
 }
 
 const SELECT: &str = "SELECT id, company_id, table_id, name, allowed_ops, secret_sha256,
-        valid_until, revoked, created_by, created_at
+        valid_until, revoked, created_by, created_at, run_id
    FROM callback_tokens";
 
-/// The callback tokens of a table, newest first.
+/// The callback tokens moderators minted for a table, newest first (runs'
+/// writeback credentials are not among them).
 pub async fn of_table(pool: &PgPool, table: Uuid) -> sqlx::Result<Vec<CallbackTokenRow>> {
     sqlx::query_as(&format!(
-        "{SELECT} WHERE table_id = $1 ORDER BY created_at DESC, id DESC"
+        "{SELECT} WHERE table_id = $1 AND run_id IS NULL ORDER BY created_at DESC, id DESC"
     ))
     .bind(table)
     .fetch_all(pool)

@@ -93,8 +93,8 @@ async fn apply_callback(
         CallbackTokenEvent::CallbackTokenMinted(terms) => {
             sqlx::query(
                 "INSERT INTO callback_tokens (id, lookup_hash, company_id, table_id, name,
-                        allowed_ops, secret_sha256, valid_until, created_by, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                        allowed_ops, secret_sha256, valid_until, created_by, created_at, run_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(terms.token_id)
@@ -107,6 +107,7 @@ async fn apply_callback(
             .bind(terms.valid_until)
             .bind(&terms.created_by)
             .bind(event.time())
+            .bind(terms.run_id)
             .execute(&mut *conn)
             .await?;
         }

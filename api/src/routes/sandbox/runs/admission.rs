@@ -12,6 +12,7 @@ use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::limits::company_limits;
 use crate::request::Caller;
+use crate::routes::sandbox::tasks::output_policy;
 use crate::secrets::slots;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
@@ -198,6 +199,7 @@ pub async fn admit(
     };
     if !exists {
         check_schema(&version.contents, &input.value)?;
+        output_policy::check_submission(caller, &version.contents).await?;
     }
     let slot_sources = match &grant {
         Some(grant) => {

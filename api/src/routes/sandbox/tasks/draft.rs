@@ -4,7 +4,7 @@
 //! as `job_contract_invalid`).
 
 use super::views::{Patch, SandboxTaskVersionRequest};
-use super::{bundles, scripts};
+use super::{bundles, output_policy, scripts};
 use crate::access::Task;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -17,7 +17,6 @@ use domain::tasks::contents::{
 use domain::tasks::input::{self, InputLimits};
 use domain::validation::{Violation, ViolationKind};
 use projections::read_models::environments::query as environments;
-use projections::read_models::tables::query as tables;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -137,7 +136,7 @@ pub async fn update(
     }
     check_pin(state, task, c.environment_version_id).await?;
     if let Some(policy) = &c.output_policy {
-        check_policy_references(state, task, policy).await?;
+        output_policy::check_draft(state, task.row.task.company_id, policy).await?;
     }
     Ok(c)
 }
@@ -219,40 +218,6 @@ async fn check_pin(state: &AppState, task: &Task, version_id: Uuid) -> ApiResult
             Some(version_id.to_string().into()),
         ))
     }
-}
-
-/// A writeback table must be a live custom table of the company; no Command
-/// exists yet, so a Command-output policy never resolves.
-async fn check_policy_references(
-    state: &AppState,
-    task: &Task,
-    policy: &OutputPolicy,
-) -> ApiResult<()> {
-    match policy {
-        OutputPolicy::CustomTableWriteback { table_id, .. } => {
-            if writeback_table_exists(state, task.row.task.company_id, *table_id).await? {
-                Ok(())
-            } else {
-                Err(ApiError::code(
-                    Code::OutputPolicyTableNotFound,
-                    "no custom table with that id in this company",
-                ))
-            }
-        }
-        OutputPolicy::CustomTableCommand { .. } => Err(ApiError::code(
-            Code::OutputPolicyCommandNotFound,
-            "no live Command with that id in this company",
-        )),
-    }
-}
-
-/// Whether the writeback target is a live custom table of the company.
-pub async fn writeback_table_exists(
-    state: &AppState,
-    company: Uuid,
-    table_id: Uuid,
-) -> ApiResult<bool> {
-    Ok(tables::exists(&state.pool, company, table_id).await?)
 }
 
 /// Refuses contents whose fields are out of bounds (the standard validation array).

@@ -3,6 +3,7 @@
 pub mod bundles;
 mod catalog;
 pub mod draft;
+pub mod output_policy;
 pub mod preview;
 mod scripts;
 mod shares;

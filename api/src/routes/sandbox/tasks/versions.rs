@@ -1,8 +1,8 @@
 //! Task versions: `GET/POST /tasks/{id}/versions`, `GET/PATCH .../versions/{vid}`,
 //! `.../publish` and `.../archive`.
 
-use super::draft;
 use super::views::*;
+use super::{draft, output_policy};
 use crate::access::{Task, TaskVersion as TaskVersionHandle, require_bundle_runner};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
@@ -12,10 +12,8 @@ use crate::pagination::LifecycleQuery;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
-use domain::environments::environment::OwnerScope;
 use domain::environments::version::VersionState;
 use domain::error::Code;
-use domain::tasks::contents::OutputPolicy;
 use domain::tasks::task::{Task as TaskAggregate, TaskCommand};
 use domain::tasks::version::{
     TaskVersion, TaskVersionCommand, TaskVersionDrafted, TaskVersionState,
@@ -164,27 +162,7 @@ async fn publish_version(
     )
     .await?;
     require_bundle_runner(caller.pool(), contents).await?;
-    if let Some(policy) = &contents.output_policy {
-        if task.row.task.owner_scope != OwnerScope::Department {
-            return Err(ApiError::code(
-                Code::OutputPolicyOwnerScopeUnsupported,
-                "only department-owned tasks may publish an output policy",
-            ));
-        }
-        let satisfiable = match policy {
-            OutputPolicy::CustomTableWriteback { table_id, .. } => {
-                draft::writeback_table_exists(&caller.state, task.row.task.company_id, *table_id)
-                    .await?
-            }
-            OutputPolicy::CustomTableCommand { .. } => false,
-        };
-        if !satisfiable {
-            return Err(ApiError::code(
-                Code::OutputPolicyUnsatisfiable,
-                "the output policy's target no longer exists",
-            ));
-        }
-    }
+    output_policy::check_publish(&caller, &task, contents).await?;
     let command = TaskVersionCommand::Publish;
     changed(&caller, &task, version_id, command).await
 }

@@ -48,7 +48,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 /// Where the callback routes live.
-pub const CALLBACK_PREFIX: &str = "/public/module/custom_tables/callback";
+pub use domain::tables::callback_token::CALLBACK_PREFIX;
 /// Most bytes of a callback body (65,536 is accepted, 65,537 is 413).
 pub const MAX_CALLBACK_BODY: usize = 65_536;
 
