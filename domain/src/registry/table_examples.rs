@@ -128,6 +128,10 @@ impl Catalogued for CustomTable {
                 table_id: TABLE,
                 column: Some("col_1".into()),
             },
+            SettingsSet {
+                table_id: TABLE,
+                agent_writes_via_commands_only: true,
+            },
             TriggersSet {
                 table_id: TABLE,
                 triggers: vec![Trigger {

@@ -14,6 +14,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::http::StatusCode;
 use domain::error::Code;
+use domain::principal::PrincipalType;
 use domain::tables::TableError;
 use domain::tables::query::{Condition, Field, Op};
 use domain::tables::record::{Cells, Record, RecordCommand};
@@ -209,6 +210,19 @@ fn within_floor(table: &OpenTable, write: Option<(&Cells, bool)>) -> ApiResult<(
     }
 }
 
+/// Raw agent writes (a social media client's) of a table whose settings say
+/// `agent_writes_via_commands_only` are refused (spec 5.8.4).
+fn raw_write_allowed(table: &OpenTable) -> ApiResult<()> {
+    let agent = table.caller.principal.principal_type == PrincipalType::SocialMediaClient;
+    if agent && table.row.agent_writes_via_commands_only {
+        return Err(ApiError::code(
+            Code::TableGovernedByCommands,
+            "this table takes agent writes through its Commands only",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses record writes while a background migration rewrites the table.
 fn unlocked(table: &OpenTable) -> ApiResult<()> {
     match table.row.migration_id {
@@ -244,6 +258,7 @@ pub async fn insert(
     data: &Map<String, Value>,
 ) -> ApiResult<()> {
     within_floor(table, None)?;
+    raw_write_allowed(table)?;
     unlocked(table)?;
     let caller = &table.caller;
     let data = cells::validate(&caller.state, table, data, true).await?;
@@ -271,6 +286,7 @@ pub async fn change(
     data: &Map<String, Value>,
 ) -> ApiResult<()> {
     within_floor(table, None)?;
+    raw_write_allowed(table)?;
     let caller = &table.caller;
     editable(&caller.state, table, record_id).await?;
     unlocked(table)?;
@@ -334,6 +350,7 @@ async fn put_record(
 async fn delete_record(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessResponse>> {
     let table = open_table(&caller, &mount, Operation::EditRows).await?;
     within_floor(&table, None)?;
+    raw_write_allowed(&table)?;
     let record_id = mount.uuid("record_id")?;
     editable(&caller.state, &table, record_id).await?;
     let command = RecordCommand::Delete {

@@ -59,6 +59,17 @@ pub struct TableUpdate {
     /// policy. `null` ends it.
     #[serde(default, deserialize_with = "double_option")]
     pub channel_scope_column: Option<Option<String>>,
+    /// Settings to change; a missing one keeps its value.
+    pub settings: Option<TableSettings>,
+}
+
+/// A table's settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TableSettings {
+    /// Raw agent writes (social media clients, and runs' writeback credentials) are
+    /// refused with 403 `table_governed_by_commands`; agents write through Commands.
+    pub agent_writes_via_commands_only: Option<bool>,
 }
 
 /// The owning scope.
@@ -100,6 +111,8 @@ pub struct TableResponse {
     /// The channel scope column of a department table governed by a channel
     /// policy (internal key), if any.
     pub channel_scope_column: Option<String>,
+    /// The table's settings.
+    pub settings: TableSettings,
 }
 
 /// A page of tables.
@@ -287,6 +300,9 @@ fn respond(
         can_manage,
         client_access: row.client_access,
         channel_scope_column: row.channel_scope_column,
+        settings: TableSettings {
+            agent_writes_via_commands_only: Some(row.agent_writes_via_commands_only),
+        },
     }
 }
 
@@ -376,7 +392,8 @@ async fn get_table(caller: Caller, mount: Mount) -> ApiResult<Json<TableResponse
     Ok(Json(detail(table).await?))
 }
 
-/// Renames a table or changes its description (table managers).
+/// Renames a table, changes its description, channel scope column or settings
+/// (table managers).
 #[utoipa::path(patch, path = "/tables/{table_id}", tag = "custom_tables", request_body = TableUpdate,
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = TableResponse)))]
@@ -390,6 +407,9 @@ async fn update_table(
         name: body.name,
         description: body.description,
         channel_scope_column: body.channel_scope_column,
+        agent_writes_via_commands_only: body
+            .settings
+            .and_then(|s| s.agent_writes_via_commands_only),
     };
     table.execute(command).await?;
     let table = open_table(&caller, &mount, Operation::ReadTable).await?;

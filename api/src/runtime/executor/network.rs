@@ -148,7 +148,23 @@ async fn relay(mut inside: TcpStream, service: SocketAddr) {
     {
         return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut inside, &mut outside).await;
+    // The client's end of input is not passed on (the service would drop a
+    // half-closed connection before answering); the relay ends when the service,
+    // told `connection: close`, has answered and closed.
+    let (mut inside_read, mut inside_write) = inside.split();
+    let (mut outside_read, mut outside_write) = outside.split();
+    let upload = async {
+        let _ = tokio::io::copy(&mut inside_read, &mut outside_write).await;
+        std::future::pending::<()>().await
+    };
+    let download = async {
+        let _ = tokio::io::copy(&mut outside_read, &mut inside_write).await;
+        let _ = inside_write.shutdown().await;
+    };
+    tokio::select! {
+        () = upload => {}
+        () = download => {}
+    }
 }
 
 /// Reads up to the end of the request head: (head without its blank line, the bytes

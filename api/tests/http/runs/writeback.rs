@@ -26,7 +26,16 @@ i=0
 while wget -q -O /dev/null --header "$auth" "$SERVICE_CT_WRITEBACK_URL/form-schema" 2>/dev/null; do
   i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.2
 done
-echo "second=$(post second)"
+# The second write shows the whole answer (status line and body) through nc.
+raw() {
+  hostport=${SERVICE_CT_WRITEBACK_URL#http://}; hostport=${hostport%%/*}
+  path=/${SERVICE_CT_WRITEBACK_URL#http://*/}
+  body="{\"op\":\"create\",\"data\":{\"name\":\"$1\"}}"
+  printf 'POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n%s' \
+    "$path" "$hostport" "$SERVICE_CT_WRITEBACK_TOKEN" "${#body}" "$body" \
+    | nc "${hostport%:*}" "${hostport#*:}" | tr -d '\r' | sed -n '1p;$p' | tr '\n' ' '
+}
+echo "second=$(raw second)"
 echo "other=$(wget -q -O - "$(echo "$SERVICE_CT_WRITEBACK_URL" | sed 's#/public/.*#/openapi.json#')" 2>&1)"
 printf '%s %s' "$SERVICE_CT_WRITEBACK_URL" "$SERVICE_CT_WRITEBACK_TOKEN" > "$SERVICE_OUTPUT_FILE"
 "#;
@@ -89,7 +98,7 @@ async fn a_run_writes_records_as_its_submitter_until_its_authority_is_withdrawn(
     let policy =
         json!({"kind": "custom_table_writeback", "table_id": table_id, "allowed_ops": "create"});
     let fields = json!({"environment_version_id": ready, "work_script": WRITER,
-                        "timeout_seconds": 120, "output_policy": policy});
+                        "timeout_seconds": 120, "output_policy": policy.clone()});
     let (status, version) = dm.post(&format!("/tasks/{task}/versions"), fields).await;
     assert_eq!(status, 200, "{version}");
     let version = version["id"].as_str().unwrap().to_string();
@@ -146,7 +155,7 @@ async fn a_run_writes_records_as_its_submitter_until_its_authority_is_withdrawn(
             .unwrap_or_default()
             .to_string()
     };
-    assert!(line("second=").contains("403"), "{log}");
+    assert!(line("second=").contains("403 Forbidden"), "{log}");
     assert!(
         line("other=").contains("403") && !log.contains("openapi\":"),
         "the door lets nothing but callback routes through: {log}"
@@ -194,6 +203,50 @@ async fn a_run_writes_records_as_its_submitter_until_its_authority_is_withdrawn(
         tokens["tokens"],
         json!([]),
         "run credentials are not listed"
+    );
+
+    // The table becomes commands-only during a run: its credential, minted before,
+    // is refused (403 `governed_context_required`); then new runs are refused at
+    // submission and new drafts at once.
+    default_permissions(&t, &table, true).await;
+    let run_body = json!({"task_version_id": version, "input": {}});
+    let (status, run) = submit(&member, &lab, "w3", run_body.clone()).await;
+    assert_eq!(status, 200, "{run}");
+    let run_id = run["id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    while records(&t, &table).await.len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no record written"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let governed = json!({"settings": {"agent_writes_via_commands_only": true}});
+    let (status, body) = t.call(Method::PATCH, &table, "boss", Some(governed)).await;
+    assert_eq!(status, 200, "{body}");
+    let done = finished(&member, &lab, &run_id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let log = crate::runs::fetch_public(&member, &lab, &run_id, "log").await;
+    let log = log.text().await.unwrap();
+    let second = log
+        .lines()
+        .find(|l| l.starts_with("second="))
+        .unwrap_or_default();
+    assert!(
+        second.contains("403") && second.contains("governed_context_required"),
+        "{log}"
+    );
+    assert_eq!(records(&t, &table).await.len(), 2);
+    assert_code(
+        &submit(&member, &lab, "w4", run_body).await,
+        409,
+        "output_policy_unsatisfiable",
+    );
+    let fields = json!({"environment_version_id": ready, "output_policy": policy});
+    assert_code(
+        &dm.post(&format!("/tasks/{task}/versions"), fields).await,
+        422,
+        "output_policy_governed_table",
     );
 }
 

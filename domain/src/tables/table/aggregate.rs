@@ -45,6 +45,9 @@ pub struct CustomTable {
     pub clients_refused: bool,
     /// The channel scope column of a department table governed by a channel policy.
     pub channel_scope_column: Option<String>,
+    /// Raw agent writes are refused (`settings.agent_writes_via_commands_only`).
+    #[serde(default)]
+    pub agent_writes_via_commands_only: bool,
     /// Its triggers.
     #[serde(default)]
     pub triggers: Vec<Trigger>,
@@ -151,6 +154,7 @@ impl CustomTable {
                 name,
                 description,
                 channel_scope_column,
+                agent_writes_via_commands_only,
             } => {
                 let table_id = self.live()?;
                 let name = name.unwrap_or_else(|| self.name.clone());
@@ -170,6 +174,14 @@ impl CustomTable {
                 }
                 if let Some(column) = scope_column.filter(|c| *c != self.channel_scope_column) {
                     events.push(E::ChannelScopeSet { table_id, column });
+                }
+                if let Some(governed) = agent_writes_via_commands_only
+                    .filter(|g| *g != self.agent_writes_via_commands_only)
+                {
+                    events.push(E::SettingsSet {
+                        table_id,
+                        agent_writes_via_commands_only: governed,
+                    });
                 }
                 events
             }
@@ -441,6 +453,10 @@ impl Aggregate for CustomTable {
             E::GrantRevoked { subject, .. } => self.grants.retain(|(s, _)| *s != subject),
             E::ClientAccessSet { enabled, .. } => self.clients_refused = !enabled,
             E::ChannelScopeSet { column, .. } => self.channel_scope_column = column,
+            E::SettingsSet {
+                agent_writes_via_commands_only,
+                ..
+            } => self.agent_writes_via_commands_only = agent_writes_via_commands_only,
             E::TriggersSet { triggers, .. } => self.triggers = triggers,
             E::RulesSet { rules, .. } => self.rules = rules,
         }

@@ -37,6 +37,8 @@ pub enum TableCommand {
         /// Department tables: the new channel scope column (internal key or display
         /// name; `Some(None)` clears it).
         channel_scope_column: Option<Option<String>>,
+        /// New `settings.agent_writes_via_commands_only`.
+        agent_writes_via_commands_only: Option<bool>,
     },
     /// Deletes the table and its records.
     Delete,

@@ -168,6 +168,15 @@ pub enum TableEvent {
         /// Internal key of the column, or `None`: the table is no longer governed.
         column: Option<String>,
     },
+    /// The table's settings changed (spec `custom-tables.md` 5.8.4:
+    /// `settings.agent_writes_via_commands_only`).
+    SettingsSet {
+        /// The table.
+        table_id: Uuid,
+        /// Raw agent writes are refused (`table_governed_by_commands`); agents and
+        /// runs write through Commands only.
+        agent_writes_via_commands_only: bool,
+    },
     /// The table's trigger set was replaced (a trigger missing from it is deleted).
     TriggersSet {
         /// The table.
@@ -206,6 +215,7 @@ impl DomainEvent for TableEvent {
             Self::GrantRevoked { .. } => "GrantRevoked",
             Self::ClientAccessSet { .. } => "ClientAccessSet",
             Self::ChannelScopeSet { .. } => "ChannelScopeSet",
+            Self::SettingsSet { .. } => "SettingsSet",
             Self::TriggersSet { .. } => "TriggersSet",
             Self::RulesSet { .. } => "RulesSet",
         }
@@ -236,6 +246,7 @@ impl TableEvent {
             | Self::GrantRevoked { table_id, .. }
             | Self::ClientAccessSet { table_id, .. }
             | Self::ChannelScopeSet { table_id, .. }
+            | Self::SettingsSet { table_id, .. }
             | Self::TriggersSet { table_id, .. }
             | Self::RulesSet { table_id, .. } => *table_id,
         }

@@ -38,6 +38,8 @@ pub struct TableRow {
     pub client_access: bool,
     /// The channel scope column of a governed department table.
     pub channel_scope_column: Option<String>,
+    /// `settings.agent_writes_via_commands_only`.
+    pub agent_writes_via_commands_only: bool,
     /// The log position of the table's last change (schema or records): equal
     /// versions read the same data, so answers can be cached against it.
     pub data_version: i64,
@@ -55,7 +57,7 @@ impl TableRow {
 
 const TABLE: &str = "SELECT id, company_id, scope_kind, scope_id, name, description, created_by,
         created_at, updated_at, record_count, migration_id, client_access, channel_scope_column,
-        data_version
+        agent_writes_via_commands_only, data_version
    FROM custom_tables t";
 
 /// A table of the company.

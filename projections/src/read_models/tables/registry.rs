@@ -241,6 +241,19 @@ pub async fn apply(
                 .await?;
             Ok(())
         }
+        E::SettingsSet {
+            table_id,
+            agent_writes_via_commands_only,
+        } => {
+            sqlx::query(
+                "UPDATE custom_tables SET agent_writes_via_commands_only = $2 WHERE id = $1",
+            )
+            .bind(table_id)
+            .bind(agent_writes_via_commands_only)
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        }
         E::TriggersSet {
             table_id,
             triggers,

@@ -19,8 +19,8 @@ use domain::tasks::contents::{OutputPolicy, VersionContents, WritebackOps};
 use projections::read_models::tables::query::{self as tables, TableRow};
 use uuid::Uuid;
 
-/// A draft's policy must name a live table of the company that no channel rule
-/// governs; no Command exists yet, so a Command-output policy never resolves.
+/// A draft's policy must name a live table of the company that neither a channel
+/// rule nor the commands-only setting governs; no Command exists yet, so a Command-output policy never resolves.
 pub async fn check_draft(state: &AppState, company: Uuid, policy: &OutputPolicy) -> ApiResult<()> {
     match policy {
         OutputPolicy::CustomTableWriteback { table_id, .. } => {
@@ -34,6 +34,12 @@ pub async fn check_draft(state: &AppState, company: Uuid, policy: &OutputPolicy)
                 return Err(ApiError::code(
                     Code::OutputPolicyChannelTable,
                     "the table is governed by a scoped channel policy; a run has no room to write from",
+                ));
+            }
+            if table.agent_writes_via_commands_only {
+                return Err(ApiError::code(
+                    Code::OutputPolicyGovernedTable,
+                    "the table takes agent writes through its Commands only",
                 ));
             }
             Ok(())
@@ -120,13 +126,17 @@ fn unsatisfiable(message: &str) -> ApiError {
     ApiError::code(Code::OutputPolicyUnsatisfiable, message)
 }
 
-/// The policy's table, while it exists and no channel rule governs it.
+/// The policy's table, while it exists and neither a channel rule nor the
+/// commands-only setting governs it.
 async fn writable_table(caller: &Caller, table_id: Uuid) -> ApiResult<TableRow> {
     let company = caller.principal.company_id;
     match tables::table(caller.pool(), company, table_id).await? {
         None => Err(unsatisfiable("the output policy's table no longer exists")),
         Some(table) if table.channel_scope_column.is_some() => Err(unsatisfiable(
             "the output policy's table is governed by a scoped channel policy",
+        )),
+        Some(table) if table.agent_writes_via_commands_only => Err(unsatisfiable(
+            "the output policy's table takes agent writes through its Commands only",
         )),
         Some(table) => Ok(table),
     }

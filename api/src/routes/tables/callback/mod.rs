@@ -125,8 +125,10 @@ pub struct CallbackFormSchema {
     pub columns: Vec<PublicColumnInfo>,
 }
 
-/// The token's table opened as the moderator who minted the token, for
-/// `operation`.
+/// The token's table opened as the moderator who minted the token (a run's
+/// submitter for its writeback credential), for `operation`. A run's credential
+/// minted before its table became commands-only is refused (403
+/// `governed_context_required`).
 async fn open_as_moderator(
     state: &AppState,
     ctx: Context,
@@ -138,7 +140,14 @@ async fn open_as_moderator(
         table_id: token.table_id,
         user: &token.created_by,
     };
-    open_as(state, ctx, author, operation).await
+    let table = open_as(state, ctx, author, operation).await?;
+    if token.run_id.is_some() && table.row.agent_writes_via_commands_only {
+        return Err(ApiError::code(
+            Code::GovernedContextRequired,
+            "this table takes agent writes through its Commands only",
+        ));
+    }
+    Ok(table)
 }
 
 /// Whom a callback write acts as: the token's minting moderator on its table.
