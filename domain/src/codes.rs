@@ -260,6 +260,8 @@ codes! {
     ColumnUsedByTrigger = "column_used_by_trigger" => Conflict,
     /// A retry while a run of the same trigger is pending (this service's code).
     TriggerRunActive = "trigger_run_active" => Conflict,
+    /// A write Command's match finds more than one record (this service's code).
+    CommandMatchAmbiguous = "command_match_ambiguous" => Conflict,
     /// A raw agent write on a table whose writes go through Commands.
     TableGovernedByCommands = "table_governed_by_commands" => Forbidden,
     /// The column configuration breaks a ColumnCreate or ColumnUpdate rule.

@@ -21,6 +21,10 @@ pub enum AuthMethod {
     /// A table trigger's action, acting as the user who saved the trigger set.
     /// Writes made this way fire no triggers.
     Trigger,
+    /// A restricted definition-authority Command's write, acting as the Command's
+    /// author and limited to its declared effect; the Command is the write's
+    /// effect identity (the event metadata's `request_id` names it).
+    Command,
 }
 
 impl AuthMethod {
@@ -31,6 +35,7 @@ impl AuthMethod {
             Self::ApiKey => "api_key",
             Self::CallbackToken => "callback_token",
             Self::Trigger => "trigger",
+            Self::Command => "command",
         }
     }
 }

@@ -28,9 +28,9 @@ const REVIEW_ROUTES: &str = include_str!("review_routes.json");
 const NOTIFICATION_ROUTES: &str = include_str!("notification_routes.json");
 
 /// The route key of the custom-tables data: the path after its scope mount
-/// (`/tables/...`, `/migrations/...` or `/trigger-runs/...`).
+/// (`/tables/...`, `/migrations/...`, `/trigger-runs/...` or `/commands/...`).
 pub(crate) fn table_route(method: &str, path: &str) -> String {
-    let tail = ["/tables", "/migrations", "/trigger-runs"]
+    let tail = ["/tables", "/migrations", "/trigger-runs", "/commands"]
         .iter()
         .filter_map(|m| path.find(m).map(|i| &path[i..]))
         .min_by_key(|t| std::cmp::Reverse(t.len()))

@@ -92,6 +92,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::public_token::PublicReadToken>(),
         entry::<crate::tables::callback_token::CallbackToken>(),
         entry::<crate::tables::callback_delivery::CallbackDelivery>(),
+        entry::<crate::tables::command::TableOperation>(),
         entry::<crate::tables::trigger::run::TriggerRun>(),
         entry::<crate::tables::staged_change::StagedChange>(),
         entry::<crate::review::ReviewGroup>(),

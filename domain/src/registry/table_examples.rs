@@ -294,3 +294,49 @@ impl Catalogued for TriggerRun {
         ]
     }
 }
+
+impl Catalogued for crate::tables::command::TableOperation {
+    fn examples() -> Vec<crate::tables::command::CommandEvent> {
+        use crate::tables::command::{
+            Authority, CommandDefinition, CommandEvent, CommandKind, WriteEffect, WriteOp,
+        };
+        let command_id = Uuid::from_u128(0x7501);
+        let definition = |version: i64| CommandDefinition {
+            name: format!("add lead v{version}"),
+            description: None,
+            kind: CommandKind::Write,
+            inputs: json!({"type": "object", "properties": {"name": {"type": "string"}},
+                           "required": ["name"]}),
+            authority: Authority::Definition,
+            tag_id: None,
+            delivery_reconciliation_ttl_seconds: 900,
+            write: Some(WriteEffect {
+                op: WriteOp::Upsert,
+                values: json!({"col_1": "$input.name"}).as_object().unwrap().clone(),
+                match_on: Some(json!({"col_1": "$input.name"}).as_object().unwrap().clone()),
+            }),
+            query: None,
+        };
+        vec![
+            CommandEvent::CommandDefined {
+                command_id,
+                company_id: COMPANY,
+                table_id: TABLE,
+                scope: ScopeRef {
+                    kind: ScopeKind::Company,
+                    id: COMPANY,
+                },
+                definition: Box::new(definition(1)),
+                version: 1,
+                defined_by: CREATOR.into(),
+            },
+            CommandEvent::CommandRedefined {
+                command_id,
+                table_id: TABLE,
+                definition: Box::new(definition(2)),
+                version: 2,
+                defined_by: CREATOR.into(),
+            },
+        ]
+    }
+}

@@ -12,6 +12,7 @@ pub mod access;
 pub mod callback_delivery;
 pub mod callback_token;
 pub mod column;
+pub mod command;
 pub mod error;
 pub mod formula;
 pub mod grants;

@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod sharing;
 pub mod switches;
 mod table;
+pub mod table_commands;
 pub mod tables;
 pub mod tasks;
 pub mod trigger_runs;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(notifications::NotificationsProjection),
         Arc::new(tables::CustomTablesProjection),
         Arc::new(public_tokens::PublicTokensProjection),
+        Arc::new(table_commands::TableCommandsProjection),
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),

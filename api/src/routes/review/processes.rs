@@ -232,6 +232,7 @@ async fn apply_held(caller: &Caller, change: &ChangeRow) -> ApiResult<()> {
         company_id: change.company_id,
         table_id: change.table_id,
         user: &change.author,
+        method: domain::principal::AuthMethod::CallbackToken,
     };
     let table = open_as(&caller.state, caller.ctx.clone(), author, operation).await?;
     if op == CallbackOp::Create

@@ -9,10 +9,11 @@ pub mod access;
 pub mod blobs;
 pub mod callback;
 mod callback_tokens;
-mod cells;
+pub mod cells;
 mod column_schema;
 mod column_sources;
 mod columns;
+mod commands;
 mod export;
 pub mod gates;
 mod grant_body;
@@ -23,7 +24,7 @@ mod public_tokens;
 pub mod records;
 mod rules;
 pub mod scope;
-mod search;
+pub mod search;
 mod selection;
 mod sharing;
 mod table;
@@ -54,6 +55,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(callback_tokens::router())
         .merge(triggers::router())
         .merge(rules::router())
+        .merge(commands::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

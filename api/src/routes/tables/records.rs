@@ -153,7 +153,7 @@ async fn read_one(
 
 /// A record the caller just wrote, even when its grant does not read it back
 /// (hidden columns stay absent).
-async fn read_written(
+pub async fn read_written(
     state: &AppState,
     table: &OpenTable,
     record_id: Uuid,

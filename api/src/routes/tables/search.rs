@@ -2,7 +2,7 @@
 
 use super::gates::Operation;
 use super::records::{RecordListResponse, page, window};
-use super::scope::{Mount, open_table};
+use super::scope::{Mount, OpenTable, open_table};
 use super::selection::{self, Query, SortSpec};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -68,8 +68,15 @@ async fn search_records(
     mount: Mount,
     ApiJson(body): ApiJson<RecordSearch>,
 ) -> ApiResult<Json<RecordListResponse>> {
-    let (skip, limit) = window(body.skip, body.limit, "body")?;
     let table = open_table(&caller, &mount, Operation::ReadRows).await?;
+    Ok(Json(search(&table, body).await?))
+}
+
+/// One page of a search of an opened table, as the table's caller (the records
+/// search route and query Commands).
+pub async fn search(table: &OpenTable, body: RecordSearch) -> ApiResult<RecordListResponse> {
+    let caller = &table.caller;
+    let (skip, limit) = window(body.skip, body.limit, "body")?;
     let sort = body.sort.or_else(|| {
         body.sort_by.map(|column| {
             vec![SortSpec {
@@ -85,7 +92,7 @@ async fn search_records(
         columns: body.columns,
         view_id: body.view_id,
     };
-    let mut selection = selection::resolve(&caller.state, &table, query).await?;
+    let mut selection = selection::resolve(&caller.state, table, query).await?;
     if let Some(pending) = body.pending_approval {
         // Records with an update held for approval (a held creation has no row).
         let ids = review::pending_records(caller.pool(), table.row.id).await?;
@@ -120,7 +127,7 @@ async fn search_records(
     }
     selection.limit = Some(limit);
     selection.offset = skip;
-    Ok(Json(page(&caller.state, &table, &selection).await?))
+    page(&caller.state, table, &selection).await
 }
 
 /// One aggregation.

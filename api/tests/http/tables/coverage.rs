@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 20] = [
+const SOURCES: [&str; 21] = [
     include_str!("triggers/mod.rs"),
     include_str!("triggers/firing.rs"),
     include_str!("attachments.rs"),
@@ -23,6 +23,7 @@ const SOURCES: [&str; 20] = [
     include_str!("channels.rs"),
     include_str!("refusals.rs"),
     include_str!("columns.rs"),
+    include_str!("commands.rs"),
     include_str!("matrix.rs"),
     include_str!("migrations.rs"),
     include_str!("policies.rs"),

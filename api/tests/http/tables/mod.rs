@@ -4,6 +4,7 @@ mod attachments;
 mod callback;
 mod channels;
 mod columns;
+mod commands;
 mod commands_only;
 mod coverage;
 pub mod fixture;

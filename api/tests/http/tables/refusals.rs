@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 /// A body every route accepts the shape of, by the route's last segments.
 fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
     let tail = |s: &str| path.ends_with(s);
+    let command = json!({"table_id": uuid::Uuid::nil(), "name": "x", "kind": "write",
+                         "inputs": {}, "write": {"op": "create", "values": {"n": 1}}});
     Some(match method {
         "GET" | "DELETE" => return None,
         "POST" if tail("/tables") => json!({"name": "x"}),
@@ -29,6 +31,9 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
         "PUT" if tail("/rules") => json!({"rules": []}),
         "PUT" if path.contains("permissions/") => json!({"can_read": "all"}),
         "PATCH" if tail("/client-access") => json!({"enabled": true}),
+        "POST" if tail("/commands") => command.clone(),
+        "PUT" if tail("/commands/{command_id}") => command.clone(),
+        "POST" if tail("/execute") || tail("/query") => json!({"inputs": {}}),
         _ => json!({}),
     })
 }
@@ -95,6 +100,7 @@ async fn fixtures(t: &Tables) -> Ids {
             ("migration_id", uuid::Uuid::new_v4().to_string()),
             ("token_id", uuid::Uuid::new_v4().to_string()),
             ("run_id", uuid::Uuid::new_v4().to_string()),
+            ("command_id", uuid::Uuid::new_v4().to_string()),
         ],
         tables: tables.try_into().unwrap(),
     }

@@ -139,6 +139,7 @@ async fn open_as_moderator(
         company_id: token.company_id,
         table_id: token.table_id,
         user: &token.created_by,
+        method: AuthMethod::CallbackToken,
     };
     let table = open_as(state, ctx, author, operation).await?;
     if token.run_id.is_some() && table.row.agent_writes_via_commands_only {
@@ -150,20 +151,23 @@ async fn open_as_moderator(
     Ok(table)
 }
 
-/// Whom a callback write acts as: the token's minting moderator on its table.
+/// Whom a write made on someone's behalf acts as: a callback token's minting
+/// moderator, or a definition-authority Command's author, on its table.
 pub struct Author<'a> {
     /// The company.
     pub company_id: Uuid,
     /// The token's table.
     pub table_id: Uuid,
-    /// The moderator (`user:<id>`).
+    /// The moderator or author (`user:<id>`).
     pub user: &'a str,
+    /// How the write is made (the event metadata's `auth_method`).
+    pub method: AuthMethod,
 }
 
-/// The table opened as a callback write's author for `operation` (a write held
-/// for approval applies this way too). A deleted table is the uniform 404; a
-/// table governed by a channel policy is refused (a callback has no room to write
-/// from).
+/// The table opened as a write's author for `operation` (a callback write, a write
+/// held for approval, a definition-authority Command). A deleted table is the
+/// uniform 404; a table governed by a channel policy is refused (such a write has
+/// no room to write from).
 pub async fn open_as(
     state: &AppState,
     ctx: Context,
@@ -184,14 +188,9 @@ pub async fn open_as(
         .strip_prefix("user:")
         .and_then(|id| Uuid::parse_str(id).ok())
         .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
-    let principal = user_principal(
-        state,
-        author.company_id,
-        moderator,
-        AuthMethod::CallbackToken,
-    )
-    .await?
-    .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
+    let principal = user_principal(state, author.company_id, moderator, author.method)
+        .await?
+        .ok_or(ApiError::Forbidden(INSUFFICIENT))?;
     let caller = Caller {
         state: state.clone(),
         ctx,
