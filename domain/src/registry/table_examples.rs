@@ -233,6 +233,7 @@ impl Catalogued for crate::tables::callback_token::CallbackToken {
                 valid_until: None,
                 created_by: CREATOR.into(),
                 run_id: None,
+                command: None,
             })),
             CallbackTokenEvent::CallbackTokenRevoked {
                 token_id,

@@ -72,6 +72,21 @@ pub struct CallbackTokenTerms {
     /// revoked at the run's end and is never listed with the moderators' tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Uuid>,
+    /// A run's command-output credential (output policy `custom_table_command`):
+    /// the Command and the version it may run. Such a credential works only on
+    /// the command-output route, never for a raw callback write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandGrant>,
+}
+
+/// The Command a run's command-output credential runs, at the version current
+/// when the run started (a later version makes its calls `output_command_stale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandGrant {
+    /// The Command.
+    pub command_id: Uuid,
+    /// Its version when the credential was minted.
+    pub version: i64,
 }
 
 /// Commands of [`CallbackToken`].
@@ -172,6 +187,7 @@ mod tests {
             valid_until: None,
             created_by: "user:1".into(),
             run_id: None,
+            command: None,
         }))
     }
 

@@ -139,6 +139,7 @@ async fn mint_token(
         valid_until: body.valid_until,
         created_by: caller.principal.reference(),
         run_id: None,
+        command: None,
     };
     let response = CallbackTokenMintResponse {
         token_id,

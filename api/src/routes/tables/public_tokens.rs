@@ -242,7 +242,7 @@ pub(super) fn rule(field: &str, message: &str) -> ApiError {
 }
 
 /// The secret of an `Authorization: Bearer <secret>` header.
-pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -251,7 +251,7 @@ pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// Whether `presented` is the secret whose SHA-256 (hex) a token keeps, compared
 /// as digests in constant time.
-pub(super) fn proves_secret(presented: &str, secret_sha256: &str) -> bool {
+pub fn proves_secret(presented: &str, secret_sha256: &str) -> bool {
     let Ok(expected) = hex::decode(secret_sha256) else {
         return false;
     };

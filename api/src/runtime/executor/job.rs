@@ -18,9 +18,8 @@ use domain::objects::DeletionState;
 use domain::runs::run::{RunCommand, RunEnded, TerminalClass};
 use domain::secrets::owner_consumer;
 use domain::secrets::resolve::SlotSources;
-use domain::tables::callback_token::CALLBACK_PREFIX;
 use domain::tasks::bundle;
-use domain::tasks::contents::{OutputPolicy, VersionContents};
+use domain::tasks::contents::VersionContents;
 use projections::read_models::owned_objects::query as objects;
 use sqlx::types::Json;
 use std::path::Path;
@@ -163,13 +162,13 @@ async fn execute(
         }
     };
     let policy = facts.contents.output_policy.as_ref();
-    let writes_back = matches!(policy, Some(OutputPolicy::CustomTableWriteback { .. }));
+    let writes_back = policy.is_some();
     if writes_back && facts.principal_type != "user" {
         return Ok(ending(
             TerminalClass::CustomerFailed,
             "writeback_authority_denied",
             None,
-            b"only a user may run a task version that writes back to a table\n".to_vec(),
+            b"only a user may run a task version with an output policy\n".to_vec(),
         ));
     }
     let mut network = RunNetwork::create(writes_back).await?;
@@ -184,10 +183,7 @@ async fn execute(
     let credential = writeback::mint(state, grant, &metadata).await?;
     let stop_door = CancellationToken::new();
     if let (Some(credential), Some(port)) = (&credential, network.door_port()) {
-        let url = format!(
-            "http://127.0.0.1:{port}{CALLBACK_PREFIX}/{}",
-            credential.token_id
-        );
+        let url = format!("http://127.0.0.1:{port}{}", credential.path);
         secrets.push((
             "SERVICE_CT_WRITEBACK_URL".into(),
             Zeroizing::new(url.into_bytes()),

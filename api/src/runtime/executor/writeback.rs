@@ -1,19 +1,24 @@
-//! The writeback credential of a run whose task version has a
-//! `custom_table_writeback` output policy (spec `sandbox-service.md` section 2,
-//! "Output policy"): a callback token of the policy's table bound to the run,
-//! acting as the run's submitter with the policy's operations, living for the run's
-//! timeout plus 120 seconds and revoked when the run ends. The work script finds
+//! The output credential of a run whose task version has an output policy (spec
+//! `sandbox-service.md` section 2, "Output policy"): a callback token bound to the
+//! run, acting as the run's submitter, living for the run's timeout plus 120
+//! seconds and revoked when the run ends. For `custom_table_writeback` it writes
+//! the policy's table with the policy's operations through the table callback
+//! route; for `custom_table_command` it runs the policy's Command (at the version
+//! current when the run started) through the command-output route. The work script finds
 //! its URL and secret in `SERVICE_CT_WRITEBACK_URL` and `SERVICE_CT_WRITEBACK_TOKEN`;
 //! the log keeps only the secret's hash.
 
 use crate::capability::{random_secret, random_token_id};
 use crate::runtime::Runtime;
+use anyhow::Context;
 use chrono::{Duration, Utc};
 use domain::principal::EventMetadata;
 use domain::tables::callback_token::{
-    AllowedOps, CallbackToken, CallbackTokenCommand, CallbackTokenTerms,
+    AllowedOps, CALLBACK_PREFIX, CallbackToken, CallbackTokenCommand, CallbackTokenTerms,
+    CommandGrant,
 };
 use domain::tasks::contents::{OutputPolicy, WritebackOps};
+use projections::read_models::table_commands::query as commands;
 use uuid::Uuid;
 use zeroize::Zeroizing;
 
@@ -41,30 +46,48 @@ pub(super) struct Credential {
     pub token_id: Uuid,
     /// The table it writes.
     pub table_id: Uuid,
+    /// Where the work script sends its writes (the path below this service).
+    pub path: String,
     /// The secret.
     pub secret: Zeroizing<String>,
 }
 
-/// Mints the run's credential when its version has a writeback policy.
+/// Mints the run's credential when its version has an output policy: a
+/// writeback credential for the policy's table, or a command-output credential
+/// for the policy's Command at its current version.
 pub(super) async fn mint(
     state: &Runtime,
     grant: Grant<'_>,
     metadata: &EventMetadata,
 ) -> anyhow::Result<Option<Credential>> {
-    let Some(OutputPolicy::CustomTableWriteback {
-        table_id,
-        allowed_ops,
-    }) = grant.policy
-    else {
-        return Ok(None);
+    let (table_id, allowed_ops, command) = match grant.policy {
+        None => return Ok(None),
+        Some(OutputPolicy::CustomTableWriteback {
+            table_id,
+            allowed_ops,
+        }) => (*table_id, *allowed_ops, None),
+        Some(OutputPolicy::CustomTableCommand { command_id, .. }) => {
+            let command = commands::command(&state.pool, grant.company_id, *command_id)
+                .await?
+                .context("the output policy's Command no longer exists")?;
+            let binding = CommandGrant {
+                command_id: command.id,
+                version: command.version,
+            };
+            (command.table_id, WritebackOps::Create, Some(binding))
+        }
     };
     let (secret, secret_sha256) = random_secret();
     let token_id = random_token_id();
+    let path = match command {
+        Some(_) => format!("{CALLBACK_PREFIX}/command-output/{token_id}"),
+        None => format!("{CALLBACK_PREFIX}/{token_id}"),
+    };
     let terms = CallbackTokenTerms {
         token_id,
         company_id: grant.company_id,
-        table_id: *table_id,
-        name: format!("writeback of run {}", grant.run_id),
+        table_id,
+        name: format!("output of run {}", grant.run_id),
         allowed_ops: match allowed_ops {
             WritebackOps::Create => AllowedOps::Create,
             WritebackOps::CreateUpdate => AllowedOps::CreateUpdate,
@@ -73,6 +96,7 @@ pub(super) async fn mint(
         valid_until: Some(Utc::now() + Duration::seconds(grant.timeout_seconds + GRACE_SECONDS)),
         created_by: grant.submitter,
         run_id: Some(grant.run_id),
+        command,
     };
     state
         .bus
@@ -85,7 +109,8 @@ pub(super) async fn mint(
         .map_err(|e| anyhow::anyhow!("the writeback credential was not minted: {e}"))?;
     Ok(Some(Credential {
         token_id,
-        table_id: *table_id,
+        table_id,
+        path,
         secret: Zeroizing::new(secret),
     }))
 }

@@ -2,6 +2,7 @@
 //! artifacts and public links.
 
 mod budget;
+mod command_output;
 mod execution;
 mod idempotency;
 mod links;

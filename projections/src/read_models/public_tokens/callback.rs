@@ -28,12 +28,16 @@ pub struct CallbackTokenRow {
     pub created_by: String,
     /// Minted.
     pub created_at: DateTime<Utc>,
-    /// The run of a writeback credential.
+    /// The run of a writeback or command-output credential.
     pub run_id: Option<Uuid>,
+    /// The Command of a command-output credential.
+    pub command_id: Option<Uuid>,
+    /// That Command's version when the credential was minted.
+    pub command_version: Option<i64>,
 }
 
 const SELECT: &str = "SELECT id, company_id, table_id, name, allowed_ops, secret_sha256,
-        valid_until, revoked, created_by, created_at, run_id
+        valid_until, revoked, created_by, created_at, run_id, command_id, command_version
    FROM callback_tokens";
 
 /// The callback tokens moderators minted for a table, newest first (runs'

@@ -93,8 +93,9 @@ async fn apply_callback(
         CallbackTokenEvent::CallbackTokenMinted(terms) => {
             sqlx::query(
                 "INSERT INTO callback_tokens (id, lookup_hash, company_id, table_id, name,
-                        allowed_ops, secret_sha256, valid_until, created_by, created_at, run_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                        allowed_ops, secret_sha256, valid_until, created_by, created_at, run_id,
+                        command_id, command_version)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(terms.token_id)
@@ -108,6 +109,8 @@ async fn apply_callback(
             .bind(&terms.created_by)
             .bind(event.time())
             .bind(terms.run_id)
+            .bind(terms.command.map(|c| c.command_id))
+            .bind(terms.command.map(|c| c.version))
             .execute(&mut *conn)
             .await?;
         }

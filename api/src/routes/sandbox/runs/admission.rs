@@ -199,7 +199,7 @@ pub async fn admit(
     };
     if !exists {
         check_schema(&version.contents, &input.value)?;
-        output_policy::check_submission(caller, &version.contents).await?;
+        output_policy::check_submission(caller, room.id, &version.contents).await?;
     }
     let slot_sources = match &grant {
         Some(grant) => {

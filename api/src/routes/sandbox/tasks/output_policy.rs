@@ -13,14 +13,18 @@ use crate::routes::tables::scope::{Mount, OpenTable, open_table_id};
 use crate::state::AppState;
 use domain::environments::environment::OwnerScope;
 use domain::error::Code;
-use domain::principal::PrincipalType;
+use domain::principal::{AuthMethod, PrincipalType};
+use domain::tables::command::{Authority, CommandKind};
 use domain::tables::grants::EditMode;
 use domain::tasks::contents::{OutputPolicy, VersionContents, WritebackOps};
+use projections::read_models::table_commands::query::{self as commands, CommandRow};
 use projections::read_models::tables::query::{self as tables, TableRow};
+use serde_json::Value;
 use uuid::Uuid;
 
 /// A draft's policy must name a live table of the company that neither a channel
-/// rule nor the commands-only setting governs; no Command exists yet, so a Command-output policy never resolves.
+/// rule nor the commands-only setting governs, or a live write Command whose
+/// inputs equal the policy's `input_schema`.
 pub async fn check_draft(state: &AppState, company: Uuid, policy: &OutputPolicy) -> ApiResult<()> {
     match policy {
         OutputPolicy::CustomTableWriteback { table_id, .. } => {
@@ -44,10 +48,65 @@ pub async fn check_draft(state: &AppState, company: Uuid, policy: &OutputPolicy)
             }
             Ok(())
         }
-        OutputPolicy::CustomTableCommand { .. } => Err(ApiError::code(
-            Code::OutputPolicyCommandNotFound,
-            "no live Command with that id in this company",
-        )),
+        OutputPolicy::CustomTableCommand {
+            command_id,
+            input_schema,
+            ..
+        } => live_command(state, company, *command_id, input_schema)
+            .await
+            .map(|_| ()),
+    }
+}
+
+/// The live write Command a Command-output policy names, whose inputs equal the
+/// policy's `input_schema` (422 `output_policy_command_not_found` or
+/// `output_policy_schema_mismatch`).
+async fn live_command(
+    state: &AppState,
+    company: Uuid,
+    command_id: Uuid,
+    input_schema: &Value,
+) -> ApiResult<CommandRow> {
+    let command = commands::command(&state.pool, company, command_id)
+        .await?
+        .filter(|c| c.definition.kind == CommandKind::Write)
+        .ok_or_else(|| {
+            ApiError::code(
+                Code::OutputPolicyCommandNotFound,
+                "no live write Command with that id in this company",
+            )
+        })?;
+    if &command.definition.inputs != input_schema {
+        return Err(ApiError::code(
+            Code::OutputPolicySchemaMismatch,
+            "input_schema differs from the Command's inputs",
+        ));
+    }
+    Ok(command)
+}
+
+/// A Command-output policy's Command must be a restricted definition-authority
+/// Command (its writes carry it as their effect identity), and `caller` must read
+/// its table's rows; else 403 `output_policy_author_denied`.
+async fn check_command_authority(caller: &Caller, command: &CommandRow) -> ApiResult<()> {
+    let denied = || {
+        ApiError::code(
+            Code::OutputPolicyAuthorDenied,
+            "the Command is not a definition-authority Command whose table the author reads",
+        )
+    };
+    if command.definition.authority != Authority::Definition {
+        return Err(denied());
+    }
+    let company = caller.principal.company_id;
+    let table = tables::table(caller.pool(), company, command.table_id)
+        .await?
+        .ok_or_else(denied)?;
+    let mount = Mount::owning(&table);
+    match open_table_id(caller, &mount, table.id, Operation::ReadRows).await {
+        Ok(_) => Ok(()),
+        Err(ApiError::NotFound | ApiError::Forbidden(_) | ApiError::Refused(_)) => Err(denied()),
+        Err(other) => Err(other),
     }
 }
 
@@ -68,12 +127,22 @@ pub async fn check_publish(
             "only department-owned tasks may publish an output policy",
         ));
     }
-    let OutputPolicy::CustomTableWriteback {
-        table_id,
-        allowed_ops,
-    } = policy
-    else {
-        return Err(unsatisfiable("the output policy's Command does not exist"));
+    let (table_id, allowed_ops) = match policy {
+        OutputPolicy::CustomTableWriteback {
+            table_id,
+            allowed_ops,
+        } => (table_id, allowed_ops),
+        OutputPolicy::CustomTableCommand {
+            command_id,
+            input_schema,
+            ..
+        } => {
+            let company = caller.principal.company_id;
+            let command = live_command(&caller.state, company, *command_id, input_schema)
+                .await
+                .map_err(|_| unsatisfiable("the output policy's Command is gone or changed"))?;
+            return check_command_authority(caller, &command).await;
+        }
     };
     let table = writable_table(caller, *table_id).await?;
     let unrestricted = opened(caller, &table).await?.is_some_and(|open| {
@@ -94,14 +163,41 @@ pub async fn check_publish(
 
 /// At submission (a new run, not a replay): a writeback version's table must still
 /// take writes and the submitter must be a user who may make the policy's writes,
-/// since the run's credential acts as the submitter.
-pub async fn check_submission(caller: &Caller, contents: &VersionContents) -> ApiResult<()> {
-    let Some(OutputPolicy::CustomTableWriteback {
-        table_id,
-        allowed_ops,
-    }) = &contents.output_policy
-    else {
-        return Ok(());
+/// since the run's credential acts as the submitter. A Command-output version's
+/// Command is checked again, and only the permitted way submits it (rule 8: a
+/// person signed in with a session, in the policy's room; never an API key, a
+/// restricted key or a social media client).
+pub async fn check_submission(
+    caller: &Caller,
+    room_id: Uuid,
+    contents: &VersionContents,
+) -> ApiResult<()> {
+    let (table_id, allowed_ops) = match &contents.output_policy {
+        None => return Ok(()),
+        Some(OutputPolicy::CustomTableWriteback {
+            table_id,
+            allowed_ops,
+        }) => (table_id, allowed_ops),
+        Some(OutputPolicy::CustomTableCommand {
+            command_id,
+            chatroom_id,
+            input_schema,
+        }) => {
+            let company = caller.principal.company_id;
+            let command = live_command(&caller.state, company, *command_id, input_schema).await?;
+            // Rule 8: only a person, signed in, in the policy's own room.
+            let principal = &caller.principal;
+            let permitted = principal.principal_type == PrincipalType::User
+                && principal.auth_method == AuthMethod::Jwt
+                && room_id == *chatroom_id;
+            if !permitted {
+                return Err(ApiError::code(
+                    Code::OutputPolicyAuthorDenied,
+                    "this task version runs only when a person submits it in the output policy's room",
+                ));
+            }
+            return check_command_authority(caller, &command).await;
+        }
     };
     let table = writable_table(caller, *table_id).await?;
     let user = caller.principal.principal_type == PrincipalType::User;

@@ -81,7 +81,8 @@ pub async fn authenticate(
     let token = tokens::by_id(&state.pool, token_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let live = readable(token.revoked, token.valid_until, now);
+    // A command-output credential runs its Command only, on its own route.
+    let live = readable(token.revoked, token.valid_until, now) && token.command_id.is_none();
     if !live || !carries_credentials(headers, &token.secret_sha256, body, now) {
         return Err(ApiError::NotFound);
     }

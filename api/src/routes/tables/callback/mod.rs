@@ -12,6 +12,7 @@
 //! table holds the write instead ([`hold`]). An `idempotency_key` makes the write
 //! happen once for 24 hours ([`delivery`]).
 
+mod command_output;
 mod credentials;
 mod delivery;
 mod hold;
@@ -57,6 +58,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(callback_write))
         .routes(routes!(form_schema))
+        .routes(routes!(command_output::command_output))
 }
 
 /// `CallbackWriteBody`.

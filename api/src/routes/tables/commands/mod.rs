@@ -6,7 +6,7 @@
 //! are this service's design (the spec names the routes only); see
 //! `docs/commands.md`.
 
-mod run;
+pub mod run;
 
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table_id};

@@ -9,7 +9,7 @@ use super::open_command;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::idempotency::IdempotencyKey;
-use crate::request::Caller;
+use crate::request::{Caller, Context};
 use crate::routes::tables::callback::{Author, open_as};
 use crate::routes::tables::cells::RecordResponse;
 use crate::routes::tables::gates::Operation;
@@ -97,7 +97,10 @@ fn wrong_kind(message: &str) -> ApiError {
 }
 
 /// The inputs, when they satisfy the Command's schema.
-fn checked_inputs(definition: &CommandDefinition, inputs: Value) -> ApiResult<Map<String, Value>> {
+pub(crate) fn checked_inputs(
+    definition: &CommandDefinition,
+    inputs: Value,
+) -> ApiResult<Map<String, Value>> {
     let validator = schema::compile(&definition.inputs).map_err(|_| {
         ApiError::Internal(anyhow::anyhow!("a stored inputs schema does not compile"))
     })?;
@@ -115,17 +118,30 @@ fn checked_inputs(definition: &CommandDefinition, inputs: Value) -> ApiResult<Ma
     }
 }
 
+/// Who runs a Command: a route's caller (through its scope mount), or a run's
+/// command-output credential (definition-authority Commands only).
+pub(crate) struct Runner<'a> {
+    /// The service.
+    pub state: &'a AppState,
+    /// The request.
+    pub ctx: Context,
+    /// The route's caller and mount, which a caller-authority Command runs as.
+    pub caller: Option<(&'a Caller, &'a Mount)>,
+}
+
 /// The table opened as the Command's actor for `operation`.
 async fn open_as_actor(
-    caller: &Caller,
-    mount: &Mount,
+    runner: &Runner<'_>,
     row: &CommandRow,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
-    match row.definition.authority {
-        Authority::Caller => open_table_id(caller, mount, row.table_id, operation).await,
-        Authority::Definition => {
-            let mut ctx = caller.ctx.clone();
+    match (row.definition.authority, runner.caller) {
+        (Authority::Caller, Some((caller, mount))) => {
+            open_table_id(caller, mount, row.table_id, operation).await
+        }
+        (Authority::Caller, None) => Err(ApiError::Forbidden(crate::access::INSUFFICIENT)),
+        (Authority::Definition, _) => {
+            let mut ctx = runner.ctx.clone();
             ctx.request_id = format!("{} command:{} v{}", ctx.request_id, row.id, row.version);
             let author = Author {
                 company_id: row.company_id,
@@ -133,7 +149,7 @@ async fn open_as_actor(
                 user: &row.defined_by,
                 method: AuthMethod::Command,
             };
-            open_as(&caller.state, ctx, author, operation).await
+            open_as(runner.state, ctx, author, operation).await
         }
     }
 }
@@ -226,35 +242,50 @@ pub(super) async fn execute_command(
         .transpose()?;
     let (row, _) = open_command(&caller, &mount, Operation::ReadTable).await?;
     let definition = &row.definition.0;
-    let Some(effect) = definition
-        .write
-        .as_ref()
-        .filter(|_| definition.kind == CommandKind::Write)
-    else {
+    if definition.kind != CommandKind::Write {
         return Err(wrong_kind("a query Command runs at .../query"));
-    };
+    }
     let inputs = checked_inputs(definition, body.inputs)?;
     let keyed = key
         .as_ref()
         .map(|key| key.target(&caller.principal, &format!("commands.execute.{}", row.id)));
+    let runner = Runner {
+        state: &caller.state,
+        ctx: caller.ctx.clone(),
+        caller: Some((&caller, &mount)),
+    };
+    Ok(Json(write(&runner, &row, &inputs, keyed).await?))
+}
+
+/// Runs a write Command's effect with checked inputs; `keyed` names the record a
+/// creation makes (an existing one is answered as a replay).
+pub(crate) async fn write(
+    runner: &Runner<'_>,
+    row: &CommandRow,
+    inputs: &Map<String, Value>,
+    keyed: Option<Uuid>,
+) -> ApiResult<CommandExecution> {
+    let Some(effect) = row.definition.write.as_ref() else {
+        return Err(wrong_kind("a query Command runs at .../query"));
+    };
     if let Some(record_id) = keyed {
-        let table = open_as_actor(&caller, &mount, &row, Operation::ReadTable).await?;
+        let table = open_as_actor(runner, row, Operation::ReadTable).await?;
         if exists(&table, record_id).await? {
-            return answer(&caller.state, &row, &table, record_id, "created", true).await;
+            return answer(runner.state, row, &table, record_id, "created", true).await;
         }
     }
-    let data = match substitute(&Value::Object(effect.values.clone()), &inputs) {
+    let data = match substitute(&Value::Object(effect.values.clone()), inputs) {
         Value::Object(map) => map,
         _ => Map::new(),
     };
     let target = match &effect.match_on {
         None => None,
         Some(match_on) => {
-            let Value::Object(match_on) = substitute(&Value::Object(match_on.clone()), &inputs)
+            let Value::Object(match_on) = substitute(&Value::Object(match_on.clone()), inputs)
             else {
                 return Err(wrong_input("the match does not resolve"));
             };
-            let reader = open_as_actor(&caller, &mount, &row, Operation::ReadRows).await?;
+            let reader = open_as_actor(runner, row, Operation::ReadRows).await?;
             matched(&reader, &match_on).await?
         }
     };
@@ -266,19 +297,19 @@ pub(super) async fn execute_command(
             ));
         }
         (_, Some(record_id)) => {
-            let table = open_as_actor(&caller, &mount, &row, Operation::EditRows).await?;
+            let table = open_as_actor(runner, row, Operation::EditRows).await?;
             records::change(&table, record_id, &data).await?;
             (record_id, "updated")
         }
         (_, None) => {
-            let table = open_as_actor(&caller, &mount, &row, Operation::InsertRows).await?;
+            let table = open_as_actor(runner, row, Operation::InsertRows).await?;
             let record_id = keyed.unwrap_or_else(Uuid::new_v4);
             records::insert(&table, record_id, &data).await?;
             (record_id, "created")
         }
     };
-    let table = open_as_actor(&caller, &mount, &row, Operation::ReadTable).await?;
-    answer(&caller.state, &row, &table, record_id, op, false).await
+    let table = open_as_actor(runner, row, Operation::ReadTable).await?;
+    answer(runner.state, row, &table, record_id, op, false).await
 }
 
 async fn exists(table: &OpenTable, record_id: Uuid) -> ApiResult<bool> {
@@ -298,16 +329,16 @@ async fn answer(
     record_id: Uuid,
     op: &str,
     replayed: bool,
-) -> ApiResult<Json<CommandExecution>> {
+) -> ApiResult<CommandExecution> {
     let record = records::read_written(state, table, record_id).await?;
-    Ok(Json(CommandExecution {
+    Ok(CommandExecution {
         command_id: row.id,
         version: row.version,
         op: op.into(),
         record_id,
         values: values(table, &record),
         replayed,
-    }))
+    })
 }
 
 /// Runs a query Command with inputs: its search, as its actor reads the table.
@@ -332,7 +363,12 @@ pub(super) async fn query_command(
     let inputs = checked_inputs(definition, body.inputs)?;
     let search_body: RecordSearch = serde_json::from_value(substitute(template, &inputs))
         .map_err(|e| wrong_input(&format!("the query does not resolve: {e}")))?;
-    let table = open_as_actor(&caller, &mount, &row, Operation::ReadRows).await?;
+    let runner = Runner {
+        state: &caller.state,
+        ctx: caller.ctx.clone(),
+        caller: Some((&caller, &mount)),
+    };
+    let table = open_as_actor(&runner, &row, Operation::ReadRows).await?;
     let RecordListResponse { records, total } = search(&table, search_body).await?;
     Ok(Json(CommandQueryResult {
         command_id: row.id,
