@@ -93,6 +93,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::callback_token::CallbackToken>(),
         entry::<crate::tables::callback_delivery::CallbackDelivery>(),
         entry::<crate::tables::command::TableOperation>(),
+        entry::<crate::tables::agent_delivery::AgentDelivery>(),
         entry::<crate::tables::trigger::run::TriggerRun>(),
         entry::<crate::tables::staged_change::StagedChange>(),
         entry::<crate::review::ReviewGroup>(),

@@ -341,3 +341,26 @@ impl Catalogued for crate::tables::command::TableOperation {
         ]
     }
 }
+
+impl Catalogued for crate::tables::agent_delivery::AgentDelivery {
+    fn examples() -> Vec<crate::tables::agent_delivery::DeliveryEvent> {
+        use crate::tables::agent_delivery::{DeliveryEvent, DeliveryMarker};
+        let marker_id = Uuid::from_u128(0x7601);
+        vec![
+            DeliveryEvent::DeliveryMarked(Box::new(DeliveryMarker {
+                marker_id,
+                company_id: COMPANY,
+                command_id: Uuid::from_u128(0x7501),
+                agent: "social_media_client:00000000-0000-0000-0000-00000000c501".into(),
+                key: "delivery-1".into(),
+                record_id: Uuid::from_u128(0x7602),
+                op: "created".into(),
+                expires_at: chrono::DateTime::UNIX_EPOCH + chrono::Duration::days(20_460),
+            })),
+            DeliveryEvent::DeliveryAcknowledged {
+                marker_id,
+                reason: "operator".into(),
+            },
+        ]
+    }
+}

@@ -9,6 +9,7 @@
 //! the caller and passed in.
 
 pub mod access;
+pub mod agent_delivery;
 pub mod callback_delivery;
 pub mod callback_token;
 pub mod column;

@@ -7,6 +7,7 @@ mod columns;
 mod commands;
 mod commands_only;
 mod coverage;
+mod deliveries;
 pub mod fixture;
 mod formulas;
 mod grant_refusals;

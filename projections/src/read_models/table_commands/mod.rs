@@ -1,16 +1,18 @@
 //! The `table_commands` projection: the current version of every custom-table
-//! Command, with its whole definition.
+//! Command, with its whole definition, and the agent delivery markers of write
+//! Commands.
 
 pub mod query;
 
 use crate::log::StoredEvent;
 use crate::projection::Projection;
 use async_trait::async_trait;
+use domain::tables::agent_delivery::{AgentDelivery, DeliveryEvent};
 use domain::tables::command::{CommandEvent, TableOperation};
 use sqlx::PgConnection;
 use sqlx::types::Json;
 
-/// Projects [`TableOperation`].
+/// Projects [`TableOperation`] and [`AgentDelivery`].
 pub struct TableCommandsProjection;
 
 #[async_trait]
@@ -20,15 +22,19 @@ impl Projection for TableCommandsProjection {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["custom_table_commands"]
+        &["custom_table_commands", "custom_table_agent_deliveries"]
     }
 
     fn aggregate_types(&self) -> &'static [&'static str] {
-        &["custom_table_command"]
+        &["custom_table_command", "custom_table_agent_delivery"]
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
         for event in events {
+            if let Some(delivery) = event.decode::<AgentDelivery>()? {
+                apply_delivery(conn, event, delivery).await?;
+                continue;
+            }
             let Some(decoded) = event.decode::<TableOperation>()? else {
                 continue;
             };
@@ -90,4 +96,43 @@ impl Projection for TableCommandsProjection {
         }
         Ok(())
     }
+}
+
+async fn apply_delivery(
+    conn: &mut PgConnection,
+    event: &StoredEvent,
+    decoded: DeliveryEvent,
+) -> anyhow::Result<()> {
+    match decoded {
+        DeliveryEvent::DeliveryMarked(marker) => {
+            sqlx::query(
+                "INSERT INTO custom_table_agent_deliveries (id, company_id, command_id, agent,
+                        key, record_id, op, marked_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(marker.marker_id)
+            .bind(marker.company_id)
+            .bind(marker.command_id)
+            .bind(&marker.agent)
+            .bind(&marker.key)
+            .bind(marker.record_id)
+            .bind(&marker.op)
+            .bind(event.time())
+            .bind(marker.expires_at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        DeliveryEvent::DeliveryAcknowledged { marker_id, reason } => {
+            sqlx::query(
+                "UPDATE custom_table_agent_deliveries
+                    SET acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1",
+            )
+            .bind(marker_id)
+            .bind(event.time())
+            .bind(&reason)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
 }

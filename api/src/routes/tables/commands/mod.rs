@@ -6,6 +6,7 @@
 //! are this service's design (the spec names the routes only); see
 //! `docs/commands.md`.
 
+mod deliveries;
 pub mod run;
 
 use super::gates::Operation;

@@ -5,7 +5,7 @@
 //! permissions, the channel floor, the migration lock, every column's checks,
 //! history and triggers.
 
-use super::open_command;
+use super::{deliveries, open_command};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::idempotency::IdempotencyKey;
@@ -20,7 +20,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::http::HeaderMap;
 use domain::error::Code;
-use domain::principal::AuthMethod;
+use domain::principal::{AuthMethod, PrincipalType};
 use domain::tables::column::ColumnType;
 use domain::tables::command::{Authority, CommandDefinition, CommandKind, WriteOp, substitute};
 use domain::tasks::schema;
@@ -224,7 +224,9 @@ fn values(table: &OpenTable, record: &RecordResponse) -> Vec<CommandValue> {
 
 /// Runs a write Command with inputs. Under an `Idempotency-Key` a creation
 /// happens once: the same key answers the record it created (`replayed: true`)
-/// before any match is tried; a keyed update applies the same cells again.
+/// before any match is tried; a keyed update applies the same cells again. A
+/// social media client's keyed delivery is reconciled by its delivery markers
+/// instead (for the Command's `delivery_reconciliation_ttl_seconds`).
 #[utoipa::path(post, path = "/commands/{command_id}/execute", tag = "custom_tables",
     params(("command_id" = Uuid, Path, description = "The Command"),
            ("Idempotency-Key" = Option<String>, Header)),
@@ -246,14 +248,20 @@ pub(super) async fn execute_command(
         return Err(wrong_kind("a query Command runs at .../query"));
     }
     let inputs = checked_inputs(definition, body.inputs)?;
-    let keyed = key
-        .as_ref()
-        .map(|key| key.target(&caller.principal, &format!("commands.execute.{}", row.id)));
     let runner = Runner {
         state: &caller.state,
         ctx: caller.ctx.clone(),
         caller: Some((&caller, &mount)),
     };
+    if let (PrincipalType::SocialMediaClient, Some(key)) = (caller.principal.principal_type, &key) {
+        let agent = caller.principal.reference();
+        return Ok(Json(
+            deliveries::deliver(&runner, &row, &inputs, &agent, &key.0).await?,
+        ));
+    }
+    let keyed = key
+        .as_ref()
+        .map(|key| key.target(&caller.principal, &format!("commands.execute.{}", row.id)));
     Ok(Json(write(&runner, &row, &inputs, keyed).await?))
 }
 
@@ -319,6 +327,18 @@ async fn exists(table: &OpenTable, record_id: Uuid) -> ApiResult<bool> {
         .await
         .map_err(ApiError::Internal)?;
     Ok(!found.is_empty())
+}
+
+/// The answer of an earlier execution that wrote `record_id`.
+pub(super) async fn answer_record(
+    runner: &Runner<'_>,
+    row: &CommandRow,
+    record_id: Uuid,
+    op: &str,
+    replayed: bool,
+) -> ApiResult<CommandExecution> {
+    let table = open_as_actor(runner, row, Operation::ReadTable).await?;
+    answer(runner.state, row, &table, record_id, op, replayed).await
 }
 
 /// The execution's answer: the record as its actor reads it now.
