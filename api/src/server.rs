@@ -42,11 +42,14 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// A request path as the log may hold it: the capability segment of a public read
-/// token or a public artifact link is masked.
+/// token, a public artifact link, a callback token or a run's command-output
+/// credential is masked.
 pub fn loggable_path(path: &str) -> String {
     for prefix in [
         "/public/module/custom_tables/read/",
         "/public/sandbox/artifacts/",
+        "/public/module/custom_tables/callback/command-output/",
+        "/public/module/custom_tables/callback/",
     ] {
         if let Some(rest) = path.strip_prefix(prefix) {
             let tail = rest.find('/').map_or("", |i| &rest[i..]);
@@ -195,6 +198,14 @@ mod tests {
         assert_eq!(
             loggable_path("/public/sandbox/artifacts/tok"),
             "/public/sandbox/artifacts/***"
+        );
+        assert_eq!(
+            loggable_path("/public/module/custom_tables/callback/command-output/tok"),
+            "/public/module/custom_tables/callback/command-output/***"
+        );
+        assert_eq!(
+            loggable_path("/public/module/custom_tables/callback/tok/form-schema"),
+            "/public/module/custom_tables/callback/***/form-schema"
         );
         assert_eq!(loggable_path("/healthz"), "/healthz");
     }

@@ -84,6 +84,7 @@ async fn run_due_triggers(
 
 /// Which markers a hotfix route looks at.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AgentDeliveryFilter {
     /// Only this company's markers.

@@ -98,7 +98,8 @@ async fn a_run_runs_its_command_with_its_sealed_secret() {
     let commands = format!("{}/commands", t.mount("company"));
     let definition = json!({"table_id": table_id, "name": "add lead", "kind": "write",
         "authority": "definition", "inputs": inputs(),
-        "write": {"op": "create", "values": {"name": "$input.name"}}});
+        "write": {"op": "upsert", "values": {"name": "$input.name"},
+                  "match": {"name": "$input.name"}}});
     let (status, command) = t
         .call(Method::POST, &commands, "boss", Some(definition.clone()))
         .await;
@@ -224,17 +225,26 @@ async fn a_run_runs_its_command_with_its_sealed_secret() {
         [("from run".to_string(), boss_ref.clone())]
     );
 
-    // Authority withdrawn during a run: the submitter no longer sees the table.
+    // A match that finds two records is a conflict; authority withdrawn during a
+    // run (the submitter no longer reads the table) is refused. The script is in
+    // its waiting loop a few seconds after the run started.
+    let (status, _) = t.insert(&table, "boss", json!({"name": "from run"})).await;
+    assert_eq!(status, 201);
     let (status, run) = submit(&member, &lab, "r4", body).await;
     assert_eq!(status, 200, "{run}");
     let run = run["id"].as_str().unwrap().to_string();
-    until_records(&t, &table, 2).await;
+    super::running(&member, &lab, &run).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
     let hidden = json!({"can_read": "none", "can_insert": false, "can_edit": "none"});
     t.call(Method::PATCH, &defaults, "boss", Some(hidden)).await;
     let done = finished(&member, &lab, &run).await;
     assert_eq!(done["status"], "completed", "{done}");
     let log = crate::runs::fetch_public(&member, &lab, &run, "log").await;
     let log = log.text().await.unwrap();
+    assert!(
+        line(&log, "first=").contains("output_command_conflict"),
+        "{log}"
+    );
     assert!(
         line(&log, "last=").contains("output_policy_author_denied"),
         "{log}"
