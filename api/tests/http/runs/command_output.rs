@@ -3,8 +3,7 @@
 //! secret; the checks at draft, publish and submission (rule 8); a Command changed
 //! or authority withdrawn during a run; the credential after the run.
 
-use super::{finished, submit};
-use crate::environments::Caller;
+use super::{finished, named_records as names, submit, table_caller as caller};
 use crate::support::{As, assert_code, json};
 use crate::tables::fixture::Tables;
 use crate::tasks::ready_environment_version;
@@ -33,35 +32,8 @@ echo "last=$(raw '{"inputs":{"name":"late"}}')"
 printf '%s %s' "$SERVICE_CT_WRITEBACK_URL" "$SERVICE_CT_WRITEBACK_TOKEN" > "$SERVICE_OUTPUT_FILE"
 "#;
 
-fn caller<'a>(t: &'a Tables, user: &str) -> Caller<'a> {
-    Caller {
-        app: &t.app,
-        token: t.token(user),
-    }
-}
-
 fn inputs() -> Value {
     json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
-}
-
-async fn names(t: &Tables, table: &str) -> Vec<(String, String)> {
-    let search = format!("{table}/records/search");
-    let (status, page) = t
-        .call(Method::POST, &search, "boss", Some(json!({"limit": 100})))
-        .await;
-    assert_eq!(status, 200, "{page}");
-    page["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let name = r["data"]["name"].as_str().unwrap_or_default().to_string();
-            (
-                name,
-                r["created_by"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
 }
 
 /// Waits until the table holds `count` records.

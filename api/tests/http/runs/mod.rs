@@ -14,6 +14,7 @@ mod writeback;
 
 use crate::environments::{Caller, SANDBOX};
 use crate::support::{As, json};
+use crate::tables::fixture::Tables;
 use crate::tasks::company_task;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -131,4 +132,31 @@ pub async fn running(caller: &Caller<'_>, room: &str, run: &str) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A sandbox caller over a custom-tables fixture's server.
+pub fn table_caller<'a>(t: &'a Tables, user: &str) -> Caller<'a> {
+    Caller {
+        app: &t.app,
+        token: t.token(user),
+    }
+}
+
+/// The `name` cells of a table's records with who created each, as `boss` reads
+/// them.
+pub async fn named_records(t: &Tables, table: &str) -> Vec<(String, String)> {
+    let search = format!("{table}/records/search");
+    let body = json!({"limit": 100});
+    let (status, page) = t.call(Method::POST, &search, "boss", Some(body)).await;
+    assert_eq!(status, 200, "{page}");
+    page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let name = r["data"]["name"].as_str().unwrap_or_default();
+            let creator = r["created_by"].as_str().unwrap_or_default();
+            (name.to_string(), creator.to_string())
+        })
+        .collect()
 }

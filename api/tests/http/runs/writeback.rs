@@ -3,8 +3,7 @@
 //! the refusals at publish and submission; authority withdrawn during the run; the
 //! credential revoked at the run's end and its secret nowhere else.
 
-use super::{finished, submit};
-use crate::environments::Caller;
+use super::{finished, named_records as records, submit, table_caller as caller};
 use crate::support::{As, assert_code, captured_log};
 use crate::tables::fixture::Tables;
 use crate::tasks::ready_environment_version;
@@ -39,33 +38,6 @@ echo "second=$(raw second)"
 echo "other=$(wget -q -O - "$(echo "$SERVICE_CT_WRITEBACK_URL" | sed 's#/public/.*#/openapi.json#')" 2>&1)"
 printf '%s %s' "$SERVICE_CT_WRITEBACK_URL" "$SERVICE_CT_WRITEBACK_TOKEN" > "$SERVICE_OUTPUT_FILE"
 "#;
-
-fn caller<'a>(t: &'a Tables, user: &str) -> Caller<'a> {
-    Caller {
-        app: &t.app,
-        token: t.token(user),
-    }
-}
-
-/// The names in the table, oldest first, with who created each record.
-async fn records(t: &Tables, table: &str) -> Vec<(String, String)> {
-    let body = json!({"limit": 100});
-    let search = format!("{table}/records/search");
-    let (status, page) = t.call(Method::POST, &search, "boss", Some(body)).await;
-    assert_eq!(status, 200, "{page}");
-    page["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let name = r["data"]["name"].as_str().unwrap_or_default().to_string();
-            (
-                name,
-                r["created_by"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
 
 async fn default_permissions(t: &Tables, table: &str, insert: bool) {
     let body = json!({"can_read": "all", "can_insert": insert, "can_edit": "none"});
