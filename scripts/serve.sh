@@ -11,6 +11,7 @@ have_postgres() {
 missing=()
 have_postgres || missing+=(postgresql)
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]}"
