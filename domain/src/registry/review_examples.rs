@@ -77,6 +77,7 @@ impl Catalogued for StagedChange {
                 gates: vec![gate()],
                 require_signature: true,
                 author: REVIEWER.into(),
+                source: crate::tables::staged_change::HoldSource::CallbackToken,
             })),
             StagedChangeEvent::ChangeApproved {
                 by: REVIEWER.into(),

@@ -51,8 +51,24 @@ pub struct Held {
     pub gates: Vec<Gate>,
     /// Whether approvals carry a signature.
     pub require_signature: bool,
-    /// The token's minting moderator (`user:<id>`): the write applies as them.
+    /// The token's minting moderator, or the Command's actor (`user:<id>`): the
+    /// write applies as them.
     pub author: String,
+    /// Who wrote it: a callback token (`token_id` is the token's id) or a Command
+    /// (`token_id` is the Command's id).
+    #[serde(default)]
+    pub source: HoldSource,
+}
+
+/// The kind of writer a held write came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldSource {
+    /// A callback token's write.
+    #[default]
+    CallbackToken,
+    /// A write Command's.
+    Command,
 }
 
 /// Where a staged change is.

@@ -216,8 +216,9 @@ async fn decidable(caller: &Caller, process_id: Uuid) -> ApiResult<Decision> {
     })
 }
 
-/// Applies a held write as the token's minting moderator (a creation that applied
-/// before, without its approval being recorded, is not created again).
+/// Applies a held write as its author, the token's minting moderator or the
+/// Command's actor (a creation that applied before, without its approval being
+/// recorded, is not created again).
 async fn apply_held(caller: &Caller, change: &ChangeRow) -> ApiResult<()> {
     let op = if change.op == CallbackOp::Update.as_str() {
         CallbackOp::Update
@@ -232,7 +233,11 @@ async fn apply_held(caller: &Caller, change: &ChangeRow) -> ApiResult<()> {
         company_id: change.company_id,
         table_id: change.table_id,
         user: &change.author,
-        method: domain::principal::AuthMethod::CallbackToken,
+        method: if change.source == "command" {
+            domain::principal::AuthMethod::Command
+        } else {
+            domain::principal::AuthMethod::CallbackToken
+        },
     };
     let table = open_as(&caller.state, caller.ctx.clone(), author, operation).await?;
     if op == CallbackOp::Create

@@ -239,3 +239,75 @@ async fn commands_run_their_declared_effect_with_checked_inputs() {
     assert_eq!(t.call(Method::GET, &elsewhere, "boss", None).await.0, 404);
     assert_eq!(t.call(Method::GET, &command, "ceo", None).await.0, 404);
 }
+
+#[tokio::test]
+async fn command_writes_wait_for_the_table_s_approval_rules() {
+    let t = Tables::new().await;
+    let table = t.table("company", "boss", "payouts").await;
+    t.column(&table, json!({"name": "name", "type": "string"}))
+        .await;
+    let table_id = table.rsplit('/').next().unwrap().to_string();
+    let review = "/private/module/review";
+    let group = json!({"name": "Finance", "member_ids": [t.user("member")]});
+    let (status, group) = t
+        .call(
+            Method::POST,
+            &format!("{review}/groups"),
+            "boss",
+            Some(group),
+        )
+        .await;
+    assert_eq!(status, 201, "{group}");
+    let gates = json!([{"name": "Finance", "condition":
+        {"type": "group", "group_id": group["id"], "mode": "any"}}]);
+    let template = json!({"name": "Payouts", "gates": gates, "require_signature": false});
+    let (status, template) = t
+        .call(
+            Method::POST,
+            &format!("{review}/templates"),
+            "boss",
+            Some(template),
+        )
+        .await;
+    assert_eq!(status, 201, "{template}");
+    let rules = json!({"rules": [{"id": "payouts", "label": "Payouts need finance",
+        "type": "require_approval", "events": ["created"], "template_id": template["id"]}]});
+    let (status, body) = t
+        .call(Method::PUT, &format!("{table}/rules"), "boss", Some(rules))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let commands = format!("{}/commands", t.mount("company"));
+    let mut definition = upsert(&table_id);
+    definition["write"] = json!({"op": "create", "values": {"name": "$input.name"}});
+    let (status, command) = t
+        .call(Method::POST, &commands, "boss", Some(definition))
+        .await;
+    assert_eq!(status, 201, "{command}");
+    let command = format!("{commands}/{}", command["id"].as_str().unwrap());
+
+    let (status, held) = execute(&t, &command, "member", "", json!({"name": "big"})).await;
+    assert_eq!(status, 200, "{held}");
+    assert_eq!(held["status"], "held_for_approval");
+    assert_eq!(held["rule_label"], "Payouts need finance");
+    assert_eq!(held["values"], json!([]));
+    let (_, page) = t
+        .call(Method::GET, &format!("{table}/records"), "boss", None)
+        .await;
+    assert_eq!(page["total"], 0, "nothing written before the approval");
+
+    let process = held["process_id"].as_str().unwrap();
+    let (status, decided) = t
+        .call(
+            Method::POST,
+            &format!("{review}/processes/{process}/approve"),
+            "member",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    let record = format!("{table}/records/{}", held["record_id"].as_str().unwrap());
+    let (status, stored) = t.call(Method::GET, &record, "boss", None).await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(stored["data"]["name"], "big");
+    assert_eq!(stored["created_by"], format!("user:{}", t.user("boss")));
+}

@@ -92,8 +92,9 @@ async fn apply_change(
             sqlx::query(
                 "INSERT INTO custom_table_staged_changes (id, process_id, company_id, table_id, token_id, op,
                         record_id, data, rule_id, rule_label, template_id, gates, require_signature, author,
-                        passed, status, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '{}', $15, $16, $16)
+                        passed, status, created_at, updated_at, source)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '{}', $15, $16, $16,
+                         $17)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(id)
@@ -112,6 +113,7 @@ async fn apply_change(
             .bind(&held.author)
             .bind(ChangeStatus::Pending.as_str())
             .bind(at)
+            .bind(crate::read_models::wire(&held.source))
             .execute(&mut *conn)
             .await?;
         }

@@ -68,8 +68,10 @@ pub struct ChangeRow {
     pub gates: Json<Vec<Gate>>,
     /// Whether approvals carry a signature.
     pub require_signature: bool,
-    /// The token's minting moderator.
+    /// The token's minting moderator or the Command's actor.
     pub author: String,
+    /// `callback_token` or `command`: what `token_id` names.
+    pub source: String,
     /// Gates passed (by position).
     pub passed: Vec<i32>,
     /// `pending`, `applied` or `rejected`.
@@ -85,8 +87,8 @@ pub struct ChangeRow {
 }
 
 const CHANGE: &str = "SELECT id, process_id, company_id, table_id, token_id, op, record_id, data, rule_id,
-        rule_label, template_id, gates, require_signature, author, passed, status, decided_by, reason,
-        created_at, updated_at FROM custom_table_staged_changes";
+        rule_label, template_id, gates, require_signature, author, source, passed, status, decided_by,
+        reason, created_at, updated_at FROM custom_table_staged_changes";
 
 /// The company's groups, oldest first.
 pub async fn groups(pool: &PgPool, company: Uuid) -> sqlx::Result<Vec<GroupRow>> {

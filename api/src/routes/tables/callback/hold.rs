@@ -18,12 +18,15 @@ use domain::error::Code;
 use domain::ids::idempotent_target;
 use domain::tables::callback_delivery::{CallbackDelivery, CallbackOp};
 use domain::tables::rule::{self, RuleEvent};
-use domain::tables::staged_change::{Held, StagedChange, StagedChangeCommand, process_id};
+use domain::tables::staged_change::{
+    Held, HoldSource, StagedChange, StagedChangeCommand, process_id,
+};
+use domain::wire::wire;
 use projections::read_models::review::query as review;
 use projections::read_models::tables::query as tables;
 use uuid::Uuid;
 
-/// Writes of one token that may wait for approval at once.
+/// Writes of one token (or one Command) that may wait for approval at once.
 pub const PENDING_BUCKET: i64 = 50;
 
 /// A callback write about to apply.
@@ -36,6 +39,8 @@ pub struct Write<'a> {
     pub record_id: Uuid,
     /// Its idempotency key.
     pub key: Option<&'a str>,
+    /// A callback token's write, or a Command's (`token_id` is then the Command).
+    pub source: HoldSource,
 }
 
 /// The answer naming a held write (`held_for_approval`, replayed or not).
@@ -66,7 +71,7 @@ pub async fn hold_if_ruled(
         CallbackOp::Create => RuleEvent::Created,
         CallbackOp::Update => RuleEvent::Updated,
     };
-    let owner = format!("callback_token:{}", write.token_id);
+    let owner = format!("{}:{}", wire(&write.source), write.token_id);
     let staged_change_id = match write.key {
         Some(key) => idempotent_target(company, "callback-hold", &owner, key),
         None => Uuid::new_v4(),
@@ -117,7 +122,7 @@ pub async fn hold_if_ruled(
     if review::pending_of_token(pool, write.token_id).await? >= PENDING_BUCKET {
         return Err(ApiError::code(
             Code::ApprovalPendingBucketFull,
-            "this callback token has as many writes waiting for approval as it may; pause until reviewers decide",
+            "this writer has as many writes waiting for approval as it may; pause until reviewers decide",
         )
         .with("limit", PENDING_BUCKET));
     }
@@ -145,6 +150,7 @@ pub async fn hold_if_ruled(
         gates: template.gates.0,
         require_signature: template.require_signature,
         author: table.caller.principal.reference(),
+        source: write.source,
     };
     let result = held_answer(&held, false);
     let committed = table

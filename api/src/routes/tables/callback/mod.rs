@@ -15,7 +15,7 @@
 mod command_output;
 mod credentials;
 mod delivery;
-mod hold;
+pub(crate) mod hold;
 
 use super::gates::Operation;
 use super::public_read::PublicColumnInfo;
@@ -269,6 +269,7 @@ async fn callback_write(
         body: &write,
         record_id,
         key: key.as_ref().map(|k| k.0.as_str()),
+        source: domain::tables::staged_change::HoldSource::CallbackToken,
     };
     if let Some(held) = hold::hold_if_ruled(&table, held).await? {
         return Ok(Json(held));

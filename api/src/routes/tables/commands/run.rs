@@ -3,14 +3,14 @@
 //! authority) or as its author (`definition` authority, the Command named in the
 //! write's event metadata), through the one record write path: the actor's
 //! permissions, the channel floor, the migration lock, every column's checks,
-//! history and triggers.
+//! approval rules (a held write waits for reviewers), history and triggers.
 
 use super::{deliveries, open_command};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::idempotency::IdempotencyKey;
 use crate::request::{Caller, Context};
-use crate::routes::tables::callback::{Author, open_as};
+use crate::routes::tables::callback::{Author, CallbackWriteBody, hold, open_as};
 use crate::routes::tables::cells::RecordResponse;
 use crate::routes::tables::gates::Operation;
 use crate::routes::tables::records::{self, RecordListResponse};
@@ -21,8 +21,10 @@ use axum::Json;
 use axum::http::HeaderMap;
 use domain::error::Code;
 use domain::principal::{AuthMethod, PrincipalType};
+use domain::tables::callback_delivery::CallbackOp;
 use domain::tables::column::ColumnType;
 use domain::tables::command::{Authority, CommandDefinition, CommandKind, WriteOp, substitute};
+use domain::tables::staged_change::HoldSource;
 use domain::tasks::schema;
 use domain::validation::ViolationKind;
 use projections::read_models::table_commands::query::CommandRow;
@@ -64,12 +66,25 @@ pub struct CommandExecution {
     pub version: i64,
     /// `created` or `updated`.
     pub op: String,
-    /// The record written.
+    /// `applied`, `held_for_approval` (an approval rule of the table holds the
+    /// write until reviewers decide; nothing is written yet) or `already_pending`
+    /// (an update of a record that already has one waiting).
+    pub status: String,
+    /// The record written (for a held creation: the id it will take).
     pub record_id: Uuid,
     /// What the record holds now, column by column (null values omitted).
     pub values: Vec<CommandValue>,
     /// Whether this answers an earlier request with the same `Idempotency-Key`.
     pub replayed: bool,
+    /// The review process of a held write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<Uuid>,
+    /// The staged change of a held write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged_change_id: Option<Uuid>,
+    /// The approval rule that held the write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_label: Option<String>,
 }
 
 /// `CommandQueryResult`.
@@ -306,18 +321,65 @@ pub(crate) async fn write(
         }
         (_, Some(record_id)) => {
             let table = open_as_actor(runner, row, Operation::EditRows).await?;
+            if let Some(held) = held(&table, row, CallbackOp::Update, record_id, &data).await? {
+                return Ok(held);
+            }
             records::change(&table, record_id, &data).await?;
             (record_id, "updated")
         }
         (_, None) => {
             let table = open_as_actor(runner, row, Operation::InsertRows).await?;
             let record_id = keyed.unwrap_or_else(Uuid::new_v4);
+            if let Some(held) = held(&table, row, CallbackOp::Create, record_id, &data).await? {
+                return Ok(held);
+            }
             records::insert(&table, record_id, &data).await?;
             (record_id, "created")
         }
     };
     let table = open_as_actor(runner, row, Operation::ReadTable).await?;
     answer(runner.state, row, &table, record_id, op, false).await
+}
+
+/// The write held for approval when a rule of the table lists its event (the one
+/// approval path of callback writes; the process applies it as the actor).
+async fn held(
+    table: &OpenTable,
+    row: &CommandRow,
+    op: CallbackOp,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<Option<CommandExecution>> {
+    let body = CallbackWriteBody {
+        op,
+        data: data.clone(),
+        record_id: (op == CallbackOp::Update).then_some(record_id),
+        idempotency_key: None,
+    };
+    let write = hold::Write {
+        token_id: row.id,
+        body: &body,
+        record_id,
+        key: None,
+        source: HoldSource::Command,
+    };
+    Ok(hold::hold_if_ruled(table, write)
+        .await?
+        .map(|held| CommandExecution {
+            command_id: row.id,
+            version: row.version,
+            op: match op {
+                CallbackOp::Create => "created".into(),
+                CallbackOp::Update => "updated".into(),
+            },
+            status: held.status,
+            record_id,
+            values: Vec::new(),
+            replayed: false,
+            process_id: held.process_id,
+            staged_change_id: held.staged_change_id,
+            rule_label: held.rule_label,
+        }))
 }
 
 async fn exists(table: &OpenTable, record_id: Uuid) -> ApiResult<bool> {
@@ -356,8 +418,12 @@ async fn answer(
         version: row.version,
         op: op.into(),
         record_id,
+        status: "applied".into(),
         values: values(table, &record),
         replayed,
+        process_id: None,
+        staged_change_id: None,
+        rule_label: None,
     })
 }
 
