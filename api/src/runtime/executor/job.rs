@@ -162,8 +162,8 @@ async fn execute(
         }
     };
     let policy = facts.contents.output_policy.as_ref();
-    let writes_back = policy.is_some();
-    if writes_back && facts.principal_type != "user" {
+    let has_output_policy = policy.is_some();
+    if has_output_policy && facts.principal_type != "user" {
         return Ok(ending(
             TerminalClass::CustomerFailed,
             "writeback_authority_denied",
@@ -171,7 +171,7 @@ async fn execute(
             b"only a user may run a task version with an output policy\n".to_vec(),
         ));
     }
-    let mut network = RunNetwork::create(writes_back).await?;
+    let mut network = RunNetwork::create(has_output_policy).await?;
     let metadata = super::metadata(&executor.worker_id, company);
     let grant = writeback::Grant {
         run_id,

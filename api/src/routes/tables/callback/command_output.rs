@@ -119,21 +119,11 @@ pub(super) async fn command_output(
         command.table_id,
     )
     .await?;
-    let inputs = checked_inputs(&command.definition, body.inputs).map_err(|error| match error {
-        ApiError::Coded(coded) if coded.code == Code::InputSchemaViolation => {
-            let mut mapped = ApiError::code(
-                Code::OutputSchemaViolation,
-                "the inputs do not satisfy the Command's inputs schema",
-            );
-            if let (ApiError::Coded(target), Some(errors)) =
-                (&mut mapped, coded.extra.get("errors"))
-            {
-                target.extra.insert("errors".into(), errors.clone());
-            }
-            mapped
-        }
-        other => other,
-    })?;
+    let inputs = checked_inputs(
+        &command.definition,
+        body.inputs,
+        Code::OutputSchemaViolation,
+    )?;
     let runner = Runner {
         state: &state,
         ctx,

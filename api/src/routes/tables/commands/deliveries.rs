@@ -5,6 +5,7 @@
 
 use super::run::{CommandExecution, Runner, answer_record, write};
 use crate::error::ApiResult;
+use crate::request::Caller;
 use chrono::{Duration, Utc};
 use domain::tables::agent_delivery::{
     AgentDelivery, DeliveryCommand, DeliveryMarker, RECONCILIATION_CAPACITY,
@@ -16,14 +17,12 @@ use uuid::Uuid;
 /// Runs an agent's keyed delivery of a write Command, reconciled by its markers.
 pub(super) async fn deliver(
     runner: &Runner<'_>,
+    caller: &Caller,
     row: &CommandRow,
     inputs: &Map<String, Value>,
-    agent: &str,
     key: &str,
 ) -> ApiResult<CommandExecution> {
-    let Some((caller, _)) = runner.caller else {
-        return write(runner, row, inputs, None).await;
-    };
+    let agent = &caller.principal.reference();
     let now = Utc::now();
     let valid = commands::valid_markers(&runner.state.pool, row.id, agent, now).await?;
     if let Some(marker) = valid.iter().find(|m| m.key == key) {

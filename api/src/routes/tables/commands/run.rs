@@ -111,10 +111,13 @@ fn wrong_kind(message: &str) -> ApiError {
     )
 }
 
-/// The inputs, when they satisfy the Command's schema.
+/// The inputs, when they satisfy the Command's schema; else 422 with `code`
+/// (`input_schema_violation`, or `output_schema_violation` on the command-output
+/// route) and the violations as `errors`.
 pub(crate) fn checked_inputs(
     definition: &CommandDefinition,
     inputs: Value,
+    code: Code,
 ) -> ApiResult<Map<String, Value>> {
     let validator = schema::compile(&definition.inputs).map_err(|_| {
         ApiError::Internal(anyhow::anyhow!("a stored inputs schema does not compile"))
@@ -122,7 +125,7 @@ pub(crate) fn checked_inputs(
     let problems = schema::violations(&validator, &inputs);
     if !problems.is_empty() {
         return Err(ApiError::code(
-            Code::InputSchemaViolation,
+            code,
             "the inputs do not satisfy the Command's inputs schema",
         )
         .with("errors", json!(problems)));
@@ -262,17 +265,15 @@ pub(super) async fn execute_command(
     if definition.kind != CommandKind::Write {
         return Err(wrong_kind("a query Command runs at .../query"));
     }
-    let inputs = checked_inputs(definition, body.inputs)?;
+    let inputs = checked_inputs(definition, body.inputs, Code::InputSchemaViolation)?;
     let runner = Runner {
         state: &caller.state,
         ctx: caller.ctx.clone(),
         caller: Some((&caller, &mount)),
     };
     if let (PrincipalType::SocialMediaClient, Some(key)) = (caller.principal.principal_type, &key) {
-        let agent = caller.principal.reference();
-        return Ok(Json(
-            deliveries::deliver(&runner, &row, &inputs, &agent, &key.0).await?,
-        ));
+        let execution = deliveries::deliver(&runner, &caller, &row, &inputs, &key.0).await?;
+        return Ok(Json(execution));
     }
     let keyed = key
         .as_ref()
@@ -291,11 +292,12 @@ pub(crate) async fn write(
     let Some(effect) = row.definition.write.as_ref() else {
         return Err(wrong_kind("a query Command runs at .../query"));
     };
-    if let Some(record_id) = keyed {
-        let table = open_as_actor(runner, row, Operation::ReadTable).await?;
-        if exists(&table, record_id).await? {
-            return answer(runner.state, row, &table, record_id, "created", true).await;
-        }
+    // The actor's view of the table: a replay and the answer read through it.
+    let reader = open_as_actor(runner, row, Operation::ReadTable).await?;
+    if let Some(record_id) = keyed
+        && exists(&reader, record_id).await?
+    {
+        return answer(runner.state, row, &reader, record_id, "created", true).await;
     }
     let data = match substitute(&Value::Object(effect.values.clone()), inputs) {
         Value::Object(map) => map,
@@ -308,8 +310,8 @@ pub(crate) async fn write(
             else {
                 return Err(wrong_input("the match does not resolve"));
             };
-            let reader = open_as_actor(runner, row, Operation::ReadRows).await?;
-            matched(&reader, &match_on).await?
+            let rows = open_as_actor(runner, row, Operation::ReadRows).await?;
+            matched(&rows, &match_on).await?
         }
     };
     let (record_id, op) = match (effect.op, target) {
@@ -337,8 +339,7 @@ pub(crate) async fn write(
             (record_id, "created")
         }
     };
-    let table = open_as_actor(runner, row, Operation::ReadTable).await?;
-    answer(runner.state, row, &table, record_id, op, false).await
+    answer(runner.state, row, &reader, record_id, op, false).await
 }
 
 /// The write held for approval when a rule of the table lists its event (the one
@@ -446,7 +447,7 @@ pub(super) async fn query_command(
     else {
         return Err(wrong_kind("a write Command runs at .../execute"));
     };
-    let inputs = checked_inputs(definition, body.inputs)?;
+    let inputs = checked_inputs(definition, body.inputs, Code::InputSchemaViolation)?;
     let search_body: RecordSearch = serde_json::from_value(substitute(template, &inputs))
         .map_err(|e| wrong_input(&format!("the query does not resolve: {e}")))?;
     let runner = Runner {
