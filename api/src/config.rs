@@ -73,6 +73,11 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
 
+    /// HMAC key of agent turn contexts (`X-Sandbox-Turn`) and proposal receipts;
+    /// generated into the data directory (`turn.key`) when unset.
+    #[arg(long, env = "SANDBOX_TURN_KEY", hide_env_values = true)]
+    pub turn_key: Option<String>,
+
     /// Transit key pair for encrypted secret values.
     #[arg(
         long,

@@ -95,14 +95,26 @@ pub fn random_key(dir: &Path, name: &str) -> anyhow::Result<zeroize::Zeroizing<[
 /// The JWT secret: the configured one, or `jwt.secret` in the directory (generated
 /// when missing).
 pub fn jwt_secret(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8>> {
+    shared_secret("SANDBOX_JWT_SECRET", configured, &dir.join("jwt.secret"))
+}
+
+/// The key agent turn contexts are signed with: the configured one, or `turn.key`
+/// in the directory (generated when missing).
+pub fn turn_key(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8>> {
+    shared_secret("SANDBOX_TURN_KEY", configured, &dir.join("turn.key"))
+}
+
+/// An HMAC secret of at least 32 characters: the configured one (named by its
+/// variable in the refusal), or 48 random bytes (hex) in `path`.
+fn shared_secret(variable: &str, configured: Option<&str>, path: &Path) -> anyhow::Result<Vec<u8>> {
     if let Some(secret) = configured {
         anyhow::ensure!(
             secret.len() >= 32,
-            "SANDBOX_JWT_SECRET must be at least 32 characters"
+            "{variable} must be at least 32 characters"
         );
         return Ok(secret.as_bytes().to_vec());
     }
-    let secret = load_or_create(&dir.join("jwt.secret"), || {
+    let secret = load_or_create(path, || {
         let mut bytes = [0u8; 48];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         Ok(hex::encode(bytes).into_bytes())

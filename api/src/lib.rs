@@ -4,6 +4,7 @@
 pub mod access;
 pub mod admin;
 pub mod admission;
+pub mod agent;
 pub mod answer_cache;
 pub mod auth;
 pub mod capability;

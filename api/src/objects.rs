@@ -211,6 +211,11 @@ impl Objects {
         }
     }
 
+    /// The object's size in bytes.
+    pub async fn size(&self, key: &str) -> anyhow::Result<u64> {
+        Ok(self.store.head(&StorePath::from(key)).await?.size)
+    }
+
     /// The whole object in memory (for small objects: run inputs).
     pub async fn get_bytes(&self, key: &str) -> anyhow::Result<Bytes> {
         Ok(self.store.get(&StorePath::from(key)).await?.bytes().await?)

@@ -29,7 +29,9 @@ pub fn app(state: AppState) -> Router {
     crate::openapi::conventions::apply(&mut openapi);
     let mut document = serde_json::to_value(&openapi).expect("the document serializes");
     crate::openapi::links::add(&mut document);
-    let router = router.route("/openapi.json", get(move || async move { Json(document) }));
+    let router = router
+        .route("/openapi.json", get(move || async move { Json(document) }))
+        .merge(mcp_router(&state));
     router.fallback(not_found).layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
@@ -39,6 +41,17 @@ pub fn app(state: AppState) -> Router {
             }))
             .layer(PropagateRequestIdLayer::x_request_id()),
     )
+}
+
+/// The agent tools' MCP server at `/mcp` (not in the OpenAPI document: it speaks
+/// JSON-RPC, see docs/agent-tools.md), authenticated like every private route. A
+/// tool call's body holds an input of up to 1 MiB plus the JSON-RPC envelope.
+fn mcp_router(state: &AppState) -> Router {
+    let limit = crate::routes::sandbox::runs::SUBMIT_BODY_LIMIT + 16 * 1024;
+    Router::new()
+        .nest_service(crate::agent::MCP_PATH, crate::agent::service(state.clone()))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(limit, body_limit::guard))
 }
 
 /// A request path as the log may hold it: the capability segment of a public read
@@ -92,6 +105,12 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .layer(from_fn_with_state(state.clone(), authenticate))
         .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
         .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
+    // Room settings of the chat platform: absolute paths, authenticated like the tables.
+    let chatrooms = routes::chatrooms::router()
+        .layer(from_fn(routes::tables::refuse_restricted))
+        .layer(from_fn_with_state(state.clone(), authenticate))
+        .layer(from_fn_with_state(DEFAULT_LIMIT, body_limit::guard))
+        .layer(axum::extract::DefaultBodyLimit::max(DEFAULT_LIMIT));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::public::router())
@@ -100,6 +119,7 @@ pub fn api_router(state: &AppState) -> OpenApiRouter {
         .merge(routes::tables::callback::router())
         .merge(routes::root::router())
         .merge(notifications)
+        .merge(chatrooms)
         .nest(PREFIX, sandbox)
         .nest(routes::tables::PREFIX, tables)
         .nest(routes::review::PREFIX, review)

@@ -67,6 +67,10 @@ pub struct Inner {
     pub bus: CommandBus,
     /// JWT keys.
     pub jwt: JwtKeys,
+    /// Verifies agent turn contexts.
+    pub turn: crate::agent::turn::TurnKeys,
+    /// Signs and checks agent proposal receipts.
+    pub receipts: crate::agent::receipt::ReceiptKey,
     /// The key public link tokens are tagged with.
     pub links: crate::links::LinkKey,
     /// The transit key pair, when configured.
@@ -140,6 +144,9 @@ impl AppState {
         let secret = keys::jwt_secret(config.jwt_secret.as_deref(), &config.data_dir)?;
         let jwt = JwtKeys::new(&secret);
         let links = crate::links::LinkKey::derive(&secret);
+        let turn_key = keys::turn_key(config.turn_key.as_deref(), &config.data_dir)?;
+        let turn = crate::agent::turn::TurnKeys::new(&turn_key);
+        let receipts = crate::agent::receipt::ReceiptKey::derive(&turn_key);
         let transit = match config.transit_key {
             TransitKeyMode::Off => None,
             TransitKeyMode::Generate => {
@@ -192,6 +199,8 @@ impl AppState {
             pool,
             bus,
             jwt,
+            turn,
+            receipts,
             links,
             transit,
             deployment,

@@ -4,6 +4,7 @@
 //! clocks, random secrets) are looked up by the caller and passed in commands, so
 //! every aggregate can be replayed from its events alone.
 
+pub mod agent;
 pub mod aggregate_ext;
 pub mod build_fence;
 pub mod catalog;

@@ -64,6 +64,7 @@ macro_rules! text_columns {
 
 #[cfg(feature = "sqlx")]
 text_columns!(
+    crate::agent::proposal::ProposalState,
     crate::catalog::ResourceProfile,
     crate::environments::archive::ArchiveFormat,
     crate::environments::environment::Lifecycle,

@@ -1,6 +1,7 @@
 //! Finding the database and the shared secrets.
 
 use anyhow::Context;
+use api::agent::turn::TurnKeys;
 use api::auth::jwt::JwtKeys;
 use clap::Args;
 use projections::pump::PumpConfig;
@@ -32,6 +33,9 @@ pub struct Target {
         hide_env_values = true
     )]
     pub jwt_secret: Option<String>,
+    /// The agent turn key (default: `<data dir>/turn.key`).
+    #[arg(long, global = true, env = "SANDBOX_TURN_KEY", hide_env_values = true)]
+    pub turn_key: Option<String>,
 }
 
 impl Target {
@@ -59,6 +63,14 @@ impl Target {
     pub fn jwt(&self) -> anyhow::Result<JwtKeys> {
         Ok(JwtKeys::new(&api::keys::jwt_secret(
             self.jwt_secret.as_deref(),
+            &self.data_dir,
+        )?))
+    }
+
+    /// The turn keys the server uses.
+    pub fn turn(&self) -> anyhow::Result<TurnKeys> {
+        Ok(TurnKeys::new(&api::keys::turn_key(
+            self.turn_key.as_deref(),
             &self.data_dir,
         )?))
     }
@@ -96,6 +108,7 @@ pub async fn service_state(target: &Target) -> anyhow::Result<api::state::Starte
     ])?;
     let mut config = defaults.config;
     config.jwt_secret = target.jwt_secret.clone();
+    config.turn_key = target.turn_key.clone();
     config.transit_key = api::config::TransitKeyMode::Off;
     let pool = projections::db::connect(&url, 8).await?;
     projections::db::migrate(&pool).await?;

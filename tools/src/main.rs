@@ -17,6 +17,7 @@ mod runner;
 mod switch;
 mod tasks;
 mod token;
+mod turn;
 
 use clap::{Parser, Subcommand};
 use connection::Target;
@@ -66,6 +67,9 @@ enum Command {
     /// User and operator tokens.
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// Agent turn contexts (`X-Sandbox-Turn`).
+    #[command(subcommand)]
+    Turn(turn::TurnCommand),
 }
 
 /// Logs go to standard error: standard output carries the command's data (an export
@@ -95,6 +99,7 @@ async fn main() {
         Command::Switch(command) => switch::run(&cli.target, command).await,
         Command::Tasks(command) => tasks::run(&cli.target, command).await,
         Command::Token(command) => token::run(&cli.target, command).await,
+        Command::Turn(command) => turn::run(&cli.target, command).await,
     };
     if let Err(error) = result {
         eprintln!("sandboxctl: {error:#}");

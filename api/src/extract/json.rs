@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use domain::error::Code;
 use domain::validation::{Violation, ViolationKind};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 /// A JSON body parsed into `T` (which should deny unknown fields).
@@ -173,6 +174,14 @@ fn violation(mut loc: Vec<String>, error: &serde_json::Error) -> Violation {
         kind,
         input: None,
     }
+}
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`)
+/// (use with `#[serde(default, deserialize_with = ...)]`).
+pub fn double_option<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[cfg(test)]

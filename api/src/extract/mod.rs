@@ -4,6 +4,6 @@ mod json;
 mod path;
 mod query;
 
-pub use json::{ApiJson, OptionalJson, parse_json};
+pub use json::{ApiJson, OptionalJson, double_option, parse_json};
 pub use path::ApiPath;
 pub use query::ApiQuery;

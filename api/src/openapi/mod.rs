@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi};
         (name = "secrets", description = "Secret slots and approvals"),
         (name = "runs", description = "Runs, artifacts and public links"),
         (name = "custom_tables", description = "Custom tables: scopes, tables, columns, records, views, migrations"),
+        (name = "chatrooms", description = "Room settings the sandbox reads: a room's jobs list and the rooms carrying the sandbox job (the agent tools load only there)"),
         (name = "notifications", description = "The notification center: sandbox_event notifications, unread counts, read marks and a live stream"),
         (name = "review", description = "Review groups, templates and the review processes of held callback writes"),
         (name = "operator", description = "Operator routes below /root, opened by an operator token (sandboxctl token mint --root)"),

@@ -1,5 +1,6 @@
 //! Routes, grouped the way the specs group them.
 
+pub mod chatrooms;
 pub mod health;
 pub mod notifications;
 pub mod public;

@@ -5,8 +5,9 @@
 //!   that exists;
 //! - operator routes (below `/root`), review routes (below
 //!   `/private/module/review`) and the notification center (below
-//!   `/private/module/notifications`): an entry of `operator_routes.json`,
-//!   `review_routes.json` or `notification_routes.json` naming a test that exists;
+//!   `/private/module/notifications`) and the chatroom settings (below
+//!   `/private/chatrooms`): an entry of `operator_routes.json`, `review_routes.json`,
+//!   `notification_routes.json` or `chatroom_routes.json` naming a test that exists;
 //! - everything else (health, metrics, public info, public links): an entry of
 //!   `public_routes.json` saying why it needs no login, checked here by calling it
 //!   without credentials.
@@ -26,6 +27,7 @@ const PUBLIC_ROUTES: &str = include_str!("public_routes.json");
 const OPERATOR_ROUTES: &str = include_str!("operator_routes.json");
 const REVIEW_ROUTES: &str = include_str!("review_routes.json");
 const NOTIFICATION_ROUTES: &str = include_str!("notification_routes.json");
+const CHATROOM_ROUTES: &str = include_str!("chatroom_routes.json");
 
 /// The route key of the custom-tables data: the path after its scope mount
 /// (`/tables/...`, `/migrations/...`, `/trigger-runs/...` or `/commands/...`).
@@ -39,7 +41,7 @@ pub(crate) fn table_route(method: &str, path: &str) -> String {
 }
 
 /// The routes of the document, per service: `sandbox`, `tables`, `operator`,
-/// `review`, `notifications` or `public`.
+/// `review`, `notifications`, `chatrooms` or `public`.
 fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
     let mut services: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -55,6 +57,8 @@ fn documented(doc: &Value) -> BTreeMap<&'static str, BTreeSet<String>> {
                 ("review", format!("{method} {path}"))
             } else if path.starts_with("/private/module/notifications") {
                 ("notifications", format!("{method} {path}"))
+            } else if path.starts_with("/private/chatrooms/") {
+                ("chatrooms", format!("{method} {path}"))
             } else {
                 ("public", format!("{method} {path}"))
             };
@@ -86,6 +90,7 @@ fn named() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("operator", keys(OPERATOR_ROUTES)),
         ("review", keys(REVIEW_ROUTES)),
         ("notifications", keys(NOTIFICATION_ROUTES)),
+        ("chatrooms", keys(CHATROOM_ROUTES)),
     ])
 }
 
@@ -142,6 +147,7 @@ async fn every_route_has_authorization_data() {
         ("operator", OPERATOR_ROUTES),
         ("review", REVIEW_ROUTES),
         ("notifications", NOTIFICATION_ROUTES),
+        ("chatrooms", CHATROOM_ROUTES),
     ];
     for (service, text) in data {
         let data: Value = serde_json::from_str(text).unwrap();

@@ -4,6 +4,7 @@ mod support;
 
 mod audit;
 mod auth;
+mod chatrooms;
 mod coverage;
 mod environments;
 mod error_codes;

@@ -15,6 +15,9 @@ use uuid::Uuid;
 /// The JWT secret of every test server.
 pub const JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
 
+/// The agent turn key of every test server.
+pub const TURN_KEY: &str = "test-turn-key-test-turn-key-test-turn-key";
+
 /// A running server with its own database and data directory.
 pub struct TestApp {
     /// `http://127.0.0.1:<port>`.
@@ -187,6 +190,7 @@ impl TestApp {
             regions: Vec::new(),
             enabled: options.enabled,
             jwt_secret: Some(JWT_SECRET.into()),
+            turn_key: Some(TURN_KEY.into()),
             transit_key: if options.transit_key {
                 TransitKeyMode::Generate
             } else {

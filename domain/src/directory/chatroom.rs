@@ -1,4 +1,6 @@
-//! The chatroom aggregate: name, owning department, lifecycle, members and managers.
+//! The chatroom aggregate: name, owning department, lifecycle, members, managers,
+//! the members who keep it among their favourites, and its jobs list (which agent
+//! tool sets load in it).
 
 use super::{DirectoryError, PrincipalRef, same_company, set_diff};
 use crate::AggregateExt;
@@ -26,12 +28,19 @@ pub enum ChatroomCommand {
         /// Whether the room is archived (not live).
         archived: bool,
     },
-    /// Makes the member and manager sets equal to the given ones.
+    /// Makes the member, manager and favourite sets equal to the given ones.
     SetMembership {
         /// Users and social media clients in the room.
         members: BTreeSet<PrincipalRef>,
         /// Users who manage the room.
         managers: BTreeSet<Uuid>,
+        /// Members who keep the room among their favourites.
+        favourites: BTreeSet<PrincipalRef>,
+    },
+    /// Sets the room's jobs list (`None` restores auto-detection).
+    SetJobs {
+        /// The job names, or `None`.
+        jobs: Option<Vec<String>>,
     },
 }
 
@@ -86,6 +95,21 @@ pub enum ChatroomEvent {
         /// The user.
         user_id: Uuid,
     },
+    /// A member put the room among its favourites.
+    ChatroomFavouriteAdded {
+        /// The member.
+        member: PrincipalRef,
+    },
+    /// A member took the room off its favourites.
+    ChatroomFavouriteRemoved {
+        /// The member.
+        member: PrincipalRef,
+    },
+    /// The room's jobs list changed.
+    ChatroomJobsSet {
+        /// The job names (sorted, without repeats), or `None` for auto-detection.
+        jobs: Option<Vec<String>>,
+    },
 }
 
 impl DomainEvent for ChatroomEvent {
@@ -100,6 +124,9 @@ impl DomainEvent for ChatroomEvent {
             Self::ChatroomMemberRemoved { .. } => "ChatroomMemberRemoved",
             Self::ChatroomManagerGranted { .. } => "ChatroomManagerGranted",
             Self::ChatroomManagerRevoked { .. } => "ChatroomManagerRevoked",
+            Self::ChatroomFavouriteAdded { .. } => "ChatroomFavouriteAdded",
+            Self::ChatroomFavouriteRemoved { .. } => "ChatroomFavouriteRemoved",
+            Self::ChatroomJobsSet { .. } => "ChatroomJobsSet",
         }
         .into()
     }
@@ -127,6 +154,12 @@ pub struct Chatroom {
     pub members: BTreeSet<PrincipalRef>,
     /// Manager users.
     pub managers: BTreeSet<Uuid>,
+    /// Members who keep the room among their favourites.
+    #[serde(default)]
+    pub favourites: BTreeSet<PrincipalRef>,
+    /// The jobs list; `None` means auto-detection.
+    #[serde(default)]
+    pub jobs: Option<Vec<String>>,
 }
 
 impl Aggregate for Chatroom {
@@ -176,7 +209,11 @@ impl Aggregate for Chatroom {
                     _ => {}
                 }
             }
-            ChatroomCommand::SetMembership { members, managers } => {
+            ChatroomCommand::SetMembership {
+                members,
+                managers,
+                favourites,
+            } => {
                 if self.company_id.is_none() {
                     return Err(DirectoryError::NotRegistered("chatroom"));
                 }
@@ -193,6 +230,25 @@ impl Aggregate for Chatroom {
                 }
                 for user_id in revoked {
                     sink.write(ChatroomManagerRevoked { user_id }, self).await;
+                }
+                let (added, removed) = set_diff(&self.favourites, &favourites);
+                for member in added {
+                    sink.write(ChatroomFavouriteAdded { member }, self).await;
+                }
+                for member in removed {
+                    sink.write(ChatroomFavouriteRemoved { member }, self).await;
+                }
+            }
+            ChatroomCommand::SetJobs { jobs } => {
+                if self.company_id.is_none() {
+                    return Err(DirectoryError::NotRegistered("chatroom"));
+                }
+                let jobs = jobs.map(|list| {
+                    let set: BTreeSet<String> = list.into_iter().collect();
+                    set.into_iter().collect::<Vec<_>>()
+                });
+                if self.jobs != jobs {
+                    sink.write(ChatroomJobsSet { jobs }, self).await;
                 }
             }
         }
@@ -230,6 +286,13 @@ impl Aggregate for Chatroom {
             ChatroomManagerRevoked { user_id } => {
                 self.managers.remove(&user_id);
             }
+            ChatroomFavouriteAdded { member } => {
+                self.favourites.insert(member);
+            }
+            ChatroomFavouriteRemoved { member } => {
+                self.favourites.remove(&member);
+            }
+            ChatroomJobsSet { jobs } => self.jobs = jobs,
         }
     }
 }
@@ -327,7 +390,36 @@ mod tests {
             .when(ChatroomCommand::SetMembership {
                 members: [smc].into(),
                 managers: BTreeSet::new(),
+                favourites: [smc].into(),
             })
-            .then_expect_events(vec![ChatroomEvent::ChatroomMemberAdded { member: smc }]);
+            .then_expect_events(vec![
+                ChatroomEvent::ChatroomMemberAdded { member: smc },
+                ChatroomEvent::ChatroomFavouriteAdded { member: smc },
+            ]);
+    }
+
+    #[test]
+    fn jobs_are_stored_sorted_once_and_only_when_they_change() {
+        let sandbox = || Some(vec!["sandbox".to_string()]);
+        TestFramework::<Chatroom>::with(())
+            .given(vec![registered()])
+            .when(ChatroomCommand::SetJobs {
+                jobs: Some(vec!["sandbox".into(), "sandbox".into()]),
+            })
+            .then_expect_events(vec![ChatroomEvent::ChatroomJobsSet { jobs: sandbox() }]);
+        TestFramework::<Chatroom>::with(())
+            .given(vec![
+                registered(),
+                ChatroomEvent::ChatroomJobsSet { jobs: sandbox() },
+            ])
+            .when(ChatroomCommand::SetJobs { jobs: sandbox() })
+            .then_expect_events(vec![]);
+        TestFramework::<Chatroom>::with(())
+            .given(vec![
+                registered(),
+                ChatroomEvent::ChatroomJobsSet { jobs: sandbox() },
+            ])
+            .when(ChatroomCommand::SetJobs { jobs: None })
+            .then_expect_events(vec![ChatroomEvent::ChatroomJobsSet { jobs: None }]);
     }
 }

@@ -83,6 +83,11 @@ impl Catalogued for Chatroom {
             ChatroomMemberRemoved { member: user() },
             ChatroomManagerGranted { user_id: USER },
             ChatroomManagerRevoked { user_id: USER },
+            ChatroomFavouriteAdded { member: user() },
+            ChatroomFavouriteRemoved { member: user() },
+            ChatroomJobsSet {
+                jobs: Some(vec!["sandbox".into()]),
+            },
         ]
     }
 }

@@ -7,6 +7,7 @@
 //! from the event enum ([`variant_names`]), so a new variant without an example, a
 //! catalogue entry or a recorded log fails a test rather than passing unnoticed.
 
+mod agent_examples;
 mod environment_examples;
 mod examples;
 mod review_examples;
@@ -107,6 +108,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::secrets::binding::SecretBinding>(),
         entry::<crate::secrets::operation::SecretOperation>(),
         entry::<crate::secrets::approval::SecretApproval>(),
+        entry::<crate::agent::proposal::AgentProposal>(),
     ]
 }
 

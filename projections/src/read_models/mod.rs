@@ -1,5 +1,6 @@
 //! Every read model of the service, one module per projection.
 
+pub mod agent_proposals;
 pub mod company_settings;
 pub mod context_uploads;
 pub mod directory;
@@ -43,6 +44,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),
+        Arc::new(agent_proposals::AgentProposalsProjection),
         Arc::new(secrets::SecretsProjection),
         Arc::new(trigger_runs::TriggerRunsProjection),
         Arc::new(review::ReviewProjection),

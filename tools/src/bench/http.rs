@@ -108,6 +108,7 @@ pub fn bench_config(
         regions: Vec::new(),
         enabled: true,
         jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
+        turn_key: None,
         transit_key: TransitKeyMode::Off,
         secret_store: SecretKeyMode::DataDir,
         secret_pepper: SecretKeyMode::DataDir,

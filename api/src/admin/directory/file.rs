@@ -89,6 +89,9 @@ pub struct UserSpec {
     /// Chatrooms the user manages.
     #[serde(default)]
     pub manages_chatrooms: Vec<String>,
+    /// Chatrooms (among those the user is in) kept as favourites.
+    #[serde(default)]
+    pub favourite_chatrooms: Vec<String>,
 }
 
 /// An API key.
@@ -135,4 +138,7 @@ pub struct SocialClientSpec {
     /// Rooms the client is in.
     #[serde(default)]
     pub chatrooms: Vec<String>,
+    /// Rooms (among those the client is in) kept as favourites.
+    #[serde(default)]
+    pub favourite_chatrooms: Vec<String>,
 }

@@ -228,32 +228,18 @@ impl Applier<'_> {
                 archived: r.archived,
             };
             self.run::<Chatroom>(id, command, &mut last).await?;
-            let mut members: BTreeSet<PrincipalRef> = refs
-                .users_where(spec, |u| u.chatrooms.contains(&r.reference))?
-                .into_iter()
-                .map(|id| PrincipalRef {
-                    kind: PrincipalType::User,
-                    id,
-                })
-                .collect();
-            for c in spec
-                .social_clients
-                .iter()
-                .filter(|c| c.chatrooms.contains(&r.reference))
-            {
-                members.insert(PrincipalRef {
-                    kind: PrincipalType::SocialMediaClient,
-                    id: refs.client(&c.reference)?,
-                });
-            }
-            let managers =
-                refs.users_where(spec, |u| u.manages_chatrooms.contains(&r.reference))?;
-            self.run::<Chatroom>(
-                id,
-                ChatroomCommand::SetMembership { members, managers },
-                &mut last,
-            )
-            .await?;
+            let room = &r.reference;
+            let members = refs.room_principals(spec, |rooms, _| rooms.contains(room))?;
+            let favourites = refs.room_principals(spec, |rooms, favourites| {
+                rooms.contains(room) && favourites.contains(room)
+            })?;
+            let managers = refs.users_where(spec, |u| u.manages_chatrooms.contains(room))?;
+            let command = ChatroomCommand::SetMembership {
+                members,
+                managers,
+                favourites,
+            };
+            self.run::<Chatroom>(id, command, &mut last).await?;
             out.chatrooms.insert(r.reference.clone(), id);
         }
         for k in &spec.api_keys {
@@ -372,7 +358,8 @@ impl Refs {
                 self.department(d)
                     .with_context(|| format!("user `{}`", user.reference))?;
             }
-            for c in user.chatrooms.iter().chain(&user.manages_chatrooms) {
+            let rooms = user.chatrooms.iter().chain(&user.manages_chatrooms);
+            for c in rooms.chain(&user.favourite_chatrooms) {
                 self.chatroom(c)
                     .with_context(|| format!("user `{}`", user.reference))?;
             }
@@ -381,5 +368,35 @@ impl Refs {
             }
         }
         Ok(ids)
+    }
+
+    /// The users and social media clients whose room lists (rooms they are in,
+    /// rooms they keep as favourites) match a predicate.
+    fn room_principals(
+        &self,
+        spec: &CompanySpec,
+        keep: impl Fn(&[String], &[String]) -> bool,
+    ) -> anyhow::Result<BTreeSet<PrincipalRef>> {
+        let users = self.users_where(spec, |u| keep(&u.chatrooms, &u.favourite_chatrooms))?;
+        let mut principals: BTreeSet<PrincipalRef> = users
+            .into_iter()
+            .map(|id| PrincipalRef {
+                kind: PrincipalType::User,
+                id,
+            })
+            .collect();
+        for c in &spec.social_clients {
+            for room in c.chatrooms.iter().chain(&c.favourite_chatrooms) {
+                self.chatroom(room)
+                    .with_context(|| format!("social client `{}`", c.reference))?;
+            }
+            if keep(&c.chatrooms, &c.favourite_chatrooms) {
+                principals.insert(PrincipalRef {
+                    kind: PrincipalType::SocialMediaClient,
+                    id: self.client(&c.reference)?,
+                });
+            }
+        }
+        Ok(principals)
     }
 }

@@ -5,18 +5,11 @@ use crate::openapi::enums::string_enum;
 use chrono::{DateTime, Utc};
 use domain::tables::column::computed::{Fallback, FallbackValue};
 use domain::tables::column::{Cardinality, ColumnChanges, ColumnDef, ColumnSpec, ColumnType};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
-pub fn double_option<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// `ColumnCreate`: the body of column create and preview.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -142,14 +135,14 @@ impl ColumnCreate {
 #[serde(deny_unknown_fields)]
 pub struct ColumnUpdate {
     /// New default (null clears).
-    #[serde(default, deserialize_with = "double_option")]
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
     #[schema(value_type = Option<Object>)]
     pub default_value: Option<Option<Value>>,
     /// New description (null clears).
-    #[serde(default, deserialize_with = "double_option")]
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
     pub description: Option<Option<String>>,
     /// New max length (null clears).
-    #[serde(default, deserialize_with = "double_option")]
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
     pub max_length: Option<Option<i64>>,
     /// New display name.
     pub name: Option<String>,

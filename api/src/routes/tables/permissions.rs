@@ -219,7 +219,7 @@ pub struct DefaultPermissionsPatch {
     #[schema(schema_with = string_enum::<EditMode>)]
     pub can_edit: Option<EditMode>,
     /// The row policy (`null` clears it).
-    #[serde(default, deserialize_with = "super::column_schema::double_option")]
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
     #[schema(value_type = Option<Object>)]
     pub row_filter: Option<Option<Value>>,
     /// Hidden columns.

@@ -2,12 +2,13 @@
 //! `GET/PATCH/DELETE {scope_mount}/tables/{table_id}`.
 
 use super::access;
-use super::column_schema::{ColumnResponse, double_option};
+use super::column_schema::ColumnResponse;
 use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::gates::{self, Standing};
 use super::scope::{Mount, OpenTable, TableRow, enter_scope, link_gates, open_table};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::double_option;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::request::Caller;
 use crate::state::AppState;

@@ -3,13 +3,13 @@
 //! projection; search and export accept its id, and public read tokens will publish
 //! one.
 
-use super::column_schema::double_option;
 use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use super::selection::SortSpec;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::extract::double_option;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;

@@ -125,7 +125,9 @@ impl Keys {
                 Change::Chatroom(id, event) => {
                     let member = match event {
                         ChatroomEvent::ChatroomMemberAdded { member }
-                        | ChatroomEvent::ChatroomMemberRemoved { member } => Some(*member),
+                        | ChatroomEvent::ChatroomMemberRemoved { member }
+                        | ChatroomEvent::ChatroomFavouriteAdded { member }
+                        | ChatroomEvent::ChatroomFavouriteRemoved { member } => Some(*member),
                         ChatroomEvent::ChatroomManagerGranted { user_id }
                         | ChatroomEvent::ChatroomManagerRevoked { user_id } => Some(PrincipalRef {
                             kind: PrincipalType::User,

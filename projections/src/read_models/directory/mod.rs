@@ -2,6 +2,7 @@
 //! chatrooms, memberships and API keys, as auth and scope checks read them.
 
 mod change;
+pub mod jobs;
 pub mod query;
 mod rows;
 
@@ -280,6 +281,7 @@ impl Workset {
                     department_id,
                     name,
                     archived,
+                    jobs: None,
                 };
                 self.chatrooms.upsert_with(Id { id }, || row);
             }
@@ -301,6 +303,13 @@ impl Workset {
             ChatroomManagerRevoked { user_id } => {
                 self.room_flag(manager(user_id), |r| r.is_manager = false)
             }
+            ChatroomFavouriteAdded { member } => {
+                self.room_flag(member_key(id, &member), |r| r.is_favourite = true)
+            }
+            ChatroomFavouriteRemoved { member } => {
+                self.room_flag(member_key(id, &member), |r| r.is_favourite = false)
+            }
+            ChatroomJobsSet { jobs } => self.room(id, |r| r.jobs = jobs),
         }
     }
 
@@ -319,9 +328,10 @@ impl Workset {
                 member_id: key.member_id,
                 is_member: false,
                 is_manager: false,
+                is_favourite: false,
             });
         change(row);
-        if !row.is_member && !row.is_manager {
+        if !row.is_member && !row.is_manager && !row.is_favourite {
             self.chatroom_members.remove(&key);
         }
     }

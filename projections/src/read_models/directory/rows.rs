@@ -44,6 +44,7 @@ pub(super) const CHATROOMS: Table = Table {
         ("department_id", "uuid"),
         ("name", "text"),
         ("archived", "boolean"),
+        ("jobs", "text[]"),
     ],
 };
 pub(super) const DEPARTMENT_MEMBERS: Table = Table {
@@ -65,6 +66,7 @@ pub(super) const CHATROOM_MEMBERS: Table = Table {
         ("member_id", "uuid"),
         ("is_member", "boolean"),
         ("is_manager", "boolean"),
+        ("is_favourite", "boolean"),
     ],
 };
 pub(super) const API_KEYS: Table = Table {
@@ -126,6 +128,7 @@ pub(super) struct ChatroomRow {
     pub department_id: Option<Uuid>,
     pub name: String,
     pub archived: bool,
+    pub jobs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -156,6 +159,7 @@ pub(super) struct ChatroomMemberRow {
     pub member_id: Uuid,
     pub is_member: bool,
     pub is_manager: bool,
+    pub is_favourite: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -269,18 +269,28 @@ pub struct MenuRow {
 }
 
 /// The room's menu after (task name, task id): enabled bindings whose pinned
-/// version applies, one indexed range.
+/// version applies, one indexed range; with `search`, only tasks whose name
+/// contains it (case-insensitive).
 pub async fn menu(
     pool: &PgPool,
     room: Uuid,
+    search: Option<&str>,
     window: Window<(String, Uuid)>,
 ) -> sqlx::Result<Vec<MenuRow>> {
     let (after_name, after_id) = window.after.unwrap_or_default();
+    let pattern = search.map(|s| {
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    });
     sqlx::query_as(
         "SELECT task_id, task_name, task_version_id, task_version_digest, input_schema, secret_slots
            FROM bindings
           WHERE chatroom_id = $1 AND state = 'enabled' AND authority_applicable
             AND (task_name, task_id) > ($2, $3)
+            AND ($5::text IS NULL OR task_name ILIKE $5)
           ORDER BY task_name, task_id
           LIMIT $4",
     )
@@ -288,7 +298,23 @@ pub async fn menu(
     .bind(after_name)
     .bind(after_id)
     .bind(window.limit)
+    .bind(pattern)
     .fetch_all(pool)
+    .await
+}
+
+/// The room's menu entry pinning exactly `version` (an enabled binding whose
+/// pinned version applies), if any.
+pub async fn menu_entry(pool: &PgPool, room: Uuid, version: Uuid) -> sqlx::Result<Option<MenuRow>> {
+    sqlx::query_as(
+        "SELECT task_id, task_name, task_version_id, task_version_digest, input_schema, secret_slots
+           FROM bindings
+          WHERE chatroom_id = $1 AND task_version_id = $2 AND state = 'enabled'
+            AND authority_applicable",
+    )
+    .bind(room)
+    .bind(version)
+    .fetch_optional(pool)
     .await
 }
 

@@ -6,7 +6,7 @@ use crate::access::Room;
 use crate::error::ApiResult;
 use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
-use crate::pagination::PageQuery;
+use crate::pagination::{Page, PageQuery};
 use crate::request::Caller;
 use crate::routes::sandbox::bindings::views::{
     SandboxMenuItem, SandboxMenuResponse, resolve_views, secret_slots,
@@ -64,7 +64,19 @@ async fn menu(
 ) -> ApiResult<Json<SandboxMenuResponse>> {
     let page = query.page(50)?;
     let room = Room::visible(&caller, chatroom_id).await?;
-    let menu = async |w| sharing::menu(caller.pool(), room.id, w).await;
+    Ok(Json(menu_page(&caller, &room, None, page).await?))
+}
+
+/// A page of a room's menu (tasks whose name contains `search`, when given), with
+/// each entry's secret slots resolved for the room: the REST menu and the agent's
+/// `sandbox_job_menu` read it.
+pub async fn menu_page(
+    caller: &Caller,
+    room: &Room,
+    search: Option<&str>,
+    page: Page<(String, Uuid)>,
+) -> ApiResult<SandboxMenuResponse> {
+    let menu = async |w| sharing::menu(caller.pool(), room.id, search, w).await;
     let listed = page
         .fetch(menu, |r| (r.task_name.clone(), r.task_id))
         .await?;
@@ -78,5 +90,5 @@ async fn menu(
     for item in &mut response.items {
         resolve_views(&mut item.secret_slots, resolved.get(&item.task_id));
     }
-    Ok(Json(response))
+    Ok(response)
 }

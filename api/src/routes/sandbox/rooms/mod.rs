@@ -2,7 +2,7 @@
 //! and the granted jobs a room manager enables.
 
 mod granted_jobs;
-mod menu;
+pub mod menu;
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;

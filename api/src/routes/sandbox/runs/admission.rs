@@ -14,6 +14,7 @@ use crate::limits::company_limits;
 use crate::request::Caller;
 use crate::routes::sandbox::tasks::output_policy;
 use crate::secrets::slots;
+use crate::state::AppState;
 use axum::http::{HeaderValue, header};
 use bytes::Bytes;
 use domain::catalog::{Provider, ResourceProfile};
@@ -78,6 +79,25 @@ pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
             key,
             byte_size: written.byte_size as i64,
             digest: written.digest,
+        },
+    })
+}
+
+/// An inputs file staged earlier, verified against its digest (`None` when it is
+/// gone, unreadable or not the bytes recorded): a retry's or a confirmed
+/// proposal's input.
+pub async fn staged_input(state: &AppState, key: &str, digest: &str) -> Option<StagedInput> {
+    let bytes = state.objects.get_bytes(key).await.ok()?;
+    if input::digest(&bytes) != digest {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    Some(StagedInput {
+        value,
+        object: StoredObject {
+            key: key.to_string(),
+            byte_size: bytes.len() as i64,
+            digest: digest.to_string(),
         },
     })
 }

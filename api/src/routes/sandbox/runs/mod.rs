@@ -4,7 +4,7 @@
 pub mod admission;
 mod artifacts;
 mod budget;
-mod detail;
+pub mod detail;
 mod history;
 mod lifecycle;
 mod links;

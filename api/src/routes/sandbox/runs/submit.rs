@@ -2,7 +2,7 @@
 //! `POST /chatrooms/{cid}/runs/{rid}/retry`. Both need an `Idempotency-Key`; the
 //! run's id is derived from it, so a repeated request replays the same run.
 
-use super::admission::{Admission, StagedInput, admit, check_timeout, not_stageable, stage};
+use super::admission::{Admission, admit, check_timeout, not_stageable, stage, staged_input};
 use super::views::{
     SandboxManualRunSubmitRequest, SandboxRunDetailResponse, SandboxRunRetryRequest,
 };
@@ -16,9 +16,8 @@ use crate::state::AppState;
 use axum::Json;
 use bytes::Bytes;
 use domain::error::Code;
-use domain::runs::run::{StoredObject, SubmissionSource};
+use domain::runs::run::SubmissionSource;
 use domain::tasks::input::{self, InputLimits};
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -83,27 +82,6 @@ fn retry_input_unavailable() -> ApiError {
     )
 }
 
-/// The retained input of a run, verified against its digest.
-async fn retained_input(state: &AppState, key: &str, digest: &str) -> ApiResult<StagedInput> {
-    let bytes = state
-        .objects
-        .get_bytes(key)
-        .await
-        .map_err(|_| retry_input_unavailable())?;
-    if input::digest(&bytes) != digest {
-        return Err(retry_input_unavailable());
-    }
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| retry_input_unavailable())?;
-    Ok(StagedInput {
-        value,
-        object: StoredObject {
-            key: key.to_string(),
-            byte_size: bytes.len() as i64,
-            digest: digest.to_string(),
-        },
-    })
-}
-
 /// Retries a terminal run: the same version pin, a new run; no body, `{}` or
 /// `{input: null}` replays the retained input bit for bit.
 #[utoipa::path(post, path = "/chatrooms/{chatroom_id}/runs/{run_id}/retry", tag = "runs",
@@ -142,7 +120,9 @@ async fn retry_run(
     let staged = match fresh {
         Some(staged) => staged,
         None if !source.content_active() => return Err(retry_input_unavailable()),
-        None => retained_input(&caller.state, &source.input_key, &source.input_digest).await?,
+        None => staged_input(&caller.state, &source.input_key, &source.input_digest)
+            .await
+            .ok_or_else(retry_input_unavailable)?,
     };
     let admission = Admission {
         run_id: key.target(&caller.principal, &format!("runs.retry.{run_id}")),

@@ -143,6 +143,37 @@ pub async fn room_runs(
     .await
 }
 
+/// The runs one principal submitted in the room, newest first (the agent's
+/// "recent runs").
+pub async fn principal_runs(
+    pool: &PgPool,
+    company: Uuid,
+    room: Uuid,
+    principal: (PrincipalType, Uuid),
+    window: Window<(DateTime<Utc>, Uuid)>,
+) -> sqlx::Result<Vec<RunRow>> {
+    let (after_time, after_id) = window
+        .after
+        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
+    sqlx::query_as(
+        "SELECT * FROM runs
+          WHERE chatroom_id = $1 AND company_id = $2
+            AND principal_type = $3 AND principal_id = $4
+            AND (queued_at, id) < ($5, $6)
+          ORDER BY queued_at DESC, id DESC
+          LIMIT $7",
+    )
+    .bind(room)
+    .bind(company)
+    .bind(principal.0)
+    .bind(principal.1)
+    .bind(after_time)
+    .bind(after_id)
+    .bind(window.limit)
+    .fetch_all(pool)
+    .await
+}
+
 /// The places of runs in their queues, by run id, in one query: on-prem the
 /// executor queue of every company (`queued` and `starting`), on managed cloud the
 /// company's queued runs.
