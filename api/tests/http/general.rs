@@ -143,7 +143,7 @@ async fn settings_write(
 }
 
 /// Sets a switch as `sandboxctl switch` does.
-async fn switch(app: &TestApp, company: Option<uuid::Uuid>, enabled: bool) {
+pub(crate) async fn switch(app: &TestApp, company: Option<uuid::Uuid>, enabled: bool) {
     use domain::switch::{SandboxSwitch, SwitchChange, SwitchCommand, switch_id};
     let change = SwitchChange {
         company_id: company,

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agent;
 mod audit;
 mod auth;
 mod chatrooms;
