@@ -203,6 +203,32 @@ async fn a_proposal_is_committed_only_by_a_later_human_turn_with_its_own_receipt
     .await;
     assert_eq!(on["kind"], "submitted", "{on}");
 
+    // A proposal whose staged input is gone cannot be confirmed, and stays pending.
+    let e = call(&app, m, &at(11, true), SUBMIT, request(5)).await;
+    let inputs = app.data_dir().join("objects/runs/inputs");
+    for file in walkdir::WalkDir::new(&inputs)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if file.file_type().is_file() && std::fs::read(file.path()).unwrap() == br#"{"n":5}"# {
+            std::fs::remove_file(file.path()).unwrap();
+        }
+    }
+    let lost = call(
+        &app,
+        m,
+        &at(12, true),
+        SUBMIT,
+        commit(&e["proposal_receipt"]),
+    )
+    .await;
+    refused(&lost, "confirmation_input_unavailable");
+    let mine = call(&app, m, &at(12, true), "sandbox_submitted_jobs", json!({})).await;
+    assert_eq!(
+        mine["pending_proposals"][0]["proposal_id"], e["proposal_id"],
+        "{mine}"
+    );
+
     let kinds: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT event_type FROM events WHERE aggregate_type = 'agent_proposal' ORDER BY 1",
     )
