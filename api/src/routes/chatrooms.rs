@@ -85,6 +85,7 @@ pub struct RoomsByJobQuery {
     /// Rooms per page, 1..100 (default 100).
     pub limit: Option<i64>,
     /// `asc` (default) or `desc`, by room name; favourites always come first.
+    #[param(inline)]
     pub order: Option<SortOrder>,
 }
 
