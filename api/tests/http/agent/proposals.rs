@@ -323,3 +323,88 @@ async fn a_proposal_and_its_receipt_survive_a_restart() {
     assert_eq!(status, 200, "{detail}");
     assert_eq!(detail["submission_source"], "agent");
 }
+
+/// Writes one record through the run's writeback credential.
+const WRITER: &str = r#"
+wget -q -O - --header "Authorization: Bearer $SERVICE_CT_WRITEBACK_TOKEN" \
+     --header 'Content-Type: application/json' \
+     --post-data '{"op":"create","data":{"name":"from the agent"}}' "$SERVICE_CT_WRITEBACK_URL"
+"#;
+
+#[tokio::test]
+async fn a_writeback_version_is_always_proposed_and_writes_as_the_confirming_member() {
+    let t = crate::tables::fixture::Tables::new().await;
+    let app = &t.app;
+    let caller = |user: &str| crate::runs::table_caller(&t, user);
+    let (boss, dm, member) = (caller("boss"), caller("dm"), caller("member"));
+    let table = t.table("company", "boss", "leads").await;
+    t.column(&table, json!({"name": "name", "type": "string"}))
+        .await;
+    let table_id = table.rsplit('/').next().unwrap().to_string();
+    let permissions = async |insert: bool| {
+        let body = json!({"can_read": "all", "can_insert": insert, "can_edit": "none"});
+        let path = format!("{table}/default-permissions");
+        let (status, answer) = t
+            .call(reqwest::Method::PATCH, &path, "boss", Some(body))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    };
+    permissions(false).await;
+    let ready = ready_environment_version(&boss).await;
+    let rnd = t.department("rnd").to_string();
+    let task = json!({"name": "lead writer", "owner_scope": "department", "owner_id": rnd});
+    let (status, task) = dm.post("/tasks", task).await;
+    assert_eq!(status, 200, "{task}");
+    let task = task["id"].as_str().unwrap().to_string();
+    let policy =
+        json!({"kind": "custom_table_writeback", "table_id": table_id, "allowed_ops": "create"});
+    let fields = json!({"environment_version_id": ready, "work_script": WRITER,
+                        "timeout_seconds": 120, "output_policy": policy});
+    let (status, version) = dm.post(&format!("/tasks/{task}/versions"), fields).await;
+    assert_eq!(status, 200, "{version}");
+    let version = version["id"].as_str().unwrap().to_string();
+    let (status, published) = boss
+        .post(
+            &format!("/tasks/{task}/versions/{version}/publish"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{published}");
+    let share = json!({"target_kind": "company", "target_id": t.seed.company("acme")});
+    assert_eq!(
+        boss.post(&format!("/tasks/{task}/shares"), share).await.0,
+        200
+    );
+    let lab = t.seed.room("acme", "lab");
+    let enable = format!("/chatrooms/{lab}/granted-jobs/{task}/enable");
+    let (status, body) = dm.post(&enable, json!({"task_version_id": version})).await;
+    assert_eq!(status, 200, "{body}");
+
+    let m = Credential::Jwt(&member.token);
+    let at = |seq: i64| turn(app, lab, seq, (User, t.user("member")), true);
+    let request = json!({"mode": "request", "task_version_id": version, "input": {}});
+    // A member who may not create the table's records cannot even propose.
+    refused(
+        &call(app, m, &at(1), SUBMIT, request.clone()).await,
+        "unauthorized",
+    );
+    permissions(true).await;
+    let prepared = call(app, m, &at(1), SUBMIT, request).await;
+    assert_eq!(prepared["kind"], "prepared", "{prepared}");
+    assert_eq!(prepared["requires_confirmation"], false);
+    let committed = call(
+        app,
+        m,
+        &at(2),
+        SUBMIT,
+        commit(&prepared["proposal_receipt"]),
+    )
+    .await;
+    assert_eq!(committed["kind"], "submitted", "{committed}");
+    let run = committed["run_id"].as_str().unwrap();
+    let done = finished(&member, &lab.to_string(), run).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let user = format!("user:{}", t.user("member"));
+    let written = crate::runs::named_records(&t, &table).await;
+    assert_eq!(written, [("from the agent".to_string(), user)]);
+}

@@ -125,6 +125,16 @@ async fn an_agent_reads_the_menu_submits_at_once_and_reads_untrusted_previews() 
         text.len()
     );
     assert_eq!(status["artifacts"]["items"][0]["relative_path"], "a.txt");
+    // A lane whose object cannot be read degrades to `{available: false}`.
+    let log_key: String = sqlx::query_scalar("SELECT log_key FROM runs WHERE id = $1::uuid")
+        .bind(&run)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap();
+    std::fs::remove_file(app.data_dir().join("objects").join(&log_key)).unwrap();
+    let degraded = call(&app, m, &t, "sandbox_job_status", json!({"run_id": run})).await;
+    assert_eq!(degraded["log"], json!({"available": false}), "{degraded}");
+    assert_eq!(degraded["output"]["available"], true);
     let late = json!({"run_id": run, "wait_seconds": 61});
     refused(
         &call(&app, m, &t, "sandbox_job_status", late).await,
