@@ -24,6 +24,19 @@ pub struct Context {
 }
 
 impl Context {
+    /// The facts of a request arriving now with these headers.
+    pub fn of(headers: &axum::http::HeaderMap) -> Self {
+        let request_id = headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        Self {
+            request_id,
+            time: Utc::now(),
+        }
+    }
+
     /// Event metadata for a command this principal causes.
     pub fn metadata(&self, principal: &Principal) -> EventMetadata {
         EventMetadata {
@@ -39,16 +52,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Context {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let request_id = parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        Ok(Self {
-            request_id,
-            time: Utc::now(),
-        })
+        Ok(Self::of(&parts.headers))
     }
 }
 

@@ -9,7 +9,6 @@ use crate::access::Room;
 use crate::request::{Caller, Context};
 use crate::state::AppState;
 use axum::http::request::Parts;
-use chrono::Utc;
 use domain::directory::PrincipalRef;
 use domain::principal::Principal;
 use projections::read_models::directory::jobs::{self, SANDBOX_JOB};
@@ -43,18 +42,9 @@ impl AgentCall {
                     && t.principal_id == principal.principal_id
             })
             .ok_or_else(ToolError::unauthorized)?;
-        let request_id = parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
         let caller = Caller {
             state: state.clone(),
-            ctx: Context {
-                request_id,
-                time: Utc::now(),
-            },
+            ctx: Context::of(&parts.headers),
             principal,
         };
         let room = Room::visible(&caller, turn.chatroom_id)

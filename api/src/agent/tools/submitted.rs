@@ -8,7 +8,7 @@ use super::super::refusal::ToolResult;
 use crate::pagination::PageQuery;
 use chrono::Utc;
 use projections::read_models::agent_proposals::query as proposals;
-use projections::read_models::runs::query as runs;
+use projections::read_models::runs::query::{self as runs, Submitter};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -58,11 +58,12 @@ pub async fn run(call: &AgentCall, args: SubmittedArgs) -> ToolResult {
             })
         })
         .collect();
-    let who = (
+    let who = Submitter::Principal(
         caller.principal.principal_type,
         caller.principal.principal_id,
     );
-    let recent = async |w| runs::principal_runs(caller.pool(), company, call.room.id, who, w).await;
+    let room = call.room.id;
+    let recent = async |w| runs::room_runs(caller.pool(), company, room, &[], who, w).await;
     let listed = page.fetch(recent, |r| (r.queued_at, r.id)).await?;
     let runs: Vec<_> = listed.items.iter().map(super::run_summary).collect();
     Ok(json!({

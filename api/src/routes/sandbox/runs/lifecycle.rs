@@ -15,7 +15,7 @@ use crate::state::AppState;
 use axum::Json;
 use domain::runs::run::{Run as RunAggregate, RunCommand, RunStatus};
 use domain::wire::{from_wire, wire};
-use projections::read_models::runs::query as runs;
+use projections::read_models::runs::query::{self as runs, Submitter};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -80,13 +80,13 @@ async fn list_runs(
     .page(20)?;
     let statuses = status_filter(&query.status)?;
     let room = Room::visible(&caller, chatroom_id).await?;
-    let own_key = caller
-        .principal
-        .is_restricted()
-        .then_some(caller.principal.api_key_id);
+    let submitter = match caller.principal.is_restricted() {
+        true => Submitter::Key(caller.principal.api_key_id),
+        false => Submitter::Anyone,
+    };
     let company = caller.principal.company_id;
     let room_runs =
-        async |w| runs::room_runs(caller.pool(), company, room.id, &statuses, own_key, w).await;
+        async |w| runs::room_runs(caller.pool(), company, room.id, &statuses, submitter, w).await;
     let listed = page.fetch(room_runs, |r| (r.queued_at, r.id)).await?;
     Ok(Json(details(&caller.state, listed).await?))
 }

@@ -109,24 +109,44 @@ pub async fn exists(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
         .await
 }
 
-/// The room's runs newest first, of some statuses (all when empty), only those
-/// submitted with `own_key` when given (a restricted key's own).
+/// Whose runs of a room a list shows.
+#[derive(Debug, Clone, Copy)]
+pub enum Submitter {
+    /// Everyone's.
+    Anyone,
+    /// Those submitted with this API key (a restricted key's own).
+    Key(Option<Uuid>),
+    /// Those one principal submitted (an agent's own).
+    Principal(PrincipalType, Uuid),
+}
+
+/// The room's runs newest first, of some statuses (all when empty), by
+/// `submitter`.
 pub async fn room_runs(
     pool: &PgPool,
     company: Uuid,
     room: Uuid,
     statuses: &[RunStatus],
-    own_key: Option<Option<Uuid>>,
+    submitter: Submitter,
     window: Window<(DateTime<Utc>, Uuid)>,
 ) -> sqlx::Result<Vec<RunRow>> {
     let (after_time, after_id) = window
         .after
         .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
+    let key = match submitter {
+        Submitter::Key(key) => Some(key),
+        _ => None,
+    };
+    let principal = match submitter {
+        Submitter::Principal(kind, id) => Some((kind, id)),
+        _ => None,
+    };
     sqlx::query_as(
         "SELECT * FROM runs
           WHERE chatroom_id = $1 AND company_id = $2
             AND (cardinality($3::text[]) = 0 OR status = ANY($3))
             AND (NOT $4 OR api_key_id = $5)
+            AND ($9::text IS NULL OR (principal_type = $9 AND principal_id = $10))
             AND (queued_at, id) < ($6, $7)
           ORDER BY queued_at DESC, id DESC
           LIMIT $8",
@@ -134,42 +154,13 @@ pub async fn room_runs(
     .bind(room)
     .bind(company)
     .bind(statuses)
-    .bind(own_key.is_some())
-    .bind(own_key.flatten())
+    .bind(key.is_some())
+    .bind(key.flatten())
     .bind(after_time)
     .bind(after_id)
     .bind(window.limit)
-    .fetch_all(pool)
-    .await
-}
-
-/// The runs one principal submitted in the room, newest first (the agent's
-/// "recent runs").
-pub async fn principal_runs(
-    pool: &PgPool,
-    company: Uuid,
-    room: Uuid,
-    principal: (PrincipalType, Uuid),
-    window: Window<(DateTime<Utc>, Uuid)>,
-) -> sqlx::Result<Vec<RunRow>> {
-    let (after_time, after_id) = window
-        .after
-        .unwrap_or((DateTime::<Utc>::MAX_UTC, Uuid::max()));
-    sqlx::query_as(
-        "SELECT * FROM runs
-          WHERE chatroom_id = $1 AND company_id = $2
-            AND principal_type = $3 AND principal_id = $4
-            AND (queued_at, id) < ($5, $6)
-          ORDER BY queued_at DESC, id DESC
-          LIMIT $7",
-    )
-    .bind(room)
-    .bind(company)
-    .bind(principal.0)
-    .bind(principal.1)
-    .bind(after_time)
-    .bind(after_id)
-    .bind(window.limit)
+    .bind(principal.map(|p| p.0))
+    .bind(principal.map(|p| p.1))
     .fetch_all(pool)
     .await
 }
