@@ -73,10 +73,17 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
 
-    /// HMAC key of agent turn contexts (`X-Sandbox-Turn`) and proposal receipts;
-    /// generated into the data directory (`turn.key`) when unset.
+    /// HMAC key of agent turn contexts (`X-Sandbox-Turn`), shared with the chat
+    /// platform that signs them; generated into the data directory (`turn.key`)
+    /// when unset.
     #[arg(long, env = "SANDBOX_TURN_KEY", hide_env_values = true)]
     pub turn_key: Option<String>,
+
+    /// HMAC key of agent proposal receipts, held by this service alone (every node
+    /// of a deployment needs the same one); generated into the data directory
+    /// (`receipt.key`) when unset.
+    #[arg(long, env = "SANDBOX_RECEIPT_KEY", hide_env_values = true)]
+    pub receipt_key: Option<String>,
 
     /// Transit key pair for encrypted secret values.
     #[arg(

@@ -104,6 +104,13 @@ pub fn turn_key(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8>>
     shared_secret("SANDBOX_TURN_KEY", configured, &dir.join("turn.key"))
 }
 
+/// The key proposal receipts are signed with: the configured one, or
+/// `receipt.key` in the directory (generated when missing). The server alone holds
+/// it (unlike the turn key, which the chat platform signs turns with).
+pub fn receipt_key(configured: Option<&str>, dir: &Path) -> anyhow::Result<Vec<u8>> {
+    shared_secret("SANDBOX_RECEIPT_KEY", configured, &dir.join("receipt.key"))
+}
+
 /// An HMAC secret of at least 32 characters: the configured one (named by its
 /// variable in the refusal), or 48 random bytes (hex) in `path`.
 fn shared_secret(variable: &str, configured: Option<&str>, path: &Path) -> anyhow::Result<Vec<u8>> {

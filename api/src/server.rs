@@ -47,11 +47,14 @@ pub fn app(state: AppState) -> Router {
 /// JSON-RPC, see docs/agent-tools.md), authenticated like every private route. A
 /// tool call's body holds an input of up to 1 MiB plus the JSON-RPC envelope.
 fn mcp_router(state: &AppState) -> Router {
-    let limit = crate::routes::sandbox::runs::SUBMIT_BODY_LIMIT + 16 * 1024;
     Router::new()
         .nest_service(crate::agent::MCP_PATH, crate::agent::service(state.clone()))
+        .layer(from_fn(crate::agent::check_bounds))
         .layer(from_fn_with_state(state.clone(), authenticate))
-        .layer(from_fn_with_state(limit, body_limit::guard))
+        .layer(from_fn_with_state(
+            crate::agent::MCP_BODY_LIMIT,
+            body_limit::guard,
+        ))
 }
 
 /// A request path as the log may hold it: the capability segment of a public read

@@ -146,7 +146,8 @@ impl AppState {
         let links = crate::links::LinkKey::derive(&secret);
         let turn_key = keys::turn_key(config.turn_key.as_deref(), &config.data_dir)?;
         let turn = crate::agent::turn::TurnKeys::new(&turn_key);
-        let receipts = crate::agent::receipt::ReceiptKey::derive(&turn_key);
+        let receipt_key = keys::receipt_key(config.receipt_key.as_deref(), &config.data_dir)?;
+        let receipts = crate::agent::receipt::ReceiptKey::derive(&receipt_key);
         let transit = match config.transit_key {
             TransitKeyMode::Off => None,
             TransitKeyMode::Generate => {

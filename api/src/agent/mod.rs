@@ -3,6 +3,7 @@
 //! principal's credentials and a signed turn context; requests that need a human's
 //! confirmation become proposals committed with signed receipts in a later turn.
 
+mod body;
 mod call;
 pub mod receipt;
 mod refusal;
@@ -10,4 +11,5 @@ mod server;
 mod tools;
 pub mod turn;
 
+pub use body::{MCP_BODY_LIMIT, check_bounds};
 pub use server::{MCP_PATH, service};

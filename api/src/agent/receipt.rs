@@ -3,7 +3,9 @@
 //! the proposal's id, the Unix second it stops verifying ([`RECEIPT_TTL_SECONDS`]
 //! after signing), the SHA-256 of what it is bound to (the proposal, the principal,
 //! the room, the input's digest and the exact version), and an HMAC-SHA256 tag over
-//! the first four segments with a key derived from the turn key. A receipt moved to
+//! the first four segments with a key derived from the receipt secret, which only
+//! this service holds (a chat platform that signs turns cannot sign receipts). A
+//! receipt moved to
 //! another proposal, person, room or input no longer matches its binding; an edited
 //! segment no longer matches its tag; a bare id is not a receipt at all.
 
@@ -61,9 +63,9 @@ pub enum ReceiptError {
 pub struct ReceiptKey([u8; 32]);
 
 impl ReceiptKey {
-    /// The receipt key derived from the turn key (a receipt is never a turn).
-    pub fn derive(turn_key: &[u8]) -> Self {
-        let mut mac = Hmac::<Sha256>::new_from_slice(turn_key).expect("HMAC takes any key");
+    /// The receipt key derived from the receipt secret.
+    pub fn derive(secret: &[u8]) -> Self {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
         mac.update(b"sandbox agent proposal receipts v1");
         Self(mac.finalize().into_bytes().into())
     }

@@ -5,20 +5,23 @@
 //! (`call.rs`); `tools/call` answers each tool's object as `structuredContent`
 //! with its JSON text in `content[0].text`, `isError` set on the error shape.
 
+use super::body::BrokenBounds;
 use super::call::AgentCall;
+use super::refusal::ToolError;
 use super::tools;
 use crate::state::AppState;
 use axum::http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Where the MCP server is mounted.
@@ -44,6 +47,15 @@ fn object(value: Value) -> Arc<JsonObject> {
 }
 
 impl ServerHandler for SandboxTools {
+    /// 2025-06-18 and later: the revisions with `structuredContent`.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(&[
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2026_07_28,
+        ])
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("sandbox", env!("CARGO_PKG_VERSION")))
@@ -76,7 +88,11 @@ impl ServerHandler for SandboxTools {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let answer = match AgentCall::open(&self.state, parts(&ctx)?).await {
+        let parts = parts(&ctx)?;
+        let answer = match AgentCall::open(&self.state, parts).await {
+            Ok(_) if let Some(BrokenBounds(why)) = parts.extensions.get() => Err(
+                ToolError::invalid(format!("the arguments break the input bounds: {why}")),
+            ),
             Ok(call) => tools::call(&call, &request.name, request.arguments).await,
             Err(refusal) => Err(refusal),
         };

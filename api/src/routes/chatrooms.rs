@@ -148,7 +148,8 @@ pub struct RoomByJobCountResponse {
     pub total: i64,
 }
 
-/// The validated jobs list: names unique, well formed and few enough.
+/// The validated jobs list: names well formed and few enough (repeats are
+/// dropped by the chatroom aggregate).
 fn checked_jobs(jobs: Option<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
     let Some(list) = jobs else { return Ok(None) };
     if list.len() > MAX_JOBS {

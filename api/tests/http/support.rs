@@ -191,6 +191,7 @@ impl TestApp {
             enabled: options.enabled,
             jwt_secret: Some(JWT_SECRET.into()),
             turn_key: Some(TURN_KEY.into()),
+            receipt_key: None,
             transit_key: if options.transit_key {
                 TransitKeyMode::Generate
             } else {

@@ -109,6 +109,7 @@ pub fn bench_config(
         enabled: true,
         jwt_secret: Some("bench-secret-bench-secret-bench-secret!".into()),
         turn_key: None,
+        receipt_key: None,
         transit_key: TransitKeyMode::Off,
         secret_store: SecretKeyMode::DataDir,
         secret_pepper: SecretKeyMode::DataDir,

@@ -12,13 +12,16 @@ use super::super::receipt::{ReceiptBinding, ReceiptError};
 use super::super::refusal::{ToolError, ToolResult};
 use super::SubmitArgs;
 use crate::access::TaskVersion;
+use crate::admission;
 use crate::middleware::kill_switch;
 use crate::routes::sandbox::runs::admission::{Admission, admit, staged_input};
 use chrono::Utc;
 use domain::agent::proposal::{AgentProposal, ProposalCommand, ProposalState, Turn};
 use domain::error::Code;
 use domain::runs::run::SubmissionSource;
+use domain::wire::wire;
 use projections::read_models::agent_proposals::query::{self as proposals, ProposalRow};
+use projections::read_models::runs::query as runs;
 use projections::read_models::sharing::query as sharing;
 use serde_json::json;
 use uuid::Uuid;
@@ -50,6 +53,15 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
     let not_found = || ToolError::new(Code::NotFound, "no pending proposal for this receipt");
     let proposal_id = keys.proposal_of(&receipt).map_err(|_| forged())?;
     let company = caller.principal.company_id;
+    let seq = call.turn.message_seq;
+    // One commit at a time in a turn of this principal: a resend waits for the
+    // first and replays it, and `receipt_reused` is decided here.
+    let turn_key = format!(
+        "agent-turn/{}/{}/{seq}",
+        call.room.id,
+        caller.principal.reference()
+    );
+    let _turn = admission::lock(caller.pool(), company, &turn_key).await?;
     let row = proposals::proposal(caller.pool(), company, call.principal(), proposal_id)
         .await?
         .ok_or_else(not_found)?;
@@ -71,7 +83,6 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
         caller.command::<AgentProposal>(proposal_id, expire).await?;
         return Err(not_found());
     }
-    let seq = call.turn.message_seq;
     if proposals::turn_committed_another(
         caller.pool(),
         call.principal(),
@@ -99,13 +110,19 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
     if row.state == ProposalState::Committed {
         return Ok(json!({"kind": "replay", "run_id": run_id, "proposal_id": proposal_id}));
     }
-    match submit(call, &row, run_id).await {
+    // A run that exists already (a commit that stopped before completing) is the
+    // proposal's: it completes without being admitted again.
+    let admitted = match runs::run(caller.pool(), run_id).await? {
+        Some(run) => Ok(wire(&run.status)),
+        None => submit(call, &row, run_id).await,
+    };
+    let refusal = match admitted {
         Ok(run_status) => {
             let complete = ProposalCommand::CompleteCommit;
             caller
                 .command::<AgentProposal>(proposal_id, complete)
                 .await?;
-            Ok(json!({
+            return Ok(json!({
                 "kind": "submitted",
                 "run_id": run_id,
                 "proposal_id": proposal_id,
@@ -113,28 +130,27 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
                 "task_id": row.task_id,
                 "task_version_id": row.task_version_id,
                 "run_status": run_status,
-            }))
+            }));
         }
-        Err(refusal) => {
-            // A transient failure leaves the proposal committable; a refusal on
-            // the merits ends it.
-            let transient = matches!(
-                refusal.code,
-                Code::Retryable
-                    | Code::ConfirmationInputUnavailable
-                    | Code::ProviderUnavailable
-                    | Code::InternalError
-            );
-            let abandon = ProposalCommand::AbandonCommit {
-                failed: !transient,
-                error: refusal.code.as_str().into(),
-            };
-            caller
-                .command::<AgentProposal>(proposal_id, abandon)
-                .await?;
-            Err(refusal)
-        }
-    }
+        Err(refusal) => refusal,
+    };
+    // A transient failure leaves the proposal committable; a refusal on the merits
+    // ends it.
+    let transient = matches!(
+        refusal.code,
+        Code::Retryable
+            | Code::ConfirmationInputUnavailable
+            | Code::ProviderUnavailable
+            | Code::InternalError
+    );
+    let abandon = ProposalCommand::AbandonCommit {
+        failed: !transient,
+        error: refusal.code.as_str().into(),
+    };
+    caller
+        .command::<AgentProposal>(proposal_id, abandon)
+        .await?;
+    Err(refusal)
 }
 
 /// Admits the proposal's run from its staged input; answers the run's status.

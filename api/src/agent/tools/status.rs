@@ -7,7 +7,7 @@ use super::super::call::AgentCall;
 use super::super::refusal::{ToolError, ToolResult};
 use super::previews;
 use crate::access::Run;
-use crate::pagination::Page;
+use crate::pagination::{MAX_TOKEN_CHARS, Page};
 use projections::read_models::runs::query as runs;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -40,7 +40,7 @@ pub async fn run(call: &AgentCall, args: StatusArgs) -> ToolResult {
     }
     if args
         .artifact_page_token
-        .is_some_and(|t| t.chars().count() > 512)
+        .is_some_and(|t| t.chars().count() > MAX_TOKEN_CHARS)
     {
         return Err(ToolError::invalid(
             "artifact_page_token: at most 512 characters",

@@ -12,6 +12,7 @@ use super::super::receipt::ReceiptBinding;
 use super::super::refusal::{ToolError, ToolResult};
 use super::SubmitArgs;
 use crate::access::TaskVersion;
+use crate::admission;
 use crate::middleware::kill_switch;
 use crate::routes::sandbox::runs::admission::{
     Admission, StagedInput, admit, check_schema, check_timeout, stage,
@@ -19,8 +20,9 @@ use crate::routes::sandbox::runs::admission::{
 use crate::routes::sandbox::tasks::output_policy;
 use chrono::Utc;
 use domain::agent::proposal::{
-    AgentProposal, PROPOSAL_TTL_SECONDS, ProposalCommand, ProposalTerms, Turn,
+    AgentProposal, PROPOSAL_TTL_SECONDS, ProposalCommand, ProposalState, ProposalTerms, Turn,
 };
+use domain::error::Code;
 use domain::runs::run::SubmissionSource;
 use domain::tasks::contents::OutputPolicy;
 use projections::read_models::agent_proposals::query as proposals;
@@ -100,8 +102,10 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
     propose(call, proposal_id, &entry, &version, &staged, timeout).await
 }
 
-/// Supersedes the principal's other pending proposals, prepares this one (unless
-/// the same request already did) and answers it with a fresh receipt.
+/// Supersedes the principal's other pending proposals and prepares this one, or
+/// finds it prepared by the same request earlier in the turn; answers it with a
+/// fresh receipt. One principal prepares one proposal at a time, so two requests
+/// never leave two pending.
 async fn propose(
     call: &AgentCall,
     proposal_id: Uuid,
@@ -112,7 +116,19 @@ async fn propose(
 ) -> ToolResult {
     let caller = &call.caller;
     let company = caller.principal.company_id;
+    let key = format!("agent-proposals/{}", caller.principal.reference());
+    let _principal = admission::lock(caller.pool(), company, &key).await?;
     let now = Utc::now();
+    let existing =
+        proposals::proposal(caller.pool(), company, call.principal(), proposal_id).await?;
+    if let Some(existing) = &existing
+        && existing.state != ProposalState::Prepared
+    {
+        return Err(ToolError::new(
+            Code::ProposalNotPending,
+            "this request's proposal is no longer pending; ask in a new turn",
+        ));
+    }
     for other in proposals::pending(caller.pool(), company, call.principal(), now).await? {
         if other.id != proposal_id {
             let supersede = ProposalCommand::Supersede { by: proposal_id };
@@ -127,8 +143,6 @@ async fn propose(
         staged.object.digest,
         timeout
     );
-    let existing =
-        proposals::proposal(caller.pool(), company, call.principal(), proposal_id).await?;
     if existing.is_none() {
         let terms = ProposalTerms {
             proposal_id,

@@ -32,12 +32,17 @@ async fn tools_load_only_with_a_trusted_turn_in_a_room_with_the_sandbox_job() {
     assert_eq!(status, 418);
     let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "test", "version": "0"}});
-    let (status, init) = rpc(&app, Some(m), None, "initialize", hello).await;
+    let (status, init) = rpc(&app, Some(m), None, "initialize", hello.clone()).await;
     assert_eq!(status, 200, "{init}");
     assert!(
         init["result"]["capabilities"]["tools"].is_object(),
         "{init}"
     );
+    // Revisions before structured tool results are not spoken.
+    let mut old = hello;
+    old["protocolVersion"] = json!("2024-11-05");
+    let (_, refused_version) = rpc(&app, Some(m), None, "initialize", old).await;
+    assert!(refused_version["error"].is_object(), "{refused_version}");
 
     // Nothing is enabled in the room and its jobs are auto-detected: no job.
     assert!(listed(&app, m, Some(&good)).await.is_empty());

@@ -107,6 +107,10 @@ async fn a_proposal_is_committed_only_by_a_later_human_turn_with_its_own_receipt
         &call(&app, m, &at(7, true), SUBMIT, commit(receipt)).await,
         "proposal_not_pending",
     );
+    // Asking again for the superseded proposal does not revive it (nor supersede
+    // the pending one).
+    let again = call(&app, m, &at(5, true), SUBMIT, request(1)).await;
+    refused(&again, "proposal_not_pending");
     let won = call(
         &app,
         m,
@@ -407,4 +411,80 @@ async fn a_writeback_version_is_always_proposed_and_writes_as_the_confirming_mem
     let user = format!("user:{}", t.user("member"));
     let written = crate::runs::named_records(&t, &table).await;
     assert_eq!(written, [("from the agent".to_string(), user)]);
+}
+
+#[tokio::test]
+async fn the_janitor_expires_proposals_and_settles_stalled_commits() {
+    use domain::agent::proposal::{AgentProposal, ProposalCommand, ProposalTerms, Turn};
+    use domain::directory::PrincipalRef;
+    let app = TestApp::without_executor().await;
+    let seed = app.seed().await;
+    let long_ago = chrono::Utc::now() - chrono::Duration::minutes(10);
+    let mut meta = api::admin::operator_metadata("test");
+    meta.time = long_ago;
+    let terms = |id: uuid::Uuid, expires_at| ProposalTerms {
+        proposal_id: id,
+        company_id: seed.company("acme"),
+        chatroom_id: seed.room("acme", "lab"),
+        principal: PrincipalRef {
+            kind: User,
+            id: seed.user("acme", "member"),
+        },
+        task_id: uuid::Uuid::new_v4(),
+        task_version_id: uuid::Uuid::new_v4(),
+        input: domain::runs::run::StoredObject {
+            key: "runs/inputs/x.json".into(),
+            byte_size: 2,
+            digest: "sha256:00".into(),
+        },
+        timeout_seconds: 60,
+        origin: Turn {
+            message_id: "m1".into(),
+            message_seq: 1,
+        },
+        summary: "run".into(),
+        requires_confirmation: true,
+        expires_at,
+    };
+    let (expiring, stalled) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    let bus = &app.state.bus;
+    let run = async |id: uuid::Uuid, command| {
+        bus.execute::<AgentProposal>(&id.to_string(), command, &meta)
+            .await
+            .unwrap();
+    };
+    run(
+        expiring,
+        ProposalCommand::Prepare(Box::new(terms(expiring, long_ago))),
+    )
+    .await;
+    let later = long_ago + chrono::Duration::hours(1);
+    run(
+        stalled,
+        ProposalCommand::Prepare(Box::new(terms(stalled, later))),
+    )
+    .await;
+    let begin = ProposalCommand::BeginCommit {
+        run_id: uuid::Uuid::new_v4(),
+        turn: Turn {
+            message_id: "m2".into(),
+            message_seq: 2,
+        },
+        now: long_ago,
+    };
+    run(stalled, begin).await;
+
+    api::runtime::janitor::sweep(&app.state.runtime)
+        .await
+        .unwrap();
+    let state = async |id: uuid::Uuid| -> String {
+        sqlx::query_scalar("SELECT state FROM agent_proposals WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(state(expiring).await, "expired");
+    // The stalled commit created no run: the proposal is committable again.
+    assert_eq!(state(stalled).await, "prepared");
 }

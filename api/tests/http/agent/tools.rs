@@ -4,7 +4,7 @@
 use super::{Credential, call, enabled, refused, turn};
 use crate::environments::callers;
 use crate::runs::{finished, submit};
-use crate::support::TestApp;
+use crate::support::{As, TestApp};
 use crate::tasks::ready_environment_version;
 use domain::principal::PrincipalType::User;
 use serde_json::{Value, json};
@@ -82,6 +82,27 @@ async fn an_agent_reads_the_menu_submits_at_once_and_reads_untrusted_previews() 
     refused(&submit_job(with_region).await, "validation_error");
     let unknown = json!({"mode": "request", "task_version_id": Uuid::new_v4(), "input": {"n": 1}});
     refused(&submit_job(unknown).await, "not_found");
+    // The input bounds of REST submission hold: depth, and duplicate keys (which
+    // only the raw body shows).
+    let mut deep = json!(1);
+    for _ in 0..70 {
+        deep = json!([deep]);
+    }
+    refused(&submit_job(request(deep)).await, "validation_error");
+    let duplicated = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"sandbox_submit_job",
+            "arguments":{{"mode":"request","task_version_id":"{version}","input":{{"n":1,"n":2}}}}}}}}"#
+    );
+    let raw = app
+        .request(reqwest::Method::POST, super::MCP)
+        .bearer_token(&member.token)
+        .header("x-sandbox-turn", &t)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(duplicated);
+    let (status, body) = crate::support::json(raw.send().await.unwrap()).await;
+    assert_eq!(status, 200, "{body}");
+    refused(&body["result"]["structuredContent"], "validation_error");
 
     let submitted = submit_job(request(json!({"n": 1}))).await;
     assert_eq!(submitted["status"], "ok", "{submitted}");

@@ -20,31 +20,24 @@ pub struct ProposalRow {
     pub task_version_id: Uuid,
     /// The staged inputs file.
     pub input_key: String,
-    /// Its size.
-    pub input_bytes: i64,
     /// Its digest.
     pub input_digest: String,
     /// The run's timeout.
     pub timeout_seconds: i64,
-    /// The message that prepared it.
-    pub origin_message_seq: i64,
     /// One line for the human who confirms.
     pub summary: String,
     /// Whether the version itself requires confirmation.
     pub requires_confirmation: bool,
     /// Its state.
     pub state: ProposalState,
-    /// The run a commit named.
-    pub run_id: Option<Uuid>,
     /// Prepared.
     pub created_at: DateTime<Utc>,
     /// Committable until.
     pub expires_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, chatroom_id, task_id, task_version_id, input_key, input_bytes,
-    input_digest, timeout_seconds, origin_message_seq, summary, requires_confirmation, state,
-    run_id, created_at, expires_at";
+const COLUMNS: &str = "id, chatroom_id, task_id, task_version_id, input_key, input_digest,
+    timeout_seconds, summary, requires_confirmation, state, created_at, expires_at";
 
 /// A proposal of the principal (`None` for anyone else's).
 pub async fn proposal(
@@ -106,5 +99,40 @@ pub async fn turn_committed_another(
     .bind(principal.kind)
     .bind(principal.id)
     .fetch_one(pool)
+    .await
+}
+
+/// Prepared proposals whose time ran out before `now`: (id, company), at most
+/// `limit`.
+pub async fn expired(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<Vec<(Uuid, Uuid)>> {
+    sqlx::query_as(
+        "SELECT id, company_id FROM agent_proposals
+          WHERE state = 'prepared' AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// Commits that began before `before` and never ended (their request stopped
+/// between starting and finishing): (id, company, run id), at most `limit`.
+pub async fn stalled_commits(
+    pool: &PgPool,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<Vec<(Uuid, Uuid, Uuid)>> {
+    sqlx::query_as(
+        "SELECT id, company_id, run_id FROM agent_proposals
+          WHERE state = 'committing' AND run_id IS NOT NULL AND updated_at < $1
+          ORDER BY updated_at LIMIT $2",
+    )
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
     .await
 }

@@ -3,7 +3,7 @@
 //!
 //! A room whose list is unset (`NULL`) is auto-detected: it carries the `sandbox`
 //! job while at least one binding enables a task in it, and no other job. The rule
-//! is written here once, in [`HAS_JOB`].
+//! is written here once, in `EFFECTIVE_JOBS`.
 
 use domain::principal::Principal;
 use sqlx::PgPool;
@@ -12,19 +12,14 @@ use uuid::Uuid;
 /// The job the sandbox's agent tools answer to.
 pub const SANDBOX_JOB: &str = "sandbox";
 
-/// Whether room `r` carries job `$job` (the parameter's number is substituted).
-const HAS_JOB: &str = "(CASE WHEN r.jobs IS NULL
-        THEN $job = 'sandbox' AND EXISTS (SELECT 1 FROM bindings b
-              WHERE b.chatroom_id = r.id AND b.state = 'enabled' AND b.authority_applicable)
-        ELSE $job = ANY (r.jobs) END)";
-
-/// The effective jobs of room `r`.
+/// The jobs room `r` carries: its list, or the auto-detected one.
 const EFFECTIVE_JOBS: &str = "coalesce(r.jobs, CASE WHEN EXISTS (SELECT 1 FROM bindings b
               WHERE b.chatroom_id = r.id AND b.state = 'enabled' AND b.authority_applicable)
         THEN ARRAY['sandbox'] ELSE ARRAY[]::text[] END)";
 
+/// Whether room `r` carries the job bound to parameter `$parameter`.
 fn has_job(parameter: usize) -> String {
-    HAS_JOB.replace("$job", &format!("${parameter}"))
+    format!("(${parameter} = ANY ({EFFECTIVE_JOBS}))")
 }
 
 /// A room's jobs: the list set on it (`None`: auto-detected) and the jobs it
