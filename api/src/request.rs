@@ -108,4 +108,29 @@ impl Caller {
     {
         self.state.command::<A>(id, command, &self.metadata()).await
     }
+
+    /// Executes a command as this caller without waiting for the read models; wait
+    /// with [`Self::wait`] (after releasing whatever the append was made under).
+    pub async fn append<A>(&self, id: impl ToString, command: A::Command) -> ApiResult<Committed<A>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+        A::Error: SpecError,
+    {
+        Ok(self
+            .state
+            .bus
+            .append::<A>(&id.to_string(), command, &self.metadata())
+            .await?)
+    }
+
+    /// Waits until the read models reflect an appended command: 503
+    /// `committed_not_yet_visible` when they do not in time.
+    pub async fn wait<A: AggregateExt>(&self, committed: &Committed<A>) -> ApiResult<()> {
+        self.state
+            .bus
+            .wait(committed)
+            .await
+            .map_err(ApiError::NotYetVisible)
+    }
 }

@@ -104,13 +104,20 @@ impl CommandBus {
         A::Command: Clone,
     {
         let committed = self.append::<A>(aggregate_id, command, metadata).await?;
-        if let Some(key) = &committed.last {
-            self.pump
-                .wait_for(key, committed.ticket)
-                .await
-                .map_err(CommandError::NotYetVisible)?;
-        }
+        self.wait(&committed)
+            .await
+            .map_err(CommandError::NotYetVisible)?;
         Ok(committed)
+    }
+
+    /// Waits until every read model reflects an appended command (see
+    /// [`Self::execute`]); for a caller that appends under a lock and waits after
+    /// releasing it.
+    pub async fn wait<A: Aggregate>(&self, committed: &Committed<A>) -> Result<(), NotYetVisible> {
+        match &committed.last {
+            Some(key) => self.pump.wait_for(key, committed.ticket).await,
+            None => Ok(()),
+        }
     }
 
     /// Executes a command for background work: like [`Self::execute`], but a command

@@ -414,3 +414,32 @@ async fn the_kill_switch_refuses_submissions_but_not_cancels() {
         "cancel passes the kill switch (and finds no run)"
     );
 }
+
+#[tokio::test]
+async fn fifty_concurrent_submitters_never_pass_a_limit_of_ten() {
+    let app = TestApp::without_executor().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let (_, version) = runnable(&boss, &ready, "true\n", json!({})).await;
+    app.set_limits(seed.company("acme"), |l| l.queued_run_limit = 10)
+        .await;
+    let body = json!({"task_version_id": version, "input": {"n": 1}});
+    let keys: Vec<String> = (0..50).map(|i| format!("burst-{i}")).collect();
+    let attempts = futures::future::join_all(
+        keys.iter()
+            .map(|key| submit(&member, &lab, key, body.clone())),
+    )
+    .await;
+    let accepted = attempts.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(accepted, 10, "{attempts:?}");
+    for (status, answer) in attempts.iter().filter(|(s, _)| *s != 200) {
+        assert_eq!(*status, 429, "{answer}");
+        assert_eq!(answer["detail"]["code"], "sandbox_queued_run_limit");
+    }
+    let (status, listed) = member
+        .get(&format!("/chatrooms/{lab}/runs?page_size=100"))
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["items"].as_array().unwrap().len(), 10);
+}

@@ -1,5 +1,6 @@
 //! Queries of the pricing read model, and the budget a company's runs hold.
 
+use crate::read_models::runs::query::UNPROJECTED_SUBMISSIONS;
 use chrono::{DateTime, Utc};
 use domain::pricing::{Budget, RegionPrice};
 use sqlx::PgPool;
@@ -47,7 +48,8 @@ pub async fn budget(pool: &PgPool, company: Uuid) -> sqlx::Result<Option<Budget>
 /// What a window of a company's budget is committed to, in micro-units.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct Committed {
-    /// The holds of runs that have not ended.
+    /// The holds of runs that have not ended (submissions the read model does not
+    /// show yet included).
     pub reserved: i64,
     /// The charges of runs that ended: the seconds they ran at their rate, never
     /// more than their hold.
@@ -61,14 +63,17 @@ pub async fn committed(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> sqlx::Result<Committed> {
-    sqlx::query_as(
-        "SELECT coalesce(sum(hold_amount) FILTER (WHERE terminal_at IS NULL), 0)::bigint AS reserved,
+    sqlx::query_as(&format!(
+        "WITH {UNPROJECTED_SUBMISSIONS}
+         SELECT (coalesce(sum(hold_amount) FILTER (WHERE terminal_at IS NULL), 0)
+                 + (SELECT coalesce(sum((s -> 'hold' ->> 'amount_micros')::bigint), 0)
+                      FROM unprojected WHERE s ->> 'company_id' = $1::text))::bigint AS reserved,
                 coalesce(sum(least(hold_amount,
                     ceil(extract(epoch FROM terminal_at - started_at)::numeric * hold_rate / 1024)))
                   FILTER (WHERE terminal_at IS NOT NULL AND started_at IS NOT NULL), 0)::bigint AS spent
            FROM runs
-          WHERE company_id = $1 AND hold_amount IS NOT NULL AND queued_at >= $2 AND queued_at < $3",
-    )
+          WHERE company_id = $1 AND hold_amount IS NOT NULL AND queued_at >= $2 AND queued_at < $3"
+    ))
     .bind(company)
     .bind(start)
     .bind(end)

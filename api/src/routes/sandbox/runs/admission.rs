@@ -2,7 +2,9 @@
 //! else (spec rule 3); then the room, the version, the live share and the input
 //! schema are checked; then, under the company's admission lock, the queue limits
 //! and the budget (the pricing envelope, `budget.rs`); and only then is the run
-//! queued. Submission and retry share this path.
+//! queued. The lock covers the decision and the append, not the wait for the read
+//! models (the counts include submissions not projected yet). Submission and retry
+//! share this path.
 
 use super::budget;
 use super::detail::detail_of;
@@ -261,21 +263,28 @@ pub async fn admit(
         hold: None,
     };
     let onprem = caller.state.deployment.provider == Provider::Onprem;
-    let _fleet = if onprem {
-        Some(admission::lock(caller.pool(), Uuid::nil(), "run-queue").await?)
-    } else {
-        None
+    let committed = {
+        // The limits are decided and the run appended under the locks; the counts
+        // include submissions the read models do not show yet, so the locks are
+        // released before the wait for the projector.
+        let _fleet = if onprem {
+            Some(admission::lock(caller.pool(), Uuid::nil(), "run-queue").await?)
+        } else {
+            None
+        };
+        let _company =
+            admission::lock(caller.pool(), caller.principal.company_id, "run-queue").await?;
+        let mut submitted = submitted;
+        if !runs::exists(caller.pool(), run_id).await? {
+            // Quick Run is outside the queued-run limit; its retries are not.
+            let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
+            check_queues(caller, counted, onprem).await?;
+            submitted.hold = budget::hold(caller, profile, timeout_seconds).await?;
+        }
+        let command = RunCommand::Submit(Box::new(submitted));
+        caller.append::<Run>(run_id, command).await?
     };
-    let _company = admission::lock(caller.pool(), caller.principal.company_id, "run-queue").await?;
-    let mut submitted = submitted;
-    if !runs::exists(caller.pool(), run_id).await? {
-        // Quick Run is outside the queued-run limit; its retries are not.
-        let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
-        check_queues(caller, counted, onprem).await?;
-        submitted.hold = budget::hold(caller, profile, timeout_seconds).await?;
-    }
-    let command = RunCommand::Submit(Box::new(submitted));
-    caller.command::<Run>(run_id, command).await?;
+    caller.wait(&committed).await?;
     detail_of(&caller.state, run_id).await
 }
 

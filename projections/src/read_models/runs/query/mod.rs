@@ -101,13 +101,28 @@ pub async fn run(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<RunRow>> {
         .await
 }
 
-/// Whether the run exists (a submission with its key was already admitted).
+/// Whether the run was submitted (a submission with its key was already admitted):
+/// read from the log, so a submission the read models do not show yet counts.
 pub async fn exists(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)")
-        .bind(id)
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE aggregate_type = 'run' AND aggregate_id = $1)",
+    )
+    .bind(id.to_string())
+    .fetch_one(pool)
+    .await
 }
+
+/// The `RunSubmitted` payloads (as `s`) the `runs` read model does not show yet:
+/// unsealed, or sealed past the projection's checkpoint. With the read model in the
+/// same statement (one snapshot), every submitted run is counted exactly once, so
+/// an admission need not wait for the projector before the next one is decided.
+pub const UNPROJECTED_SUBMISSIONS: &str = "unprojected AS (
+    SELECT e.payload -> 'RunSubmitted' AS s FROM events e
+     WHERE e.position IS NULL AND e.aggregate_type = 'run' AND e.event_type = 'RunSubmitted'
+    UNION ALL
+    SELECT e.payload -> 'RunSubmitted' FROM events e
+     WHERE e.position > coalesce((SELECT position FROM projection_checkpoints WHERE name = 'runs'), 0)
+       AND e.aggregate_type = 'run' AND e.event_type = 'RunSubmitted')";
 
 /// Whose runs of a room a list shows.
 #[derive(Debug, Clone, Copy)]
@@ -226,15 +241,24 @@ pub struct QueueCounts {
     pub fleet: i64,
 }
 
-/// The queue counts of a company.
+/// The queue counts of a company: the read model's waiting runs plus the
+/// submissions it does not show yet (see [`UNPROJECTED_SUBMISSIONS`]).
 pub async fn queue_counts(pool: &PgPool, company: Uuid) -> sqlx::Result<QueueCounts> {
-    sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE company_id = $1) AS company,
-                count(*) FILTER (WHERE company_id = $1 AND status = 'queued'
-                                   AND (submission_source <> 'quick_run' OR retry_of_run_id IS NOT NULL)) AS counted,
+    sqlx::query_as(&format!(
+        "WITH {UNPROJECTED_SUBMISSIONS},
+         waiting AS (
+            SELECT company_id, status = 'queued'
+                   AND (submission_source <> 'quick_run' OR retry_of_run_id IS NOT NULL) AS counted
+              FROM runs WHERE status IN ('queued', 'starting')
+            UNION ALL
+            SELECT (s ->> 'company_id')::uuid,
+                   s ->> 'submission_source' <> 'quick_run' OR s ->> 'retry_of_run_id' IS NOT NULL
+              FROM unprojected)
+         SELECT count(*) FILTER (WHERE company_id = $1) AS company,
+                count(*) FILTER (WHERE company_id = $1 AND counted) AS counted,
                 count(*) AS fleet
-           FROM runs WHERE status IN ('queued', 'starting')",
-    )
+           FROM waiting"
+    ))
     .bind(company)
     .fetch_one(pool)
     .await
