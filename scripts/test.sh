@@ -26,7 +26,9 @@ fi
 # The secret interop test encrypts with an independent client: Python's cryptography.
 python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
 # The agent tools are driven by an independent MCP client: the `mcp` package.
-python3 -c 'import mcp.client.streamable_http' 2>/dev/null || python3 -m pip install --quiet 'mcp==2.3.0'
+python3 -c 'import mcp.client.streamable_http' 2>/dev/null \
+  || python3 -m pip install --quiet 'mcp==2.3.0' \
+  || python3 -m pip install --quiet --break-system-packages 'mcp==2.3.0'
 
 # A one-off build needs no incremental cache; leaving it out halves the disk it takes.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
