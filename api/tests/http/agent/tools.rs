@@ -208,3 +208,35 @@ async fn an_agent_reads_the_menu_submits_at_once_and_reads_untrusted_previews() 
         "{ended}"
     );
 }
+
+/// An output of 70,000 bytes and 25 artifact files.
+const LARGE: &str = r#"
+mkdir -p "$SERVICE_ARTIFACTS_DIR"
+i=0; while [ $i -lt 25 ]; do echo $i > "$SERVICE_ARTIFACTS_DIR/file-$i.txt"; i=$((i+1)); done
+head -c 70000 /dev/zero | tr '\0' 'x' > "$SERVICE_OUTPUT_FILE"
+"#;
+
+#[tokio::test]
+async fn previews_stop_at_64_kib_of_output_and_20_artifact_rows() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, dm, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab");
+    let ready = ready_environment_version(&boss).await;
+    let (_, version) = enabled(&boss, &dm, &lab.to_string(), &ready, LARGE, json!({})).await;
+    let m = Credential::Jwt(&member.token);
+    let t = turn(&app, lab, 1, (User, seed.user("acme", "member")), true);
+    let request = json!({"mode": "request", "task_version_id": version, "input": {}});
+    let submitted = call(&app, m, &t, "sandbox_submit_job", request).await;
+    let run = submitted["run_id"].as_str().unwrap().to_string();
+    let done = finished(&member, &lab.to_string(), &run).await;
+    assert_eq!(done["status"], "completed", "{done}");
+
+    let status = call(&app, m, &t, "sandbox_job_status", json!({"run_id": run})).await;
+    let output = &status["output"];
+    assert_eq!(output["truncated"], true, "{}", output["byte_length"]);
+    assert_eq!(output["byte_length"], 70_000);
+    assert_eq!(output["text"].as_str().unwrap().len(), 64 * 1024);
+    let artifacts = &status["artifacts"];
+    assert_eq!(artifacts["items"].as_array().unwrap().len(), 20);
+    assert_eq!(artifacts["truncated"], true);
+}
