@@ -310,6 +310,9 @@ codes! {
     CommittedNotYetVisible = "committed_not_yet_visible" => Unavailable,
     /// A PATCH without any field.
     NoFields = "no_fields" => Validation,
+    /// A deployment document whose plan has errors (apply wrote nothing), or a
+    /// deployment request without a valid system name.
+    DeploymentPlanInvalid = "deployment_plan_invalid" => Validation,
     /// A body that is not the JSON the route takes.
     InvalidBody = "invalid_body" => BadRequest,
     /// A context archive or build context that breaks the rules.

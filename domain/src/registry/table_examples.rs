@@ -364,3 +364,33 @@ impl Catalogued for crate::tables::agent_delivery::AgentDelivery {
         ]
     }
 }
+
+impl Catalogued for crate::tables::deployment::Deployment {
+    fn examples() -> Vec<crate::tables::deployment::DeploymentEvent> {
+        use crate::tables::deployment::{DeployedResource, DeploymentEvent};
+        use crate::tables::scope::{ScopeKind, ScopeRef};
+        let table = Uuid::from_u128(0x7003);
+        vec![DeploymentEvent::DeploymentApplied {
+            company_id: Uuid::from_u128(0xa001),
+            scope: ScopeRef {
+                kind: ScopeKind::Company,
+                id: Uuid::from_u128(0xa001),
+            },
+            system: "crm".into(),
+            resources: vec![
+                DeployedResource {
+                    resource_type: "column".into(),
+                    reference: "orders.status".into(),
+                    resource_id: "col_00aa".into(),
+                    table_id: table,
+                },
+                DeployedResource {
+                    resource_type: "table".into(),
+                    reference: "orders".into(),
+                    resource_id: table.to_string(),
+                    table_id: table,
+                },
+            ],
+        }]
+    }
+}

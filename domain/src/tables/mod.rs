@@ -14,6 +14,7 @@ pub mod callback_delivery;
 pub mod callback_token;
 pub mod column;
 pub mod command;
+pub mod deployment;
 pub mod error;
 pub mod formula;
 pub mod grants;

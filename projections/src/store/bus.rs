@@ -90,6 +90,11 @@ impl CommandBus {
         &self.pump
     }
 
+    /// The repository it appends through.
+    pub(super) fn repo(&self) -> &LogRepository {
+        &self.repo
+    }
+
     /// Executes a command and waits until every read model reflects it: its own
     /// events, or, when it changed nothing, the state it decided on (another
     /// request's concurrent change must not be invisible right after this one).

@@ -22,38 +22,84 @@ pub struct Sources {
     pub others: Vec<OtherTable>,
 }
 
+/// Where other tables of the company sit and what columns they have: the read
+/// models for a route, the tables being built for a deployment.
+pub trait Tables {
+    /// A live table of the company: where it sits and its columns.
+    fn find(
+        &self,
+        id: Uuid,
+    ) -> impl std::future::Future<Output = ApiResult<Option<(LinkFacts, Vec<ColumnDef>)>>> + Send;
+}
+
+/// The tables of a company as the read models hold them.
+pub struct Stored<'a> {
+    /// The shared state.
+    pub state: &'a AppState,
+    /// The company.
+    pub company_id: Uuid,
+}
+
+impl Tables for Stored<'_> {
+    async fn find(&self, id: Uuid) -> ApiResult<Option<(LinkFacts, Vec<ColumnDef>)>> {
+        let Some(row) = table_row(self.state, self.company_id, id).await? else {
+            return Ok(None);
+        };
+        let facts = LinkFacts {
+            company_id: row.company_id,
+            scope: ScopeRef {
+                kind: row.scope_kind,
+                id: row.scope_id,
+            },
+        };
+        Ok(Some((facts, table_columns(self.state, id).await?)))
+    }
+}
+
 /// Looks up what `body` would read.
 pub async fn of(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Sources> {
-    let state = &table.caller.state;
+    let tables = Stored {
+        state: &table.caller.state,
+        company_id: table.row.company_id,
+    };
+    gather(&tables, &table.all_columns, body).await
+}
+
+/// Looks up what `body`, a new column of a table with the columns `own`, would read.
+pub async fn gather(
+    tables: &impl Tables,
+    own: &[ColumnDef],
+    body: &ColumnCreate,
+) -> ApiResult<Sources> {
+    let link = match body.linked_table() {
+        Some(id) => tables.find(id).await?.map(|(facts, _)| facts),
+        None => None,
+    };
     Ok(Sources {
-        link: link_facts(state, table.row.company_id, body.linked_table()).await?,
-        link_targets: link_targets(table, body).await?,
-        others: other_tables(table, body).await?,
+        link,
+        link_targets: link_targets(tables, own, body).await?,
+        others: other_tables(tables, own, body).await?,
     })
 }
 
 /// The columns of the table a rollup or lookup reads: the one its `link_field`
 /// targets, or an incoming rollup's source table (none for other columns, or when
 /// the table does not exist).
-async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<ColumnDef>> {
+async fn link_targets(
+    tables: &impl Tables,
+    own: &[ColumnDef],
+    body: &ColumnCreate,
+) -> ApiResult<Vec<ColumnDef>> {
     if !matches!(body.column_type, ColumnType::Rollup | ColumnType::Lookup) {
         return Ok(Vec::new());
     }
     let target = body.link_field.as_deref().and_then(|reference| {
-        table
-            .all_columns
-            .iter()
+        own.iter()
             .find(|c| c.is_named(reference))
             .and_then(|c| c.target_table_id)
     });
-    let target = match target.or(body.linked_table()) {
-        Some(id) => table_row(&table.caller.state, table.row.company_id, id)
-            .await?
-            .map(|row| row.id),
-        None => None,
-    };
-    match target {
-        Some(target) => table_columns(&table.caller.state, target).await,
+    match target.or(body.linked_table()) {
+        Some(id) => Ok(tables.find(id).await?.map(|(_, c)| c).unwrap_or_default()),
         None => Ok(Vec::new()),
     }
 }
@@ -61,14 +107,16 @@ async fn link_targets(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<C
 /// The other tables a new column may read besides its link's target: the targets
 /// of the table's link columns (a formula's cross-table references) and a lookup's
 /// fallback table, those that exist in the caller's company.
-async fn other_tables(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<OtherTable>> {
+async fn other_tables(
+    tables: &impl Tables,
+    own: &[ColumnDef],
+    body: &ColumnCreate,
+) -> ApiResult<Vec<OtherTable>> {
     let mut ids: Vec<Uuid> = Vec::new();
     match body.column_type {
         ColumnType::Formula if body.expression.as_deref().is_some_and(|e| e.contains("->")) => {
             ids.extend(
-                table
-                    .all_columns
-                    .iter()
+                own.iter()
                     .filter(|c| c.column_type == ColumnType::Link)
                     .filter_map(|c| c.target_table_id),
             );
@@ -83,40 +131,13 @@ async fn other_tables(table: &OpenTable, body: &ColumnCreate) -> ApiResult<Vec<O
         _ => {}
     }
     let mut others: Vec<OtherTable> = Vec::new();
-    let state = &table.caller.state;
     for id in ids {
         if others.iter().any(|o| o.id == id) {
             continue;
         }
-        if let Some(facts) = link_facts(state, table.row.company_id, Some(id)).await? {
-            others.push(OtherTable {
-                id,
-                facts,
-                columns: table_columns(state, id).await?,
-            });
+        if let Some((facts, columns)) = tables.find(id).await? {
+            others.push(OtherTable { id, facts, columns });
         }
     }
     Ok(others)
-}
-
-/// What the caller's company knows about a link target.
-async fn link_facts(
-    state: &AppState,
-    company_id: Uuid,
-    target: Option<Uuid>,
-) -> ApiResult<Option<LinkFacts>> {
-    let Some(target) = target else {
-        return Ok(None);
-    };
-    let Some(row) = table_row(state, company_id, target).await? else {
-        return Ok(None);
-    };
-    let kind = row.scope_kind;
-    Ok(Some(LinkFacts {
-        company_id: row.company_id,
-        scope: ScopeRef {
-            kind,
-            id: row.scope_id,
-        },
-    }))
 }

@@ -57,6 +57,9 @@ pub enum Gate {
     /// CustomTableModeratorRequired: the table's creator, a company manager or the
     /// owning scope's manager.
     TableModerator,
+    /// A company manager or the owning scope's manager: a moderator of every table
+    /// of the scope.
+    ScopeManager,
 }
 
 /// An operation of spec section 5.
@@ -85,6 +88,10 @@ pub enum Operation {
     PublishTokens,
     /// Upload attachment files (the shared attachment router's writes).
     WriteBlobs,
+    /// Export, plan and apply a declarative deployment of the scope's tables, read
+    /// its state (a decision of this service: the scope's managers, who moderate
+    /// every table of the scope).
+    Deploy,
 }
 
 /// Gates per operation, for (chatroom, department, company); any one of a cell's
@@ -133,6 +140,7 @@ pub const GATES: &[(Operation, [&[Gate]; 3])] = {
             [&[TableModerator], &[TableModerator], &[TableModerator]],
         ),
         (WriteBlobs, [&[TableWrite], &[TableWrite], &[TableWrite]]),
+        (Deploy, [&[ScopeManager], &[ScopeManager], &[ScopeManager]]),
     ]
 };
 
@@ -165,6 +173,9 @@ fn gate(g: Gate, kind: ScopeKind, s: &Standing) -> bool {
         Gate::TableInsert => s.insert,
         Gate::TableEdit => s.edit,
         Gate::TableWrite => s.insert || s.edit,
+        Gate::ScopeManager => {
+            entry(kind, s) && (s.company_manager || (kind != ScopeKind::Company && s.manager))
+        }
         Gate::TableModerator => {
             entry(kind, s)
                 && (s.table_creator

@@ -17,6 +17,7 @@ pub mod commands;
 mod export;
 pub mod gates;
 mod grant_body;
+mod iac;
 pub mod migrations;
 mod permissions;
 pub mod public_read;
@@ -56,6 +57,7 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(triggers::router())
         .merge(rules::router())
         .merge(commands::router())
+        .merge(iac::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

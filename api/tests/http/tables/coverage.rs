@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 21] = [
+const SOURCES: [&str; 22] = [
+    include_str!("deployment.rs"),
     include_str!("triggers/mod.rs"),
     include_str!("triggers/firing.rs"),
     include_str!("attachments.rs"),

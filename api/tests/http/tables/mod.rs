@@ -8,6 +8,7 @@ mod commands;
 mod commands_only;
 mod coverage;
 mod deliveries;
+mod deployment;
 pub mod fixture;
 mod formulas;
 mod grant_refusals;

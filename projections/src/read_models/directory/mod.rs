@@ -2,6 +2,7 @@
 //! chatrooms, memberships and API keys, as auth and scope checks read them.
 
 mod change;
+pub mod identity;
 pub mod jobs;
 pub mod query;
 mod rows;

@@ -1,0 +1,508 @@
+//! Declarative deployment over HTTP (`{scope_mount}/tables/iac/export`, `plan`,
+//! `apply`, `state`; docs/deployment.md): a scope built by REST exports as a
+//! document that applies unchanged to itself and to an empty scope, plans list
+//! their changes with the data they drop and write nothing, errors stop an apply
+//! before anything is written, and only the scope's managers deploy.
+
+use super::fixture::Tables;
+use crate::support::{As, assert_code};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Sends a document to `plan` or `apply` of a scope.
+pub async fn deploy(
+    t: &Tables,
+    scope: &str,
+    step: &str,
+    user: &str,
+    document: &str,
+) -> (u16, Value) {
+    let path = format!("{}/tables/iac/{step}?system=crm", t.mount(scope));
+    let response = t
+        .app
+        .request(Method::POST, &path)
+        .bearer_token(&t.token(user))
+        .header("content-type", "application/x-ndjson")
+        .body(document.to_string())
+        .send()
+        .await
+        .unwrap();
+    crate::support::json(response).await
+}
+
+/// The export of a scope as `user` (must answer 200).
+pub async fn export(t: &Tables, scope: &str) -> String {
+    let path = format!("{}/tables/iac/export?system=crm", t.mount(scope));
+    let response = t
+        .app
+        .request(Method::GET, &path)
+        .bearer_token(&t.token("boss"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/x-ndjson"
+    );
+    response.text().await.unwrap()
+}
+
+fn rows(document: &str) -> Vec<Value> {
+    document
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Builds two company tables by REST: every kind of row a document holds.
+async fn build(t: &Tables) -> (String, String) {
+    let customers = t.table("company", "boss", "Customers").await;
+    t.column(&customers, json!({"name": "Name", "type": "string"}))
+        .await;
+    let orders = t.table("company", "boss", "Orders").await;
+    let status = t
+        .column(
+            &orders,
+            json!({"name": "Status", "type": "select", "options": ["open", "done"]}),
+        )
+        .await;
+    let amount = t
+        .column(&orders, json!({"name": "Amount", "type": "integer"}))
+        .await;
+    let customers_id = customers.rsplit('/').next().unwrap();
+    t.column(
+        &orders,
+        json!({"name": "Customer", "type": "link", "target_table_id": customers_id}),
+    )
+    .await;
+    t.column(
+        &orders,
+        json!({"name": "Double", "type": "formula", "expression": "[Amount] * 2"}),
+    )
+    .await;
+    t.column(
+        &orders,
+        json!({"name": "Owner", "type": "principal",
+        "default_value": format!("user:{}", t.user("member"))}),
+    )
+    .await;
+    let view = json!({"name": "Open", "filter": {"column": status, "op": "eq", "value": "open"},
+        "sort": [{"column": amount, "order": "desc"}]});
+    let (s, body) = t
+        .call(Method::POST, &format!("{orders}/views"), "boss", Some(view))
+        .await;
+    assert_eq!(s, 201, "{body}");
+    for (kind, id) in [
+        ("user", t.user("member")),
+        ("department", t.department("rnd")),
+        ("chatroom", t.seed.room("acme", "lab")),
+    ] {
+        let grant = json!({"subject_type": kind, "subject_id": id, "can_read": "all", "can_insert": true, "can_edit": "own"});
+        let (s, body) = t
+            .call(
+                Method::POST,
+                &format!("{orders}/permissions"),
+                "boss",
+                Some(grant),
+            )
+            .await;
+        assert_eq!(s, 200, "{body}");
+    }
+    let triggers = json!({"triggers": [{"id": "bump", "name": "Bump", "on": "created",
+        "actions": [{"type": "update_record", "values": {amount.clone(): 1}}]}]});
+    let (s, body) = t
+        .call(
+            Method::PUT,
+            &format!("{orders}/triggers"),
+            "boss",
+            Some(triggers),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let (s, _) = t
+        .call(
+            Method::PATCH,
+            &format!("{orders}/client-access"),
+            "boss",
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    (customers, orders)
+}
+
+#[tokio::test]
+async fn an_exported_scope_applies_unchanged_to_itself_and_to_an_empty_scope() {
+    let t = Tables::new().await;
+    build(&t).await;
+    let document = export(&t, "company").await;
+    let lines = rows(&document);
+    let kinds: Vec<&str> = lines.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    for kind in [
+        "table",
+        "column",
+        "view",
+        "grant",
+        "trigger",
+        "client_access",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {document}");
+    }
+    assert!(lines.iter().all(|r| r["system"] == "crm"));
+    let subjects: Vec<&str> = lines
+        .iter()
+        .filter(|r| r["kind"] == "grant")
+        .map(|r| r["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["$user:member", "$dept:R&D", "$room:lab"]);
+    let column = |name: &str| {
+        lines
+            .iter()
+            .find(|r| r["kind"] == "column" && r["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(column("Owner")["default_value"], "$user:member");
+    assert_eq!(column("Customer")["target_table"], "$table:customers");
+    assert_eq!(column("Double")["expression"], "[Amount] * 2");
+    assert_eq!(lines[0]["ref"], "customers");
+
+    // The same scope: nothing changes; applying records what the system manages.
+    let (s, plan) = deploy(&t, "company", "plan", "boss", &document).await;
+    assert_eq!(s, 200, "{plan}");
+    assert_eq!(plan["changes"], json!([]), "{plan}");
+    assert_eq!(plan["errors"], json!([]));
+    let (s, applied) = deploy(&t, "company", "apply", "boss", &document).await;
+    assert_eq!(s, 200, "{applied}");
+    assert_eq!(applied["changes"], json!([]));
+    assert_eq!(applied["state"]["total"], lines.len());
+    let (s, state) = t
+        .call(
+            Method::GET,
+            &format!("{}/tables/iac/state?system=crm", t.mount("company")),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(state["total"], lines.len());
+    let table_row = state["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ref"] == "orders")
+        .unwrap();
+    assert_eq!(table_row["resource_type"], "table");
+    assert_eq!(table_row["system"], "crm");
+    assert_eq!(table_row["resource_id"], table_row["table_id"]);
+
+    // An empty scope: everything is created, and it exports as the same document.
+    let (s, applied) = deploy(&t, "department:rnd", "apply", "boss", &document).await;
+    assert_eq!(s, 200, "{applied}");
+    assert_eq!(
+        applied["summary"]["create"].as_u64().unwrap() as usize,
+        lines.len() - 2
+    );
+    assert_eq!(export(&t, "department:rnd").await, document);
+    let (s, plan) = deploy(&t, "department:rnd", "plan", "boss", &document).await;
+    assert_eq!(s, 200);
+    assert_eq!(plan["changes"], json!([]), "{plan}");
+    let before = t.app.event_count().await;
+    let (s, applied) = deploy(&t, "department:rnd", "apply", "boss", &document).await;
+    assert_eq!(s, 200);
+    assert_eq!(applied["changes"], json!([]));
+    assert_eq!(
+        t.app.event_count().await,
+        before,
+        "a second apply writes nothing"
+    );
+
+    // The deployed tables work: the link and the grants resolve in the new scope.
+    let (s, listed) = t
+        .call(
+            Method::GET,
+            &format!("{}/tables", t.mount("department:rnd")),
+            "member",
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{listed}");
+}
+
+#[tokio::test]
+async fn a_plan_lists_changes_with_the_data_they_drop_and_writes_nothing() {
+    let t = Tables::new().await;
+    let first = [
+        json!({"kind": "table", "ref": "notes", "system": "crm", "name": "Notes"}),
+        json!({"kind": "column", "ref": "notes.title", "system": "crm", "table": "notes", "key": "col_a1", "name": "Title", "type": "string"}),
+        json!({"kind": "column", "ref": "notes.size", "system": "crm", "table": "notes", "key": "col_a2", "name": "Size", "type": "string"}),
+        json!({"kind": "column", "ref": "notes.body", "system": "crm", "table": "notes", "key": "col_a3", "name": "Body", "type": "text"}),
+    ];
+    let document = lines(&first);
+    let (s, applied) = deploy(&t, "company", "apply", "boss", &document).await;
+    assert_eq!(s, 200, "{applied}");
+    let table_id = applied["state"]["rows"].as_array().unwrap()[0]["table_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let table = format!("{}/tables/{table_id}", t.mount("company"));
+    for n in ["1", "2", "x"] {
+        t.record(&table, json!({"Title": "t", "Size": n, "Body": "b"}))
+            .await;
+    }
+    let second = [
+        json!({"kind": "table", "ref": "notes", "system": "crm", "name": "Notebook"}),
+        json!({"kind": "column", "ref": "notes.title", "system": "crm", "table": "notes", "key": "col_a1", "name": "Headline", "type": "string"}),
+        json!({"kind": "column", "ref": "notes.size", "system": "crm", "table": "notes", "key": "col_a2", "name": "Size", "type": "integer"}),
+        json!({"kind": "column", "ref": "notes.done", "system": "crm", "table": "notes", "key": "col_a4", "name": "Done", "type": "boolean"}),
+    ];
+    let document = lines(&second);
+    let before = t.app.event_count().await;
+    let (s, plan) = deploy(&t, "company", "plan", "boss", &document).await;
+    assert_eq!(s, 200, "{plan}");
+    assert_eq!(plan["errors"], json!([]));
+    assert_eq!(t.app.event_count().await, before, "a plan writes nothing");
+    let changes = plan["changes"].as_array().unwrap();
+    let find = |reference: &str| {
+        changes
+            .iter()
+            .find(|c| c["ref"] == reference)
+            .unwrap_or_else(|| panic!("{reference}: {plan}"))
+    };
+    assert_eq!(find("notes")["action"], "update");
+    assert_eq!(find("notes")["fields"], json!(["name"]));
+    assert_eq!(find("notes.body")["action"], "delete");
+    assert_eq!(find("notes.body")["loses"]["records"], 3);
+    assert_eq!(find("notes.size")["action"], "update");
+    assert_eq!(find("notes.size")["fields"], json!(["type"]));
+    assert_eq!(find("notes.size")["loses"]["records"], 3);
+    assert_eq!(find("notes.title")["fields"], json!(["name"]));
+    assert!(find("notes.title")["loses"].is_null());
+    assert_eq!(find("notes.done")["action"], "create");
+    assert_eq!(
+        plan["summary"],
+        json!({"create": 1, "update": 3, "replace": 0, "delete": 1})
+    );
+    let order: Vec<&str> = changes.iter().map(|c| c["ref"].as_str().unwrap()).collect();
+    assert!(
+        order.iter().position(|r| *r == "notes.body")
+            < order.iter().position(|r| *r == "notes.done")
+    );
+
+    let (s, applied) = deploy(&t, "company", "apply", "boss", &document).await;
+    assert_eq!(s, 200, "{applied}");
+    let (_, columns) = t
+        .call(Method::GET, &format!("{table}/columns"), "boss", None)
+        .await;
+    let names: Vec<&str> = columns
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Headline", "Size", "Done"]);
+    let page = t.records(&table, "boss").await;
+    let sizes: Vec<Value> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["data"]["Size"].clone())
+        .collect();
+    assert!(
+        sizes.contains(&json!(1)) && sizes.contains(&json!(2)) && sizes.contains(&Value::Null),
+        "{page}"
+    );
+
+    // Replacing a column drops its cells; deleting the table drops its records.
+    let third = [json!({"kind": "table", "ref": "other", "system": "crm", "name": "Other"})];
+    let (s, plan) = deploy(&t, "company", "plan", "boss", &lines(&third)).await;
+    assert_eq!(s, 200);
+    let gone = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["ref"] == "notes")
+        .unwrap()
+        .clone();
+    assert_eq!(gone["action"], "delete");
+    assert_eq!(gone["loses"]["records"], 3);
+}
+
+/// A digest of every custom-table read model and physical table.
+async fn read_models(t: &Tables) -> Vec<(String, String)> {
+    let pool = &t.app.db.pool;
+    let mut names: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables
+          WHERE table_schema = 'public' AND (table_name LIKE 'custom\\_table%' OR table_name LIKE 'ct\\_%')",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    names.sort();
+    let mut out = Vec::new();
+    for name in names {
+        let digest: String = sqlx::query_scalar(&format!(
+            "SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM {name} t"
+        ))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        out.push((name, digest));
+    }
+    out
+}
+
+fn lines(rows: &[Value]) -> String {
+    rows.iter().map(|r| format!("{r}\n")).collect()
+}
+
+#[tokio::test]
+async fn plan_errors_stop_the_apply_and_nothing_is_written() {
+    let t = Tables::new().await;
+    let existing = t.table("company", "boss", "Kept").await;
+    let document = [
+        r#"{"kind": "table", "ref": "a", "system": "crm", "name": "A"}"#.to_string(),
+        "not json".to_string(),
+        r#"{"kind": "table", "ref": "a", "system": "crm", "name": "Twice"}"#.to_string(),
+        r#"{"kind": "column", "ref": "a.who", "system": "crm", "table": "a", "key": "col_b1", "name": "Who", "type": "principal", "default_value": "$dept:R&D"}"#.to_string(),
+        r#"{"kind": "column", "ref": "a.nobody", "system": "crm", "table": "a", "key": "col_b2", "name": "Nobody", "type": "principal", "default_value": "$user:nobody"}"#.to_string(),
+        r#"{"kind": "column", "ref": "a.orphan", "system": "crm", "table": "missing", "key": "col_b3", "name": "X", "type": "string"}"#.to_string(),
+        r#"{"kind": "column", "ref": "a.link", "system": "crm", "table": "a", "key": "col_b4", "name": "L", "type": "link", "target_table": "$table:elsewhere"}"#.to_string(),
+        r#"{"kind": "grant", "ref": "a.g", "system": "crm", "table": "a", "subject": "$user:ghost", "can_read": "all", "can_insert": false, "can_edit": "none"}"#.to_string(),
+        r#"{"kind": "trigger", "ref": "a.t", "system": "crm", "table": "a", "id": "t", "name": "T", "on": "created", "actions": [{"type": "create_record", "table_id": "$table:a", "values": {}}]}"#.to_string(),
+        format!(r#"{{"kind": "approval_rule", "ref": "a.r", "system": "crm", "table": "a", "id": "r", "label": "R", "type": "require_approval", "events": ["created"], "template_id": "{}"}}"#, uuid::Uuid::new_v4()),
+        r#"{"kind": "table", "ref": "b", "system": "other", "name": "B"}"#.to_string(),
+        r#"{"kind": "column", "ref": "a.bad", "system": "crm", "table": "a", "key": "col_b5", "name": "Bad", "type": "select", "options": []}"#.to_string(),
+    ]
+    .join("\n");
+    let before = t.app.event_count().await;
+    let models = read_models(&t).await;
+    let (s, plan) = deploy(&t, "company", "plan", "boss", &document).await;
+    assert_eq!(s, 200, "{plan}");
+    let errors = plan["errors"].as_array().unwrap();
+    let at = |line: u64| {
+        errors
+            .iter()
+            .find(|e| e["line"] == line)
+            .unwrap_or_else(|| panic!("line {line}: {plan}"))["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(at(2).contains("not JSON"));
+    assert!(at(3).contains("twice"));
+    assert!(at(4).contains("$dept: names grants only"));
+    assert!(at(5).contains("names no user"));
+    assert!(at(6).contains("not a table row"));
+    assert!(at(7).contains("names no table of this document"));
+    assert!(at(8).contains("names no user"));
+    assert!(at(9).contains("only materialize_slots"));
+    assert!(at(10).contains("review template"));
+    assert!(at(11).contains("system 'other'"));
+    assert!(!at(12).is_empty());
+
+    let got = deploy(&t, "company", "apply", "boss", &document).await;
+    let detail = assert_code(&got, 422, "deployment_plan_invalid");
+    assert_eq!(detail["errors"].as_array().unwrap().len(), errors.len());
+    assert_eq!(t.app.event_count().await, before);
+    assert_eq!(
+        read_models(&t).await,
+        models,
+        "the read models are unchanged"
+    );
+    let (s, _) = t.call(Method::GET, &existing, "boss", None).await;
+    assert_eq!(s, 200);
+}
+
+#[tokio::test]
+async fn a_failed_apply_leaves_the_log_and_the_read_models_unchanged() {
+    let t = Tables::new().await;
+    // Two tables are fine; the third one's computed column reads a column that
+    // does not exist, which only the Table aggregate finds, after the others.
+    let document = lines(&[
+        json!({"kind": "table", "ref": "one", "system": "crm", "name": "One"}),
+        json!({"kind": "column", "ref": "one.n", "system": "crm", "table": "one", "key": "col_c1", "name": "N", "type": "integer"}),
+        json!({"kind": "table", "ref": "two", "system": "crm", "name": "Two"}),
+        json!({"kind": "column", "ref": "two.n", "system": "crm", "table": "two", "key": "col_c2", "name": "N", "type": "integer"}),
+        json!({"kind": "table", "ref": "three", "system": "crm", "name": "Three"}),
+        json!({"kind": "column", "ref": "three.f", "system": "crm", "table": "three", "key": "col_c3", "name": "F", "type": "formula", "expression": "[Missing] + 1"}),
+    ]);
+    let before = t.app.event_count().await;
+    let models = read_models(&t).await;
+    let got = deploy(&t, "company", "apply", "boss", &document).await;
+    let detail = assert_code(&got, 422, "deployment_plan_invalid");
+    assert_eq!(detail["errors"][0]["ref"], "three.f", "{detail}");
+    assert_eq!(detail["changes"].as_array().unwrap().len(), 5, "{detail}");
+    assert_eq!(t.app.event_count().await, before);
+    assert_eq!(read_models(&t).await, models);
+    let (_, listed) = t
+        .call(
+            Method::GET,
+            &format!("{}/tables", t.mount("company")),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(listed["total"], 0, "{listed}");
+}
+
+#[tokio::test]
+async fn only_the_scope_managers_deploy() {
+    let t = Tables::new().await;
+    let document = lines(&[json!({"kind": "table", "ref": "x", "system": "crm", "name": "X"})]);
+    for (scope, user, status) in [
+        ("company", "member", 403),
+        ("company", "dm", 403),
+        ("department:rnd", "member", 403),
+        ("department:rnd", "outsider", 404),
+        ("department:rnd", "ceo", 404),
+        ("chatroom:lab", "member", 403),
+        ("chatroom:lab", "outsider", 404),
+    ] {
+        for step in ["plan", "apply"] {
+            let (s, body) = deploy(&t, scope, step, user, &document).await;
+            assert_eq!(s, status, "{user} {step} in {scope}: {body}");
+        }
+        let (s, _) = t
+            .call(
+                Method::GET,
+                &format!("{}/tables/iac/state?system=crm", t.mount(scope)),
+                user,
+                None,
+            )
+            .await;
+        assert_eq!(s, status, "{user} state in {scope}");
+        let (s, _) = t
+            .call(
+                Method::GET,
+                &format!("{}/tables/iac/export?system=crm", t.mount(scope)),
+                user,
+                None,
+            )
+            .await;
+        assert_eq!(s, status, "{user} export in {scope}");
+    }
+    let (s, body) = deploy(&t, "department:rnd", "apply", "dm", &document).await;
+    assert_eq!(s, 200, "{body}");
+    let (s, body) = deploy(&t, "chatroom:lab", "plan", "dm", &document).await;
+    assert_eq!(s, 200, "{body}");
+    let got = t
+        .call(
+            Method::GET,
+            &format!("{}/tables/iac/state?system=Bad%20Name", t.mount("company")),
+            "boss",
+            None,
+        )
+        .await;
+    assert_code(&got, 422, "deployment_plan_invalid");
+    let (s, _) = t
+        .call(
+            Method::GET,
+            &format!("{}/tables/iac/state", t.mount("company")),
+            "boss",
+            None,
+        )
+        .await;
+    assert_eq!(s, 422);
+}
