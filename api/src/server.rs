@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
     crate::openapi::conventions::apply(&mut openapi);
     let mut document = serde_json::to_value(&openapi).expect("the document serializes");
     crate::openapi::links::add(&mut document);
+    crate::routes::tables::iac::document::declare_kinds(&mut document);
     let router = router
         .route("/openapi.json", get(move || async move { Json(document) }))
         .merge(mcp_router(&state));

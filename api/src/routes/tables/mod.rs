@@ -17,7 +17,7 @@ pub mod commands;
 mod export;
 pub mod gates;
 mod grant_body;
-mod iac;
+pub mod iac;
 pub mod migrations;
 mod permissions;
 pub mod public_read;

@@ -506,3 +506,75 @@ async fn only_the_scope_managers_deploy() {
         .await;
     assert_eq!(s, 422);
 }
+
+/// The published JSON Schema of a document row: `docs/deployment-rows.schema.json`,
+/// cut from the OpenAPI document (`DEPLOYMENT_SCHEMA_BLESS=1` rewrites it).
+#[tokio::test]
+async fn the_row_schemas_are_published_and_every_exported_row_follows_them() {
+    let t = Tables::new().await;
+    build(&t).await;
+    let (s, openapi) = t.call(Method::GET, "/openapi.json", "boss", None).await;
+    assert_eq!(s, 200);
+    let schemas = &openapi["components"]["schemas"];
+    let mut defs = serde_json::Map::new();
+    collect(schemas, "DeploymentRow", &mut defs);
+    for kind in [
+        "DeploymentTable",
+        "DeploymentColumn",
+        "DeploymentView",
+        "DeploymentGrant",
+        "DeploymentTrigger",
+        "DeploymentApprovalRule",
+        "DeploymentClientAccess",
+    ] {
+        assert!(defs.contains_key(kind), "{kind} is published");
+    }
+    let text = serde_json::to_string(&json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A row of a declarative deployment document (docs/deployment.md)",
+        "$ref": "#/$defs/DeploymentRow",
+        "$defs": defs,
+    }))
+    .unwrap()
+    .replace("#/components/schemas/", "#/$defs/");
+    let published: Value = serde_json::from_str(&text).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/deployment-rows.schema.json");
+    let pretty = serde_json::to_string_pretty(&published).unwrap() + "\n";
+    if std::env::var_os("DEPLOYMENT_SCHEMA_BLESS").is_some() {
+        std::fs::write(&path, &pretty).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap_or_default(),
+        pretty,
+        "docs/deployment-rows.schema.json is the OpenAPI document's (DEPLOYMENT_SCHEMA_BLESS=1 rewrites it)"
+    );
+    let validator = jsonschema::draft202012::new(&published).unwrap();
+    for row in rows(&export(&t, "company").await) {
+        let problems: Vec<String> = validator.iter_errors(&row).map(|e| e.to_string()).collect();
+        assert!(problems.is_empty(), "{row}: {problems:?}");
+    }
+    assert!(!validator.is_valid(&json!({"kind": "table", "ref": "x", "system": "crm"})));
+    assert!(
+        !validator.is_valid(
+            &json!({"kind": "table", "ref": "x", "system": "crm", "name": "X", "extra": 1})
+        )
+    );
+    assert!(
+        validator.is_valid(&json!({"kind": "table", "ref": "x", "system": "crm", "name": "X"}))
+    );
+}
+
+/// A schema and every schema it references, by name.
+fn collect(schemas: &Value, name: &str, into: &mut serde_json::Map<String, Value>) {
+    if into.contains_key(name) {
+        return;
+    }
+    let schema = schemas[name].clone();
+    into.insert(name.to_string(), schema.clone());
+    let text = schema.to_string();
+    for part in text.split("#/components/schemas/").skip(1) {
+        let referenced: String = part.chars().take_while(|c| *c != '"').collect();
+        collect(schemas, &referenced, into);
+    }
+}

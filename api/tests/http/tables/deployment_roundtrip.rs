@@ -254,6 +254,16 @@ async fn check(app: &TestApp, case: usize, tables: &[GenTable]) {
     )
     .await;
     assert_eq!(s, 200);
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../../docs/deployment-rows.schema.json")).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    for line in exported.lines() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            validator.is_valid(&row),
+            "the published schema admits {row}"
+        );
+    }
     let (s, body) = call(
         app,
         &token,

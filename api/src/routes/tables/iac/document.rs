@@ -24,6 +24,7 @@ pub const TABLE_REF: &str = "$table:";
 /// One resource row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schema(as = DeploymentRow)]
 pub enum Row {
     /// A table of the scope.
     Table(TableDoc),
@@ -44,6 +45,7 @@ pub enum Row {
 /// `kind: table`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentTable)]
 pub struct TableDoc {
     /// Unique in the document; the table's identity across applies.
     #[serde(rename = "ref")]
@@ -66,6 +68,7 @@ pub struct TableDoc {
 /// `kind: column`: a ColumnCreate with its internal key and table references.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentColumn)]
 pub struct ColumnDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -87,7 +90,7 @@ pub struct ColumnDoc {
     pub required: bool,
     /// Default value (principal columns: an identity token or a tagged cell).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub default_value: Option<Value>,
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +156,7 @@ pub struct ColumnDoc {
 /// `kind: view`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentView)]
 pub struct ViewDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -179,6 +183,7 @@ pub struct ViewDoc {
 /// `kind: grant`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentGrant)]
 pub struct GrantDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -215,6 +220,7 @@ pub struct GrantDoc {
 /// cross-table action's `table_id` is a live id (`$table:<ref>` is refused).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentTrigger)]
 pub struct TriggerDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -255,6 +261,7 @@ fn enabled() -> bool {
 /// (created by REST first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentApprovalRule)]
 pub struct RuleDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -280,6 +287,7 @@ pub struct RuleDoc {
 /// `kind: client_access`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeploymentClientAccess)]
 pub struct ClientAccessDoc {
     /// Unique in the document.
     #[serde(rename = "ref")]
@@ -290,6 +298,33 @@ pub struct ClientAccessDoc {
     pub table: String,
     /// Whether social media clients reach the table through their grants.
     pub enabled: bool,
+}
+
+/// The row kinds and the names of their schemas in the OpenAPI document.
+pub const KINDS: [(&str, &str); 7] = [
+    ("table", "DeploymentTable"),
+    ("column", "DeploymentColumn"),
+    ("view", "DeploymentView"),
+    ("grant", "DeploymentGrant"),
+    ("trigger", "DeploymentTrigger"),
+    ("approval_rule", "DeploymentApprovalRule"),
+    ("client_access", "DeploymentClientAccess"),
+];
+
+/// Declares `kind` in each row kind's schema of the OpenAPI document: the schemas
+/// are closed (`additionalProperties: false`, as the parser is) and the tag sits
+/// beside their fields, so without it no row would validate.
+pub fn declare_kinds(document: &mut Value) {
+    for (kind, name) in KINDS {
+        let schema = &mut document["components"]["schemas"][name];
+        if !schema.is_object() {
+            continue;
+        }
+        schema["properties"]["kind"] = serde_json::json!({"type": "string", "enum": [kind]});
+        if let Some(required) = schema["required"].as_array_mut() {
+            required.insert(0, Value::String("kind".into()));
+        }
+    }
 }
 
 impl Row {
@@ -339,6 +374,7 @@ impl Row {
 
 /// A problem that stops an apply.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = DeploymentPlanError)]
 pub struct PlanError {
     /// The line of the document (1-based), when one row is at fault.
     pub line: Option<usize>,

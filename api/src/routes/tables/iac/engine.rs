@@ -26,6 +26,7 @@ use uuid::Uuid;
 /// What a change does to a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = DeploymentAction)]
 pub enum Action {
     /// It does not exist yet.
     Create,
@@ -39,6 +40,7 @@ pub enum Action {
 
 /// Data a change would drop.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = DeploymentLoss)]
 pub struct Loss {
     /// Records affected (an upper bound where `what` says so).
     pub records: i64,
@@ -48,6 +50,7 @@ pub struct Loss {
 
 /// One change of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = DeploymentChange)]
 pub struct Change {
     /// What happens.
     pub action: Action,

@@ -70,6 +70,7 @@ pub struct DeployQuery {
 
 /// How many changes of each action a plan holds.
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[schema(as = DeploymentSummary)]
 pub struct Summary {
     /// Resources created.
     pub create: usize,
@@ -83,6 +84,7 @@ pub struct Summary {
 
 /// What a document would change, and why it could not.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = DeploymentPlan)]
 pub struct PlanResponse {
     /// The system.
     pub system: String,
@@ -96,6 +98,7 @@ pub struct PlanResponse {
 
 /// One managed resource.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = DeploymentStateRow)]
 pub struct StateRow {
     /// The system.
     pub system: String,
@@ -113,6 +116,7 @@ pub struct StateRow {
 
 /// What a system manages in the scope.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = DeploymentState)]
 pub struct StateResponse {
     /// The resources.
     pub rows: Vec<StateRow>,
@@ -122,6 +126,7 @@ pub struct StateResponse {
 
 /// An applied document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = DeploymentApplied)]
 pub struct ApplyResponse {
     /// The system.
     pub system: String,
@@ -148,7 +153,7 @@ fn check_system(system: &str) -> ApiResult<()> {
 /// refs: managed resources under their refs, the others under refs derived from
 /// their names; grants and principal cells with identity tokens.
 #[utoipa::path(get, path = "/tables/iac/export", tag = "custom_tables", params(SystemQuery),
-    responses((status = 200, description = "JSON Lines: one resource row per line", content_type = "application/x-ndjson", body = String)))]
+    responses((status = 200, description = "JSON Lines: one DeploymentRow per line", content_type = "application/x-ndjson", body = Row)))]
 async fn export(
     caller: Caller,
     mount: Mount,
@@ -272,7 +277,7 @@ fn summary(changes: &[Change]) -> Summary {
 /// Compares a document (JSON Lines) with the scope: the ordered changes, the data
 /// each drops, and every error an apply would meet. Writes nothing.
 #[utoipa::path(post, path = "/tables/iac/plan", tag = "custom_tables", params(DeployQuery),
-    request_body(content = String, content_type = "application/x-ndjson", description = "The document"),
+    request_body(content = Row, content_type = "application/x-ndjson", description = "The document: JSON Lines, one DeploymentRow per line"),
     responses((status = 200, body = PlanResponse)))]
 async fn plan(
     caller: Caller,
@@ -294,7 +299,7 @@ async fn plan(
 /// all-or-nothing step (422 `deployment_plan_invalid` with the plan otherwise;
 /// nothing is written). Applying the same document again changes nothing.
 #[utoipa::path(post, path = "/tables/iac/apply", tag = "custom_tables", params(DeployQuery),
-    request_body(content = String, content_type = "application/x-ndjson", description = "The document"),
+    request_body(content = Row, content_type = "application/x-ndjson", description = "The document: JSON Lines, one DeploymentRow per line"),
     responses((status = 200, body = ApplyResponse)))]
 async fn apply(
     caller: Caller,
