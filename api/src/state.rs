@@ -87,6 +87,8 @@ pub struct Inner {
     pub runtime: Arc<Runtime>,
     /// Request windows of public read tokens.
     pub throttle: crate::throttle::Throttle,
+    /// Client-access passphrase attempts: 300-second windows per table and client.
+    pub passphrase_throttle: crate::throttle::Throttle,
     /// Answers, totals and schemas of public reads, by data version.
     pub public_reads: crate::answer_cache::PublicReadCache,
 }
@@ -210,6 +212,9 @@ impl AppState {
             shutdown: cancel,
             runtime,
             throttle: Default::default(),
+            passphrase_throttle: crate::throttle::Throttle::with_window(
+                crate::routes::tables::client_access::ATTEMPT_WINDOW,
+            ),
             public_reads: Default::default(),
         }));
         Ok(Started {

@@ -1,5 +1,6 @@
-//! Per-token request windows for the public read surface (spec `custom-tables.md`
-//! section 8: "per token `rpm` (fixed window, after authentication)").
+//! Fixed request windows per key: the public read surface's per-token `rpm` and
+//! the callback rate (one minute), the client-access passphrase attempts (300
+//! seconds; spec `custom-tables.md` section 8).
 //!
 //! Counts live in this process: each API node enforces a token's `rpm` on its own
 //! share of the traffic. A window also tells the read path when a token's
@@ -10,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// The window length.
+/// The default window length.
 pub const WINDOW: Duration = Duration::from_secs(60);
 
 /// What one request may do.
@@ -28,29 +29,45 @@ pub enum Admission {
     },
 }
 
-/// Fixed one-minute windows keyed by token.
-#[derive(Debug, Default)]
+/// Fixed windows keyed by token (one minute unless made [`Throttle::with_window`]).
+#[derive(Debug)]
 pub struct Throttle {
+    window: Duration,
     windows: Mutex<HashMap<Uuid, (Instant, i64)>>,
 }
 
+impl Default for Throttle {
+    fn default() -> Self {
+        Self::with_window(WINDOW)
+    }
+}
+
 impl Throttle {
-    /// Counts one request of `token` against `limit` per minute at `now`.
+    /// Windows of this length.
+    pub fn with_window(window: Duration) -> Self {
+        Self {
+            window,
+            windows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts one request of `token` against `limit` per window at `now`.
     pub fn admit(&self, token: Uuid, limit: i64, now: Instant) -> Admission {
+        let window_length = self.window;
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         if windows.len() > 100_000 {
-            windows.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+            windows.retain(|_, (start, _)| now.duration_since(*start) < window_length);
         }
         let window = windows.entry(token).or_insert((now, 0));
         let mut first = false;
-        if now.duration_since(window.0) >= WINDOW {
+        if now.duration_since(window.0) >= window_length {
             *window = (now, 0);
         }
         if window.1 == 0 {
             first = true;
         }
         if window.1 >= limit {
-            let left = WINDOW.saturating_sub(now.duration_since(window.0));
+            let left = window_length.saturating_sub(now.duration_since(window.0));
             return Admission::Limited {
                 retry_after: left.as_secs().max(1),
             };

@@ -310,6 +310,10 @@ codes! {
     CommittedNotYetVisible = "committed_not_yet_visible" => Unavailable,
     /// A PATCH without any field.
     NoFields = "no_fields" => Validation,
+    /// A wrong client-access passphrase.
+    PassphraseInvalid = "passphrase_invalid" => Forbidden,
+    /// More than 5 passphrase attempts per 300 seconds for one table and client.
+    PassphraseRateLimited = "passphrase_rate_limited" => RateLimited,
     /// A deployment document whose plan has errors (apply wrote nothing), or a
     /// deployment request without a valid system name.
     DeploymentPlanInvalid = "deployment_plan_invalid" => Validation,

@@ -32,11 +32,17 @@ const CHATROOM_ROUTES: &str = include_str!("chatroom_routes.json");
 /// The route key of the custom-tables data: the path after its scope mount
 /// (`/tables/...`, `/migrations/...`, `/trigger-runs/...` or `/commands/...`).
 pub(crate) fn table_route(method: &str, path: &str) -> String {
-    let tail = ["/tables", "/migrations", "/trigger-runs", "/commands"]
-        .iter()
-        .filter_map(|m| path.find(m).map(|i| &path[i..]))
-        .min_by_key(|t| std::cmp::Reverse(t.len()))
-        .unwrap_or(path);
+    let tail = [
+        "/tables",
+        "/migrations",
+        "/trigger-runs",
+        "/commands",
+        "/table-tags",
+    ]
+    .iter()
+    .filter_map(|m| path.find(m).map(|i| &path[i..]))
+    .min_by_key(|t| std::cmp::Reverse(t.len()))
+    .unwrap_or(path);
     format!("{method} {tail}")
 }
 

@@ -98,6 +98,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::trigger::run::TriggerRun>(),
         entry::<crate::tables::staged_change::StagedChange>(),
         entry::<crate::tables::deployment::Deployment>(),
+        entry::<crate::tables::tag::TableTag>(),
         entry::<crate::review::ReviewGroup>(),
         entry::<crate::review::ReviewTemplate>(),
         entry::<crate::tasks::task::Task>(),

@@ -124,6 +124,16 @@ impl Catalogued for CustomTable {
                 table_id: TABLE,
                 enabled: false,
             },
+            ClientPassphraseSet {
+                table_id: TABLE,
+                passphrase_hash: Some(
+                    "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA".into(),
+                ),
+            },
+            ClientUnlocked {
+                table_id: TABLE,
+                client_id: Uuid::from_u128(0x52),
+            },
             ChannelScopeSet {
                 table_id: TABLE,
                 column: Some("col_1".into()),
@@ -392,5 +402,43 @@ impl Catalogued for crate::tables::deployment::Deployment {
                 },
             ],
         }]
+    }
+}
+
+impl Catalogued for crate::tables::tag::TableTag {
+    fn examples() -> Vec<crate::tables::tag::TagEvent> {
+        use crate::tables::scope::{ScopeKind, ScopeRef};
+        use crate::tables::tag::{TagEvent, TagTerms};
+        let tag = Uuid::from_u128(0x7901);
+        let table = Uuid::from_u128(0x7003);
+        vec![
+            TagEvent::TagCreated(Box::new(TagTerms {
+                tag_id: tag,
+                company_id: Uuid::from_u128(0xa001),
+                scope: ScopeRef {
+                    kind: ScopeKind::Company,
+                    id: Uuid::from_u128(0xa001),
+                },
+                name: "Finance".into(),
+                description: Some("Tables finance reads".into()),
+                color: Some("#2266aa".into()),
+                system: None,
+                created_by: "user:00000000-0000-0000-0000-00000000b001".into(),
+            })),
+            TagEvent::TagUpdated {
+                tag_id: tag,
+                name: "Finance".into(),
+                description: None,
+                color: Some("#22aa66".into()),
+            },
+            TagEvent::TagAttached {
+                tag_id: tag,
+                table_id: table,
+            },
+            TagEvent::TagDetached {
+                tag_id: tag,
+                table_id: table,
+            },
+        ]
     }
 }

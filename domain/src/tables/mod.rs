@@ -26,6 +26,7 @@ pub mod rule;
 pub mod scope;
 pub mod staged_change;
 pub mod table;
+pub mod tag;
 pub mod token_lifecycle;
 pub mod trigger;
 pub mod values;

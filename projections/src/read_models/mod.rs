@@ -18,6 +18,7 @@ pub mod sharing;
 pub mod switches;
 mod table;
 pub mod table_commands;
+pub mod table_tags;
 pub mod tables;
 pub mod tasks;
 pub mod trigger_runs;
@@ -41,6 +42,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(tables::CustomTablesProjection),
         Arc::new(public_tokens::PublicTokensProjection),
         Arc::new(table_commands::TableCommandsProjection),
+        Arc::new(table_tags::TableTagsProjection),
         Arc::new(tasks::TasksProjection),
         Arc::new(sharing::SharingProjection),
         Arc::new(runs::RunsProjection),

@@ -38,22 +38,37 @@ pub struct Facts {
     pub departments: Vec<Uuid>,
     /// Live rooms it belongs to.
     pub rooms: Vec<Uuid>,
+    /// Tables whose client-access passphrase it gave (social media clients).
+    pub unlocked: Vec<Uuid>,
+}
+
+impl Facts {
+    /// Whether the table refuses this caller outright: a social media client while
+    /// client access is off, or before it gave the table's passphrase.
+    pub fn refused_by(&self, table: &TableRow) -> bool {
+        self.client
+            && (!table.client_access
+                || (table.client_passphrase && !self.unlocked.contains(&table.id)))
+    }
 }
 
 /// Loads the caller's departments and live rooms.
 pub async fn facts(state: &AppState, principal: &Principal) -> ApiResult<Facts> {
     let client = principal.principal_type == PrincipalType::SocialMediaClient;
-    let (departments, rooms): (Vec<Uuid>, Vec<Uuid>) = sqlx::query_as(
+    let (departments, rooms, unlocked): (Vec<Uuid>, Vec<Uuid>, Vec<Uuid>) = sqlx::query_as(
         "SELECT ARRAY(SELECT d.department_id FROM department_members d
                         JOIN departments dd ON dd.id = d.department_id AND dd.company_id = $3
                        WHERE d.user_id = $1 AND $2 = 'user' ORDER BY d.department_id),
                 ARRAY(SELECT m.chatroom_id FROM chatroom_members m
                         JOIN chatrooms r ON r.id = m.chatroom_id AND r.company_id = $3 AND NOT r.archived
-                       WHERE m.member_kind = $2 AND m.member_id = $1 ORDER BY m.chatroom_id)",
+                       WHERE m.member_kind = $2 AND m.member_id = $1 ORDER BY m.chatroom_id),
+                ARRAY(SELECT u.table_id FROM custom_table_client_unlocks u
+                       WHERE u.client_id = $1 AND $4 ORDER BY u.table_id)",
     )
     .bind(principal.principal_id)
     .bind(principal.principal_type.as_str())
     .bind(principal.company_id)
+    .bind(client)
     .fetch_one(&state.pool)
     .await?;
     let tag = if client { "smc" } else { "user" };
@@ -64,6 +79,7 @@ pub async fn facts(state: &AppState, principal: &Principal) -> ApiResult<Facts> 
         id: principal.principal_id,
         departments,
         rooms,
+        unlocked,
     })
 }
 
@@ -301,7 +317,7 @@ pub fn resolve(
     let caller = standing.caller;
     let own: Vec<&GrantRow> = grants.iter().filter(|g| g.table_id == table.id).collect();
     let find = |subject: Subject| own.iter().find(|g| g.subject == subject).map(|g| &g.grant);
-    let refused = caller.client && !table.client_access;
+    let refused = caller.refused_by(table);
     let standard = Grant::standard_default();
     let candidates = if refused {
         Candidates::default()

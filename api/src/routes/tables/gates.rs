@@ -88,10 +88,10 @@ pub enum Operation {
     PublishTokens,
     /// Upload attachment files (the shared attachment router's writes).
     WriteBlobs,
-    /// Export, plan and apply a declarative deployment of the scope's tables, read
-    /// its state (a decision of this service: the scope's managers, who moderate
-    /// every table of the scope).
-    Deploy,
+    /// Deploy the scope's tables declaratively (export, plan, apply, state) and
+    /// create its table tags (a decision of this service: the scope's managers, who
+    /// moderate every table of the scope).
+    ManageScope,
 }
 
 /// Gates per operation, for (chatroom, department, company); any one of a cell's
@@ -140,7 +140,10 @@ pub const GATES: &[(Operation, [&[Gate]; 3])] = {
             [&[TableModerator], &[TableModerator], &[TableModerator]],
         ),
         (WriteBlobs, [&[TableWrite], &[TableWrite], &[TableWrite]]),
-        (Deploy, [&[ScopeManager], &[ScopeManager], &[ScopeManager]]),
+        (
+            ManageScope,
+            [&[ScopeManager], &[ScopeManager], &[ScopeManager]],
+        ),
     ]
 };
 

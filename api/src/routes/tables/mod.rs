@@ -10,6 +10,7 @@ pub mod blobs;
 pub mod callback;
 mod callback_tokens;
 pub mod cells;
+pub mod client_access;
 mod column_schema;
 mod column_sources;
 mod columns;
@@ -29,6 +30,7 @@ pub mod search;
 mod selection;
 mod sharing;
 mod table;
+mod tags;
 pub mod triggers;
 mod views;
 
@@ -53,11 +55,13 @@ fn mount_routes() -> OpenApiRouter<AppState> {
         .merge(export::router())
         .merge(views::router())
         .merge(permissions::router())
+        .merge(client_access::router())
         .merge(callback_tokens::router())
         .merge(triggers::router())
         .merge(rules::router())
         .merge(commands::router())
         .merge(iac::router())
+        .merge(tags::router())
 }
 
 /// Every custom-table route (relative to [`PREFIX`]).

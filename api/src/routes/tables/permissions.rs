@@ -16,7 +16,6 @@ use crate::state::AppState;
 use axum::Json;
 use domain::tables::access::Source;
 use domain::tables::grants::{EditMode, Grant, ReadMode, Subject};
-use domain::tables::table::TableCommand;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -32,7 +31,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke_permission))
         .routes(routes!(set_client_permission, revoke_client_permission))
         .routes(routes!(patch_default_permissions))
-        .routes(routes!(patch_client_access))
 }
 
 /// A grant for a user, department or chatroom.
@@ -245,31 +243,4 @@ async fn patch_default_permissions(
         scope_values: Vec::new(),
     };
     grant.set(changed).await
-}
-
-/// Client access of a table.
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClientAccess {
-    /// Whether social media clients may reach the table through their grants
-    /// (default true).
-    pub enabled: bool,
-}
-
-/// Lets social media clients reach the table, or refuses them all.
-#[utoipa::path(patch, path = "/tables/{table_id}/client-access", tag = "custom_tables", request_body = ClientAccess,
-    params(("table_id" = Uuid, Path, description = "The table")),
-    responses((status = 200, body = ClientAccess)))]
-async fn patch_client_access(
-    caller: Caller,
-    mount: Mount,
-    ApiJson(body): ApiJson<ClientAccess>,
-) -> ApiResult<Json<ClientAccess>> {
-    let table = open_table(&caller, &mount, Operation::ManageTable).await?;
-    table
-        .execute(TableCommand::SetClientAccess {
-            enabled: body.enabled,
-        })
-        .await?;
-    Ok(Json(body))
 }

@@ -377,8 +377,9 @@ async fn open_plain(
     };
     let access = access::resolve(&row, &all_columns, &grants, &ladder, &context);
     // A table is invisible to a caller that neither enters its owning scope nor
-    // holds a grant, and to every social media client while client access is off.
-    let refused_client = who.client && !row.client_access;
+    // holds a grant, and to every social media client while client access is off
+    // (or before it gave the table's passphrase).
+    let refused_client = who.refused_by(&row);
     if refused_client || (!scope_entry && access.source.is_none()) {
         return Err(ApiError::NotFound);
     }

@@ -204,7 +204,7 @@ pub async fn present(
         .into_iter()
         .zip(inputs.into_iter().map(|(_, defs, ..)| defs))
         .filter(|(t, _)| {
-            let refused = who.client && !t.row.client_access;
+            let refused = who.refused_by(&t.row);
             !refused && access[&t.row.id].source.is_some()
         })
         .collect();

@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 22] = [
+const SOURCES: [&str; 24] = [
+    include_str!("passphrase.rs"),
+    include_str!("tags.rs"),
     include_str!("deployment.rs"),
     include_str!("triggers/mod.rs"),
     include_str!("triggers/firing.rs"),

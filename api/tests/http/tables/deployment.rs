@@ -578,3 +578,84 @@ fn collect(schemas: &Value, name: &str, into: &mut serde_json::Map<String, Value
         collect(schemas, &referenced, into);
     }
 }
+
+#[tokio::test]
+async fn the_system_tag_marks_exactly_the_documents_tables() {
+    let t = Tables::new().await;
+    let tag = json!({"kind": "system_tag", "ref": "crm-tag", "system": "crm", "name": "CRM", "description": null, "color": "#112233"});
+    let a = json!({"kind": "table", "ref": "a", "system": "crm", "name": "A"});
+    let b = json!({"kind": "table", "ref": "b", "system": "crm", "name": "B"});
+    let (s, applied) = deploy(
+        &t,
+        "company",
+        "apply",
+        "boss",
+        &lines(&[tag.clone(), a.clone(), b.clone()]),
+    )
+    .await;
+    assert_eq!(s, 200, "{applied}");
+    let tags = format!("{}/table-tags", t.mount("company"));
+    let (_, listed) = t.call(Method::GET, &tags, "boss", None).await;
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["tags"][0]["system"], "crm");
+    assert_eq!(listed["tags"][0]["name"], "CRM");
+    assert_eq!(listed["tags"][0]["table_ids"].as_array().unwrap().len(), 2);
+    let document = export(&t, "company").await;
+    assert_eq!(rows(&document)[0], tag, "the system tag leads the export");
+
+    // Another tag of the same name is a plan error; a table left out loses the tag.
+    let (s, _) = t
+        .call(Method::POST, &tags, "boss", Some(json!({"name": "Other"})))
+        .await;
+    assert_eq!(s, 201);
+    let renamed = json!({"kind": "system_tag", "ref": "crm-tag", "system": "crm", "name": "Other"});
+    let (s, plan) = deploy(
+        &t,
+        "company",
+        "plan",
+        "boss",
+        &lines(&[renamed, a.clone(), b.clone()]),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert!(
+        plan["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another tag named"),
+        "{plan}"
+    );
+    let (s, applied) = deploy(
+        &t,
+        "company",
+        "apply",
+        "boss",
+        &lines(&[tag.clone(), a.clone()]),
+    )
+    .await;
+    assert_eq!(s, 200, "{applied}");
+    let (_, listed) = t.call(Method::GET, &tags, "boss", None).await;
+    let carried = listed["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["system"] == "crm")
+        .unwrap()["table_ids"]
+        .clone();
+    assert_eq!(carried.as_array().unwrap().len(), 1, "{listed}");
+
+    // The same document in an empty scope makes its own system tag.
+    let (s, applied) = deploy(
+        &t,
+        "department:rnd",
+        "apply",
+        "boss",
+        &lines(&[tag.clone(), a]),
+    )
+    .await;
+    assert_eq!(s, 200, "{applied}");
+    assert_eq!(
+        export(&t, "department:rnd").await,
+        export(&t, "company").await
+    );
+}

@@ -86,6 +86,9 @@ fn scope_strategy() -> impl Strategy<Value = Vec<GenTable>> {
 /// The document of a generated scope.
 fn document(tables: &[GenTable]) -> String {
     let mut rows: Vec<Value> = Vec::new();
+    if tables[0].trigger {
+        rows.push(json!({"kind": "system_tag", "ref": "tag", "system": "gen", "name": "Generated", "color": "#0a0b0c"}));
+    }
     let name_key = |t: usize| format!("col_{t:x}0");
     for (t, table) in tables.iter().enumerate() {
         let tref = format!("t{t}");

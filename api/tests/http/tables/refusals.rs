@@ -31,6 +31,8 @@ fn body_for(method: &str, path: &str, subject: &str) -> Option<Value> {
         "PUT" if tail("/rules") => json!({"rules": []}),
         "PUT" if path.contains("permissions/") => json!({"can_read": "all"}),
         "PATCH" if tail("/client-access") => json!({"enabled": true}),
+        "POST" if tail("/client-access/unlock") => json!({"passphrase": "a passphrase"}),
+        "POST" if tail("/table-tags") => json!({"name": "x"}),
         "POST" if tail("/commands") => command.clone(),
         "PUT" if tail("/commands/{command_id}") => command.clone(),
         "POST" if tail("/execute") || tail("/query") => json!({"inputs": {}}),

@@ -43,6 +43,12 @@ pub struct CustomTable {
     pub grants: Vec<(Subject, Grant)>,
     /// Social media clients may not reach the table.
     pub clients_refused: bool,
+    /// The Argon2id hash of the passphrase social media clients give first.
+    #[serde(default)]
+    pub client_passphrase: Option<String>,
+    /// The clients that gave the current passphrase.
+    #[serde(default)]
+    pub unlocked_clients: Vec<Uuid>,
     /// The channel scope column of a department table governed by a channel policy.
     pub channel_scope_column: Option<String>,
     /// Raw agent writes are refused (`settings.agent_writes_via_commands_only`).
@@ -353,6 +359,29 @@ impl CustomTable {
                 }
                 vec![E::ClientAccessSet { table_id, enabled }]
             }
+            TableCommand::SetClientPassphrase { passphrase_hash } => {
+                let table_id = self.live()?;
+                if passphrase_hash == self.client_passphrase {
+                    return Ok(vec![]);
+                }
+                vec![E::ClientPassphraseSet {
+                    table_id,
+                    passphrase_hash,
+                }]
+            }
+            TableCommand::UnlockClient { client_id } => {
+                let table_id = self.live()?;
+                if self.client_passphrase.is_none() {
+                    return Err(TableError::NotFound("passphrase"));
+                }
+                if self.unlocked_clients.contains(&client_id) {
+                    return Ok(vec![]);
+                }
+                vec![E::ClientUnlocked {
+                    table_id,
+                    client_id,
+                }]
+            }
             TableCommand::SetTriggers { triggers, saved_by } => {
                 let table_id = self.live()?;
                 let triggers = trigger::check(triggers, &self.columns, &self.triggers)?;
@@ -452,6 +481,13 @@ impl Aggregate for CustomTable {
             }
             E::GrantRevoked { subject, .. } => self.grants.retain(|(s, _)| *s != subject),
             E::ClientAccessSet { enabled, .. } => self.clients_refused = !enabled,
+            E::ClientPassphraseSet {
+                passphrase_hash, ..
+            } => {
+                self.client_passphrase = passphrase_hash;
+                self.unlocked_clients.clear();
+            }
+            E::ClientUnlocked { client_id, .. } => self.unlocked_clients.push(client_id),
             E::ChannelScopeSet { column, .. } => self.channel_scope_column = column,
             E::SettingsSet {
                 agent_writes_via_commands_only,

@@ -127,6 +127,18 @@ pub enum TableCommand {
         /// Whether they may.
         enabled: bool,
     },
+    /// Sets or clears the passphrase social media clients give (hashed by the
+    /// caller); nothing happens when the hash is the one stored.
+    SetClientPassphrase {
+        /// The Argon2id hash (PHC string), or `None`.
+        passphrase_hash: Option<String>,
+    },
+    /// Records that a social media client gave the passphrase (checked by the
+    /// caller against the stored hash).
+    UnlockClient {
+        /// The client.
+        client_id: Uuid,
+    },
     /// Replaces the table's trigger set.
     SetTriggers {
         /// The whole set, as sent.

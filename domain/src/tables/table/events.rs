@@ -161,6 +161,21 @@ pub enum TableEvent {
         /// Whether they may.
         enabled: bool,
     },
+    /// Social media clients must (or no longer must) give a passphrase before they
+    /// reach the table; a new passphrase locks every client out again.
+    ClientPassphraseSet {
+        /// The table.
+        table_id: Uuid,
+        /// The passphrase's Argon2id hash (PHC string), or `None`: no passphrase.
+        passphrase_hash: Option<String>,
+    },
+    /// A social media client gave the table's passphrase.
+    ClientUnlocked {
+        /// The table.
+        table_id: Uuid,
+        /// The client.
+        client_id: Uuid,
+    },
     /// The channel scope column of a department table changed.
     ChannelScopeSet {
         /// The table.
@@ -214,6 +229,8 @@ impl DomainEvent for TableEvent {
             Self::GrantSet { .. } => "GrantSet",
             Self::GrantRevoked { .. } => "GrantRevoked",
             Self::ClientAccessSet { .. } => "ClientAccessSet",
+            Self::ClientPassphraseSet { .. } => "ClientPassphraseSet",
+            Self::ClientUnlocked { .. } => "ClientUnlocked",
             Self::ChannelScopeSet { .. } => "ChannelScopeSet",
             Self::SettingsSet { .. } => "SettingsSet",
             Self::TriggersSet { .. } => "TriggersSet",
@@ -245,6 +262,8 @@ impl TableEvent {
             | Self::GrantSet { table_id, .. }
             | Self::GrantRevoked { table_id, .. }
             | Self::ClientAccessSet { table_id, .. }
+            | Self::ClientPassphraseSet { table_id, .. }
+            | Self::ClientUnlocked { table_id, .. }
             | Self::ChannelScopeSet { table_id, .. }
             | Self::SettingsSet { table_id, .. }
             | Self::TriggersSet { table_id, .. }

@@ -123,6 +123,7 @@ impl Projection for CustomTablesProjection {
             "custom_table_blob_holders",
             "custom_table_triggers",
             "custom_table_rules",
+            "custom_table_client_unlocks",
         ]
     }
 

@@ -36,6 +36,8 @@ pub struct TableRow {
     pub migration_id: Option<Uuid>,
     /// Social media clients may reach it through their grants.
     pub client_access: bool,
+    /// Social media clients give a passphrase first.
+    pub client_passphrase: bool,
     /// The channel scope column of a governed department table.
     pub channel_scope_column: Option<String>,
     /// `settings.agent_writes_via_commands_only`.
@@ -56,7 +58,7 @@ impl TableRow {
 }
 
 const TABLE: &str = "SELECT id, company_id, scope_kind, scope_id, name, description, created_by,
-        created_at, updated_at, record_count, migration_id, client_access, channel_scope_column,
+        created_at, updated_at, record_count, migration_id, client_access, client_passphrase, channel_scope_column,
         agent_writes_via_commands_only, data_version
    FROM custom_tables t";
 
@@ -213,4 +215,15 @@ pub async fn rules(
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+/// Which of these tables a social media client unlocked with their passphrase.
+pub async fn unlocked(pool: &PgPool, client: Uuid, tables: &[Uuid]) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT table_id FROM custom_table_client_unlocks WHERE client_id = $1 AND table_id = ANY($2)",
+    )
+    .bind(client)
+    .bind(tables)
+    .fetch_all(pool)
+    .await
 }

@@ -78,6 +78,7 @@ pub async fn apply(
                  DELETE FROM custom_table_grants WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_triggers WHERE table_id = '{table_id}';
                  DELETE FROM custom_table_rules WHERE table_id = '{table_id}';
+                 DELETE FROM custom_table_client_unlocks WHERE table_id = '{table_id}';
                  DELETE FROM custom_tables WHERE id = '{table_id}';"
                 ),
             )
@@ -231,6 +232,36 @@ pub async fn apply(
                 .bind(enabled)
                 .execute(&mut *conn)
                 .await?;
+            Ok(())
+        }
+        E::ClientPassphraseSet {
+            table_id,
+            passphrase_hash,
+        } => {
+            sqlx::query("UPDATE custom_tables SET client_passphrase = $2 WHERE id = $1;")
+                .bind(table_id)
+                .bind(passphrase_hash.is_some())
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("DELETE FROM custom_table_client_unlocks WHERE table_id = $1")
+                .bind(table_id)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
+        E::ClientUnlocked {
+            table_id,
+            client_id,
+        } => {
+            sqlx::query(
+                "INSERT INTO custom_table_client_unlocks (table_id, client_id, unlocked_at)
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(table_id)
+            .bind(client_id)
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
             Ok(())
         }
         E::ChannelScopeSet { table_id, column } => {

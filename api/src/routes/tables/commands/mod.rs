@@ -25,6 +25,7 @@ use domain::tables::command::{
     TableOperation, WriteEffect,
 };
 use projections::read_models::table_commands::query::{self as commands, CommandRow};
+use projections::read_models::table_tags::query as table_tags;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -144,8 +145,28 @@ impl From<CommandRow> for CommandResponse {
     }
 }
 
-/// The definition a payload describes (its rules are the aggregate's).
-fn definition(payload: CommandPayload) -> ApiResult<CommandDefinition> {
+/// The definition a payload describes (its rules are the aggregate's); its
+/// `tag_id` must name a tag of the table's scope.
+async fn definition(table: &OpenTable, payload: CommandPayload) -> ApiResult<CommandDefinition> {
+    if let Some(tag_id) = payload.tag_id
+        && table_tags::tag(
+            table.caller.pool(),
+            table.row.company_id,
+            table.scope,
+            tag_id,
+        )
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::invalid(
+            &["body", "tag_id"],
+            domain::validation::ViolationKind::Rule {
+                kind: "value_error",
+                message: format!("{tag_id} is not a table tag of the table's scope"),
+            },
+            Some(serde_json::json!(tag_id)),
+        ));
+    }
     let write = payload
         .write
         .map(serde_json::from_value::<WriteEffect>)
@@ -221,7 +242,7 @@ async fn define_command(
         company_id: table.row.company_id,
         table_id,
         scope: table.scope,
-        definition: Box::new(definition(payload)?),
+        definition: Box::new(definition(&table, payload).await?),
         defined_by: caller.principal.reference(),
     };
     caller
@@ -255,7 +276,7 @@ async fn redefine_command(
     }
     let command = CommandCommand::Redefine {
         table_id: table.row.id,
-        definition: Box::new(definition(payload)?),
+        definition: Box::new(definition(&table, payload).await?),
         defined_by: caller.principal.reference(),
     };
     caller.command::<TableOperation>(row.id, command).await?;

@@ -90,9 +90,9 @@ fn golden_matrix() {
         (PublishTokens, Department, "YY..Y.."),
         (PublishTokens, Company, "Y...Y.."),
         (WriteBlobs, Chatroom, "YYYYYYY"),
-        (Deploy, Chatroom, "YY....."),
-        (Deploy, Department, "YY....."),
-        (Deploy, Company, "Y......"),
+        (ManageScope, Chatroom, "YY....."),
+        (ManageScope, Department, "YY....."),
+        (ManageScope, Company, "Y......"),
     ];
     for (op, kind, cells) in expected {
         assert_eq!(row(op, kind), cells, "{op:?} in {kind:?}");

@@ -15,7 +15,13 @@ use domain::tables::trigger::Trigger;
 use projections::read_models::review::query as review;
 use uuid::Uuid;
 
-fn change(kind: &'static str, action: Action, reference: &str, table: &str, id: String) -> Change {
+pub fn change(
+    kind: &'static str,
+    action: Action,
+    reference: &str,
+    table: &str,
+    id: String,
+) -> Change {
     Change {
         action,
         kind,
@@ -28,7 +34,7 @@ fn change(kind: &'static str, action: Action, reference: &str, table: &str, id: 
 }
 
 /// The managed resource refs of a kind on a table, with their resource ids.
-fn managed(engine: &Engine<'_>, kind: &str, table: Uuid) -> Vec<(String, String)> {
+pub fn managed(engine: &Engine<'_>, kind: &str, table: Uuid) -> Vec<(String, String)> {
     engine
         .deployment
         .state()
@@ -444,56 +450,8 @@ fn row_id(row: &Row) -> Option<&str> {
     }
 }
 
-/// Sets client access as the document says (a managed row it no longer holds
-/// restores the default: clients reach the table through their grants).
-pub async fn client_access(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) {
-    let rows = rows(engine, table_ref, "client_access");
-    let (line, reference, enabled) = match rows.first() {
-        Some((line, row @ Row::ClientAccess(doc))) => {
-            engine.manage(row, "client_access".into(), table);
-            (Some(*line), doc.reference.clone(), doc.enabled)
-        }
-        _ => match managed(engine, "client_access", table).into_iter().next() {
-            Some((reference, _)) => (None, reference, true),
-            None => return,
-        },
-    };
-    for (extra, row) in rows.iter().skip(1) {
-        engine.error(
-            Some(*extra),
-            row.reference(),
-            "a table has one client_access row",
-        );
-    }
-    let Some(slot) = engine.slot(table) else {
-        return;
-    };
-    if slot.working.state().clients_refused != enabled {
-        return;
-    }
-    if engine
-        .run(
-            table,
-            TableCommand::SetClientAccess { enabled },
-            line,
-            &reference,
-        )
-        .await
-    {
-        let mut c = change(
-            "client_access",
-            Action::Update,
-            &reference,
-            table_ref,
-            "client_access".into(),
-        );
-        c.fields = vec!["enabled".into()];
-        engine.change(c);
-    }
-}
-
 /// The document's rows of one kind on a table.
-fn rows(engine: &Engine<'_>, table_ref: &str, kind: &str) -> Vec<(usize, Row)> {
+pub fn rows(engine: &Engine<'_>, table_ref: &str, kind: &str) -> Vec<(usize, Row)> {
     engine
         .document
         .rows

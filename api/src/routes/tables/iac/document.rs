@@ -6,17 +6,10 @@
 //! their internal key, which the document fixes (`key`), so views, grants and
 //! triggers keep their meaning in any scope.
 
-use crate::openapi::enums::string_enum;
-use domain::tables::column::{Cardinality, ColumnType};
-use domain::tables::grants::{EditMode, ReadMode};
-use domain::tables::rule::RuleEvent;
-use domain::tables::table::SortKey;
-use domain::tables::trigger::{Action, Schedule, TriggerEvent};
+pub use super::kinds::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 /// The prefix of a reference to a table of the document.
 pub const TABLE_REF: &str = "$table:";
@@ -40,268 +33,12 @@ pub enum Row {
     ApprovalRule(RuleDoc),
     /// Whether social media clients reach a table through their grants.
     ClientAccess(ClientAccessDoc),
-}
-
-/// `kind: table`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentTable)]
-pub struct TableDoc {
-    /// Unique in the document; the table's identity across applies.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// Display name.
-    pub name: String,
-    /// Free text.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// `settings.agent_writes_via_commands_only`.
-    #[serde(default)]
-    pub agent_writes_via_commands_only: bool,
-    /// Department tables: the internal key of the channel scope column.
-    #[serde(default)]
-    pub channel_scope_column: Option<String>,
-}
-
-/// `kind: column`: a ColumnCreate with its internal key and table references.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentColumn)]
-pub struct ColumnDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// Internal key `col_<hex>`: the column's identity in its table.
-    pub key: String,
-    /// Display name.
-    pub name: String,
-    /// One of the 19 types.
-    #[serde(rename = "type")]
-    #[schema(schema_with = string_enum::<ColumnType>)]
-    pub column_type: ColumnType,
-    /// Required flag.
-    #[serde(default)]
-    pub required: bool,
-    /// Default value (principal columns: an identity token or a tagged cell).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<serde_json::Value>)]
-    pub default_value: Option<Value>,
-    /// Free text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// String and text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_length: Option<i64>,
-    /// select and multi_select.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<Vec<String>>,
-    /// attachment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allowed_mime_types: Option<Vec<String>>,
-    /// attachment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_count: Option<i64>,
-    /// attachment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_file_bytes: Option<i64>,
-    /// link: `$table:<ref>` or a table id of the company.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_table: Option<String>,
-    /// link: `one` or `many`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = string_enum::<Cardinality>)]
-    pub cardinality: Option<Cardinality>,
-    /// rollup and lookup: the link column.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link_field: Option<String>,
-    /// rollup: the aggregation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aggregation: Option<String>,
-    /// rollup and lookup: the target column.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_column: Option<String>,
-    /// rollup: `outgoing` or `incoming`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<String>,
-    /// incoming rollup: `$table:<ref>` or a table id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_table: Option<String>,
-    /// incoming rollup: link column pairs.
-    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
-    pub match_pairs: Option<BTreeMap<String, String>>,
-    /// rollup: filter predicates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub filter: Option<Vec<Value>>,
-    /// formula: the expression.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expression: Option<String>,
-    /// lookup: `{order_column, direction}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub pick: Option<Value>,
-    /// lookup: `{table_id, match, target_column}`, `table_id` as `$table:<ref>` or
-    /// an id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub fallback: Option<Value>,
-}
-
-/// `kind: view`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentView)]
-pub struct ViewDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// Display name, unique in the table.
-    pub name: String,
-    /// Row filter (columns by internal key).
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub filter: Option<Value>,
-    /// Sort keys `{column, order}`.
-    #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
-    pub sort: Vec<SortKey>,
-    /// Projected columns (internal keys); null means all.
-    #[serde(default)]
-    pub columns: Option<Vec<String>>,
-}
-
-/// `kind: grant`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentGrant)]
-pub struct GrantDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// `default`, `$user:<username>`, `$smc:<platform>:<platform_user_id>`,
-    /// `$room:<name>` or `$room:<department>/<room>`, `$dept:<name>`, or a raw
-    /// `user:<id>`, `smc:<id>`, `room:<id>`, `dept:<id>`.
-    pub subject: String,
-    /// Rows read.
-    #[schema(schema_with = string_enum::<ReadMode>)]
-    pub can_read: ReadMode,
-    /// Whether records may be created.
-    pub can_insert: bool,
-    /// Rows edited.
-    #[schema(schema_with = string_enum::<EditMode>)]
-    pub can_edit: EditMode,
-    /// The row policy of `can_read: filtered`.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub row_filter: Option<Value>,
-    /// Hidden columns (internal keys).
-    #[serde(default)]
-    pub hidden_columns: Vec<String>,
-    /// Chatroom grants on a governed department table: reachable scope values.
-    #[serde(default)]
-    pub scope_values: Vec<String>,
-}
-
-/// `kind: trigger`: a trigger of the trigger set (`PUT .../triggers`). A
-/// cross-table action's `table_id` is a live id (`$table:<ref>` is refused).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentTrigger)]
-pub struct TriggerDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// The trigger's id.
-    pub id: String,
-    /// Display name.
-    pub name: String,
-    /// Disabled triggers never fire.
-    #[serde(default = "enabled")]
-    pub enabled: bool,
-    /// The record event it fires on.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub on: Option<TriggerEvent>,
-    /// Its schedule.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub schedule: Option<Schedule>,
-    /// Which records it fires for.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub when: Option<Value>,
-    /// What it does.
-    #[schema(value_type = Vec<Object>)]
-    pub actions: Vec<Action>,
-}
-
-fn enabled() -> bool {
-    true
-}
-
-/// `kind: approval_rule`: its `template_id` is a review template of the company
-/// (created by REST first).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentApprovalRule)]
-pub struct RuleDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// The rule's id.
-    pub id: String,
-    /// Shown to writers as `rule_label`.
-    pub label: String,
-    /// `require_approval`.
-    #[serde(rename = "type")]
-    pub rule_type: String,
-    /// `created`, `updated`.
-    #[schema(value_type = Vec<String>)]
-    pub events: Vec<RuleEvent>,
-    /// The review template.
-    pub template_id: Uuid,
-}
-
-/// `kind: client_access`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeploymentClientAccess)]
-pub struct ClientAccessDoc {
-    /// Unique in the document.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The system that manages it.
-    pub system: String,
-    /// The table's ref.
-    pub table: String,
-    /// Whether social media clients reach the table through their grants.
-    pub enabled: bool,
+    /// The system's tag: every table of the document carries it.
+    SystemTag(SystemTagDoc),
 }
 
 /// The row kinds and the names of their schemas in the OpenAPI document.
-pub const KINDS: [(&str, &str); 7] = [
+pub const KINDS: [(&str, &str); 8] = [
     ("table", "DeploymentTable"),
     ("column", "DeploymentColumn"),
     ("view", "DeploymentView"),
@@ -309,6 +46,7 @@ pub const KINDS: [(&str, &str); 7] = [
     ("trigger", "DeploymentTrigger"),
     ("approval_rule", "DeploymentApprovalRule"),
     ("client_access", "DeploymentClientAccess"),
+    ("system_tag", "DeploymentSystemTag"),
 ];
 
 /// Declares `kind` in each row kind's schema of the OpenAPI document: the schemas
@@ -338,6 +76,7 @@ impl Row {
             Self::Trigger(_) => "trigger",
             Self::ApprovalRule(_) => "approval_rule",
             Self::ClientAccess(_) => "client_access",
+            Self::SystemTag(_) => "system_tag",
         }
     }
 
@@ -351,7 +90,7 @@ impl Row {
         self.head().1
     }
 
-    /// The ref of its table (its own for a table row).
+    /// The ref of its table (its own for a table row, empty for the system tag).
     pub fn table(&self) -> &str {
         match self {
             Self::Table(t) => &t.reference,
@@ -368,6 +107,7 @@ impl Row {
             Self::Trigger(r) => (&r.reference, &r.system, &r.table),
             Self::ApprovalRule(r) => (&r.reference, &r.system, &r.table),
             Self::ClientAccess(r) => (&r.reference, &r.system, &r.table),
+            Self::SystemTag(r) => (&r.reference, &r.system, ""),
         }
     }
 }
@@ -467,7 +207,19 @@ impl Document {
             .filter(|(_, r)| matches!(r, Row::Table(_)))
             .map(|(_, r)| r.reference().to_string())
             .collect();
+        let mut tags = 0;
         for (line, row) in &rows {
+            if matches!(row, Row::SystemTag(_)) {
+                tags += 1;
+                if tags > 1 {
+                    errors.push(PlanError {
+                        line: Some(*line),
+                        reference: Some(row.reference().to_string()),
+                        message: "a document holds one system_tag".into(),
+                    });
+                }
+                continue;
+            }
             if !tables.contains(row.table()) {
                 errors.push(PlanError {
                     line: Some(*line),
@@ -482,7 +234,7 @@ impl Document {
         let doc = Self {
             rows: rows
                 .into_iter()
-                .filter(|(_, r)| tables.contains(r.table()))
+                .filter(|(_, r)| matches!(r, Row::SystemTag(_)) || tables.contains(r.table()))
                 .collect(),
         };
         (doc, errors)

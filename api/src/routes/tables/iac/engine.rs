@@ -17,6 +17,7 @@ use domain::tables::deployment::{DeployedResource, Deployment, DeploymentCommand
 use domain::tables::policy::Targets;
 use domain::tables::scope::ScopeRef;
 use domain::tables::table::{CustomTable, TableCommand, TableEvent};
+use domain::tables::tag::TableTag;
 use projections::read_models::tables::query as tables;
 use projections::store::{Batch, CommandError, Working};
 use serde::Serialize;
@@ -97,6 +98,8 @@ pub struct Engine<'a> {
     pub slots: Vec<Slot>,
     /// What the system managed before.
     pub deployment: Working<Deployment>,
+    /// The system's tag in the scope, when it has one (or the document makes one).
+    pub tag: Option<Working<TableTag>>,
     /// The document.
     pub document: Document,
     /// The changes decided, in order.
@@ -143,7 +146,9 @@ impl<'a> Engine<'a> {
             .open::<Deployment>(&deployment_id(scope, system))
             .await
             .map_err(store_error)?;
+        let tag = super::system_tag::load(caller, scope, system).await?;
         Ok(Self {
+            tag,
             caller,
             scope,
             room_department,
@@ -310,6 +315,9 @@ impl<'a> Engine<'a> {
         self.deployment
             .stage(&mut batch)
             .map_err(ApiError::internal)?;
+        if let Some(tag) = &self.tag {
+            tag.stage(&mut batch).map_err(ApiError::internal)?;
+        }
         match state.bus.commit(batch).await {
             Ok(()) => {}
             Err(CommandError::Conflict) => {

@@ -10,12 +10,15 @@
 //! statement with the deployment's record of what the system manages.
 
 mod attached;
+mod client_access;
 mod columns;
 pub mod document;
 mod engine;
 mod identity;
+mod kinds;
 mod rows;
 mod steps;
+mod system_tag;
 
 use super::gates::Operation;
 use super::scope::{Mount, enter_scope};
@@ -55,8 +58,25 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SystemQuery {
-    /// The system name (`^[a-z0-9][a-z0-9_-]{0,63}$`).
-    pub system: String,
+    /// The system name (`^[a-z0-9][a-z0-9_-]{0,63}$`); required (checked after
+    /// the scope, so a scope the caller cannot see answers 404 first).
+    #[param(required = true)]
+    pub system: Option<String>,
+}
+
+impl SystemQuery {
+    /// The system, which must be there.
+    fn system(self) -> ApiResult<String> {
+        let system = self.system.ok_or_else(|| {
+            ApiError::invalid(
+                &["query", "system"],
+                domain::validation::ViolationKind::Missing,
+                None,
+            )
+        })?;
+        check_system(&system)?;
+        Ok(system)
+    }
 }
 
 /// The system a plan or apply deploys.
@@ -159,11 +179,11 @@ async fn export(
     mount: Mount,
     ApiQuery(query): ApiQuery<SystemQuery>,
 ) -> ApiResult<Response> {
-    let (scope, _) = enter_scope(&caller, &mount, Operation::Deploy).await?;
-    check_system(&query.system)?;
+    let (scope, _) = enter_scope(&caller, &mount, Operation::ManageScope).await?;
+    let system = query.system()?;
     let state = &caller.state;
     let company = caller.principal.company_id;
-    let deployment = load_deployment(&caller, scope, &query.system).await?;
+    let deployment = load_deployment(&caller, scope, &system).await?;
     let mut loaded = Vec::new();
     for row in tables::scope_tables(&state.pool, company, scope, false, 0, i64::MAX).await? {
         loaded.push(
@@ -173,6 +193,18 @@ async fn export(
                 .await?,
         );
     }
+    let tag_row = match system_tag::load(&caller, scope, &system).await? {
+        Some(tag) => {
+            let id = tag.id().to_string();
+            let reference = deployment
+                .resources
+                .iter()
+                .find(|r| r.resource_type == "system_tag" && r.resource_id == id)
+                .map_or_else(|| "system-tag".to_string(), |r| r.reference.clone());
+            system_tag::row(tag.state(), reference)
+        }
+        None => None,
+    };
     let refs = table_refs(&loaded, &deployment);
     let ids = Identities::load(&state.pool, company).await?;
     let table = |id: Uuid| table_reference(&refs, id);
@@ -187,7 +219,7 @@ async fn export(
             .unwrap_or(derived)
     };
     let naming = Naming {
-        system: &query.system,
+        system: &system,
         table: &table,
         cell: &cell,
         subject: &subject,
@@ -198,7 +230,7 @@ async fn export(
         .filter_map(|t| t.table_id.and_then(|id| refs.get(&id)).map(|r| (r, t)))
         .collect();
     ordered.sort_by_key(|(r, _)| *r);
-    let mut out: Vec<Row> = Vec::new();
+    let mut out: Vec<Row> = tag_row.into_iter().collect();
     for (r, t) in ordered {
         out.extend(table_rows(t, r, &naming));
     }
@@ -226,7 +258,7 @@ async fn prepare<'a>(
     headers: &HeaderMap,
     body: Body,
 ) -> ApiResult<Engine<'a>> {
-    let (scope, facts) = enter_scope(caller, mount, Operation::Deploy).await?;
+    let (scope, facts) = enter_scope(caller, mount, Operation::ManageScope).await?;
     let bytes = read_capped(headers, body, DEFAULT_LIMIT).await?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| ApiError::code(Code::InvalidBody, "the document is not UTF-8 text"))?;
@@ -363,7 +395,7 @@ async fn state(
     mount: Mount,
     ApiQuery(query): ApiQuery<SystemQuery>,
 ) -> ApiResult<Json<StateResponse>> {
-    let (scope, _) = enter_scope(&caller, &mount, Operation::Deploy).await?;
-    check_system(&query.system)?;
-    Ok(Json(state_of(&caller, scope, &query.system).await?))
+    let (scope, _) = enter_scope(&caller, &mount, Operation::ManageScope).await?;
+    let system = query.system()?;
+    Ok(Json(state_of(&caller, scope, &system).await?))
 }

@@ -2,7 +2,8 @@
 //! a document with (the same conversion with ids in place of refs and tokens).
 
 use super::document::{
-    ClientAccessDoc, ColumnDoc, GrantDoc, Row, RuleDoc, TABLE_REF, TableDoc, TriggerDoc, ViewDoc,
+    ClientAccessDoc, ColumnDoc, GrantDoc, REDACTED, Row, RuleDoc, TABLE_REF, TableDoc, TriggerDoc,
+    ViewDoc,
 };
 use crate::routes::tables::column_schema::ColumnResponse;
 use chrono::Utc;
@@ -203,6 +204,8 @@ pub fn table_rows(table: &CustomTable, table_ref: &str, naming: &Naming) -> Vec<
         system,
         table: table_ref.to_string(),
         enabled: !table.clients_refused,
+        passphrase_enabled: table.client_passphrase.is_some(),
+        passphrase: Some(REDACTED.into()),
     }));
     rows
 }

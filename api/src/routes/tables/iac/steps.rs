@@ -47,13 +47,14 @@ pub async fn decide(engine: &mut Engine<'_>) -> ApiResult<()> {
         attached::grants(engine, *id, reference).await?;
         attached::triggers(engine, *id, reference, true).await;
         attached::rules(engine, *id, reference).await?;
-        attached::client_access(engine, *id, reference).await;
+        super::client_access::decide(engine, *id, reference).await?;
         if let Some((line, doc)) = tables.iter().find(|(_, t)| &t.reference == reference) {
             settings(engine, *id, *line, doc).await;
         }
     }
     delete_tables(engine, &tables).await;
-    Ok(())
+    let ids: Vec<Uuid> = placed.iter().map(|(id, _)| *id).collect();
+    super::system_tag::decide(engine, &ids).await
 }
 
 /// Finds or creates the document's table: the managed one of its ref, else an
