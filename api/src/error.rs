@@ -57,6 +57,33 @@ pub struct Coded {
 }
 
 impl ApiError {
+    /// A one-line account of the refusal, for a list of per-item errors (an
+    /// import's rows); internal errors say no more than that.
+    pub fn describe(&self) -> String {
+        match self {
+            ApiError::NotFound => "not found".into(),
+            ApiError::Unauthenticated => "not authenticated".into(),
+            ApiError::Forbidden(message) => (*message).into(),
+            ApiError::MethodNotAllowed => "not allowed".into(),
+            ApiError::Refused(code) => code.as_str().into(),
+            ApiError::Validation(violations) => violations
+                .iter()
+                .map(|v| {
+                    let item = render_violation(v);
+                    format!(
+                        "{}: {}",
+                        v.loc.join("."),
+                        item["msg"].as_str().unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            ApiError::Coded(coded) => format!("{}: {}", coded.code.as_str(), coded.message),
+            ApiError::NotYetVisible(_) => "not yet visible".into(),
+            ApiError::Internal(_) => "internal error".into(),
+        }
+    }
+
     /// A coded error, answered with its code's status.
     pub fn code(code: Code, message: impl Into<String>) -> Self {
         Self::Coded(Coded {

@@ -89,6 +89,9 @@ pub struct Inner {
     pub throttle: crate::throttle::Throttle,
     /// Client-access passphrase attempts: 300-second windows per table and client.
     pub passphrase_throttle: crate::throttle::Throttle,
+    /// Name resolutions (`name_eq`, `name_contains`): 300-second windows per table
+    /// and caller.
+    pub name_throttle: crate::throttle::Throttle,
     /// Answers, totals and schemas of public reads, by data version.
     pub public_reads: crate::answer_cache::PublicReadCache,
 }
@@ -214,6 +217,9 @@ impl AppState {
             throttle: Default::default(),
             passphrase_throttle: crate::throttle::Throttle::with_window(
                 crate::routes::tables::client_access::ATTEMPT_WINDOW,
+            ),
+            name_throttle: crate::throttle::Throttle::with_window(
+                crate::routes::tables::selection::NAME_WINDOW,
             ),
             public_reads: Default::default(),
         }));

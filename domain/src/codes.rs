@@ -310,6 +310,13 @@ codes! {
     CommittedNotYetVisible = "committed_not_yet_visible" => Unavailable,
     /// A PATCH without any field.
     NoFields = "no_fields" => Validation,
+    /// An import file that is not a CSV or XLSX file the import reads.
+    ImportFileInvalid = "import_file_invalid" => BadRequest,
+    /// Import rows whose values do not fit their columns (nothing was imported).
+    ImportRowsInvalid = "import_rows_invalid" => Validation,
+    /// More name resolutions (`name_eq`, `name_contains`) on one table than the
+    /// caller's budget: 30 per 300 seconds for users, 10 for social media clients.
+    NameResolutionRateLimited = "name_resolution_rate_limited" => RateLimited,
     /// A wrong client-access passphrase.
     PassphraseInvalid = "passphrase_invalid" => Forbidden,
     /// More than 5 passphrase attempts per 300 seconds for one table and client.

@@ -38,6 +38,7 @@ pub(crate) fn table_route(method: &str, path: &str) -> String {
         "/trigger-runs",
         "/commands",
         "/table-tags",
+        "/import",
     ]
     .iter()
     .filter_map(|m| path.find(m).map(|i| &path[i..]))

@@ -99,6 +99,7 @@ pub fn aggregates() -> Vec<AggregateEntry> {
         entry::<crate::tables::staged_change::StagedChange>(),
         entry::<crate::tables::deployment::Deployment>(),
         entry::<crate::tables::tag::TableTag>(),
+        entry::<crate::tables::import::ImportSession>(),
         entry::<crate::review::ReviewGroup>(),
         entry::<crate::review::ReviewTemplate>(),
         entry::<crate::tasks::task::Task>(),

@@ -442,3 +442,42 @@ impl Catalogued for crate::tables::tag::TableTag {
         ]
     }
 }
+
+impl Catalogued for crate::tables::import::ImportSession {
+    fn examples() -> Vec<crate::tables::import::ImportEvent> {
+        use crate::tables::column::ColumnType;
+        use crate::tables::import::{Extracted, ImportColumn, ImportEvent};
+        let sid = Uuid::from_u128(0x7a01);
+        vec![
+            ImportEvent::ImportExtracted(Box::new(Extracted {
+                sid,
+                company_id: Uuid::from_u128(0xa001),
+                department_id: Uuid::from_u128(0xd001),
+                uploaded_by: "user:00000000-0000-0000-0000-00000000b001".into(),
+                file_name: "leads.csv".into(),
+                format: "csv".into(),
+                sheet: None,
+                columns: vec![
+                    ImportColumn {
+                        index: 0,
+                        header: "Name".into(),
+                        inferred_type: ColumnType::String,
+                    },
+                    ImportColumn {
+                        index: 1,
+                        header: "Qty".into(),
+                        inferred_type: ColumnType::Integer,
+                    },
+                ],
+                preview: vec![vec![serde_json::json!("Ada"), serde_json::json!(3)]],
+                total_rows: 1,
+                rows_key: format!("imports/{}/{sid}.json", Uuid::from_u128(0xa001)),
+            })),
+            ImportEvent::ImportCompleted {
+                table_id: Uuid::from_u128(0x7003),
+                imported: 1,
+                created_table: false,
+            },
+        ]
+    }
+}

@@ -18,6 +18,7 @@ pub mod deployment;
 pub mod error;
 pub mod formula;
 pub mod grants;
+pub mod import;
 pub mod policy;
 pub mod public_token;
 pub mod query;

@@ -71,6 +71,34 @@ pub struct ColumnCreate {
 }
 
 impl ColumnCreate {
+    /// A column with only a name and a type (an import's new columns).
+    pub fn typed(name: String, column_type: ColumnType) -> Self {
+        Self {
+            name,
+            column_type,
+            required: None,
+            default_value: None,
+            description: None,
+            max_length: None,
+            options: None,
+            allowed_mime_types: None,
+            max_count: None,
+            max_file_bytes: None,
+            target_table_id: None,
+            cardinality: None,
+            link_field: None,
+            aggregation: None,
+            target_column: None,
+            direction: None,
+            source_table_id: None,
+            match_pairs: None,
+            filter: None,
+            expression: None,
+            pick: None,
+            fallback: None,
+        }
+    }
+
     /// The other table the column names: a link's target, or an incoming rollup's
     /// source table.
     pub fn linked_table(&self) -> Option<Uuid> {

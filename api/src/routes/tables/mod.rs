@@ -19,6 +19,7 @@ mod export;
 pub mod gates;
 mod grant_body;
 pub mod iac;
+mod import;
 pub mod migrations;
 mod permissions;
 pub mod public_read;
@@ -27,7 +28,7 @@ pub mod records;
 mod rules;
 pub mod scope;
 pub mod search;
-mod selection;
+pub mod selection;
 mod sharing;
 mod table;
 mod tags;
@@ -85,7 +86,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         )
         .nest(
             "/department/{department_id}",
-            mount_routes().merge(sharing::department_router()),
+            mount_routes()
+                .merge(sharing::department_router())
+                .merge(import::router()),
         )
         .nest(
             "/company",

@@ -257,25 +257,37 @@ pub async fn insert(
     record_id: Uuid,
     data: &Map<String, Value>,
 ) -> ApiResult<()> {
-    within_floor(table, None)?;
-    raw_write_allowed(table)?;
-    unlocked(table)?;
+    let command = creation(table, record_id, data).await?;
     let caller = &table.caller;
-    let data = cells::validate(&caller.state, table, data, true).await?;
-    within_floor(table, Some((&data, true)))?;
-    let command = RecordCommand::Create {
-        record_id,
-        table_id: table.row.id,
-        company_id: table.row.company_id,
-        created_by: caller.principal.reference(),
-        data,
-    };
     caller
         .state
         .bus
         .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
         .await?;
     Ok(())
+}
+
+/// The command that creates record `record_id` as the table's caller, once the
+/// channel floor, the migration lock and every value were checked (an import
+/// decides many and appends them together).
+pub async fn creation(
+    table: &OpenTable,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<RecordCommand> {
+    within_floor(table, None)?;
+    raw_write_allowed(table)?;
+    unlocked(table)?;
+    let caller = &table.caller;
+    let data = cells::validate(&caller.state, table, data, true).await?;
+    within_floor(table, Some((&data, true)))?;
+    Ok(RecordCommand::Create {
+        record_id,
+        table_id: table.row.id,
+        company_id: table.row.company_id,
+        created_by: caller.principal.reference(),
+        data,
+    })
 }
 
 /// Changes the named cells of record `record_id` as the table's caller, who must

@@ -1,9 +1,13 @@
 //! The shared query part of search, aggregate and export bodies: filter, `q`, sort,
 //! projection and a stored view, resolved against the table's columns.
 
+use super::public_read::query::uses_name_ops;
 use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::throttle::Admission;
+use axum::http::{HeaderValue, header};
+use domain::error::Code;
 use domain::tables::TableError;
 use domain::tables::query::{self, Condition, Field, Order};
 use domain::tables::table::ViewDef;
@@ -73,11 +77,13 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
         Some(id) => Some(view(state, table, id).await?),
         None => None,
     };
-    let mut conditions: Vec<Condition> = Vec::new();
-    for filter in [view.as_ref().and_then(|v| v.filter.clone()), q.filter]
+    let filters: Vec<Value> = [view.as_ref().and_then(|v| v.filter.clone()), q.filter]
         .into_iter()
         .flatten()
-    {
+        .collect();
+    admit_name_resolution(state, table, &filters)?;
+    let mut conditions: Vec<Condition> = Vec::new();
+    for filter in filters {
         conditions.push(query::resolve_filter(&filter, &table.columns).map_err(ApiError::from)?);
     }
     let condition = match conditions.len() {
@@ -125,4 +131,36 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
         projection,
         ..table.selection()
     })
+}
+
+/// Name resolutions (`name_eq`, `name_contains`) one caller may run on one table
+/// per [`NAME_WINDOW`]: users (internal) and social media clients (external; spec
+/// `custom-tables.md` section 8).
+pub const NAME_RESOLUTIONS: (i64, i64) = (30, 10);
+
+/// The window of the name-resolution throttle.
+pub const NAME_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Counts a selection that matches people by name against the caller's budget on
+/// the table: 429 `name_resolution_rate_limited` (with `Retry-After`) past it.
+fn admit_name_resolution(state: &AppState, table: &OpenTable, filters: &[Value]) -> ApiResult<()> {
+    if !filters.iter().any(uses_name_ops) {
+        return Ok(());
+    }
+    let principal = &table.caller.principal;
+    let external = principal.principal_type == domain::principal::PrincipalType::SocialMediaClient;
+    let limit = if external {
+        NAME_RESOLUTIONS.1
+    } else {
+        NAME_RESOLUTIONS.0
+    };
+    let key = Uuid::new_v5(&table.row.id, principal.principal_id.as_bytes());
+    match state.name_throttle.admit(key, limit, std::time::Instant::now()) {
+        Admission::Allowed { .. } => Ok(()),
+        Admission::Limited { retry_after } => Err(ApiError::code(
+            Code::NameResolutionRateLimited,
+            format!("at most {limit} name resolutions per 300 seconds on this table; retry in {retry_after} s"),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from(retry_after))),
+    }
 }

@@ -314,7 +314,10 @@ async fn client_access_refuses_every_social_media_client() {
             Some(json!({"enabled": false})),
         )
         .await;
-    assert_eq!((status, body), (200, json!({"enabled": false})));
+    assert_eq!(
+        (status, body),
+        (200, json!({"enabled": false, "passphrase_enabled": false}))
+    );
     let (status, _) = rows(&t, &table, "line1").await;
     assert_eq!(status, 404, "a refused client sees nothing");
     let (status, list) = t
