@@ -120,6 +120,19 @@ async fn build(t: &Tables) -> (String, String) {
         )
         .await;
     assert_eq!(s, 200, "{body}");
+    let orders_id = orders.rsplit('/').next().unwrap();
+    let command = json!({"table_id": orders_id, "name": "open orders", "kind": "query",
+        "inputs": {"type": "object", "properties": {}},
+        "query": {"filter": {"column": status, "op": "eq", "value": "open"}}});
+    let (s, body) = t
+        .call(
+            Method::POST,
+            &format!("{}/commands", t.mount("company")),
+            "boss",
+            Some(command),
+        )
+        .await;
+    assert_eq!(s, 201, "{body}");
     let (s, _) = t
         .call(
             Method::PATCH,
@@ -145,6 +158,7 @@ async fn an_exported_scope_applies_unchanged_to_itself_and_to_an_empty_scope() {
         "view",
         "grant",
         "trigger",
+        "command",
         "client_access",
     ] {
         assert!(kinds.contains(&kind), "{kind} in {document}");
@@ -374,6 +388,7 @@ async fn plan_errors_stop_the_apply_and_nothing_is_written() {
         format!(r#"{{"kind": "approval_rule", "ref": "a.r", "system": "crm", "table": "a", "id": "r", "label": "R", "type": "require_approval", "events": ["created"], "template_id": "{}"}}"#, uuid::Uuid::new_v4()),
         r#"{"kind": "table", "ref": "b", "system": "other", "name": "B"}"#.to_string(),
         r#"{"kind": "column", "ref": "a.bad", "system": "crm", "table": "a", "key": "col_b5", "name": "Bad", "type": "select", "options": []}"#.to_string(),
+        format!(r#"{{"kind": "command", "ref": "a.c", "system": "crm", "table": "a", "name": "C", "command_kind": "query", "inputs": {{"type": "object"}}, "authority": "caller", "tag_id": "{}", "query": {{}}}}"#, uuid::Uuid::new_v4()),
     ]
     .join("\n");
     let before = t.app.event_count().await;
@@ -401,6 +416,7 @@ async fn plan_errors_stop_the_apply_and_nothing_is_written() {
     assert!(at(10).contains("review template"));
     assert!(at(11).contains("system 'other'"));
     assert!(!at(12).is_empty());
+    assert!(at(13).contains("not a table tag of this scope"));
 
     let got = deploy(&t, "company", "apply", "boss", &document).await;
     let detail = assert_code(&got, 422, "deployment_plan_invalid");

@@ -183,6 +183,11 @@ fn document(tables: &[GenTable]) -> String {
                 "actions": [{"type": "update_record", "values": {name_key(t): "set"}}]}),
             ));
         }
+        if table.clients {
+            rows.push(row("command", format!("{tref}.find"), json!({"name": "find", "command_kind": "query",
+                "inputs": {"type": "object", "properties": {"n": {"type": "string"}}}, "authority": "caller",
+                "query": {"filter": {"column": name_key(t), "op": "eq", "value": "$input.n"}}})));
+        }
         rows.push(row(
             "client_access",
             format!("{tref}.clients"),

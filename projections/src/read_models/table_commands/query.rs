@@ -45,6 +45,18 @@ pub async fn command(pool: &PgPool, company: Uuid, id: Uuid) -> sqlx::Result<Opt
     .await
 }
 
+/// The Commands of these tables, oldest first.
+pub async fn table_commands(pool: &PgPool, tables: &[Uuid]) -> sqlx::Result<Vec<CommandRow>> {
+    sqlx::query_as(
+        "SELECT id, company_id, table_id, scope_kind, scope_id, version, definition,
+                defined_by, created_at, updated_at
+           FROM custom_table_commands WHERE table_id = ANY($1) ORDER BY created_at, id",
+    )
+    .bind(tables)
+    .fetch_all(pool)
+    .await
+}
+
 /// An agent delivery marker.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeliveryRow {

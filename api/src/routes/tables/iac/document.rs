@@ -35,10 +35,12 @@ pub enum Row {
     ClientAccess(ClientAccessDoc),
     /// The system's tag: every table of the document carries it.
     SystemTag(SystemTagDoc),
+    /// A Command of a table.
+    Command(Box<CommandDoc>),
 }
 
 /// The row kinds and the names of their schemas in the OpenAPI document.
-pub const KINDS: [(&str, &str); 8] = [
+pub const KINDS: [(&str, &str); 9] = [
     ("table", "DeploymentTable"),
     ("column", "DeploymentColumn"),
     ("view", "DeploymentView"),
@@ -47,6 +49,7 @@ pub const KINDS: [(&str, &str); 8] = [
     ("approval_rule", "DeploymentApprovalRule"),
     ("client_access", "DeploymentClientAccess"),
     ("system_tag", "DeploymentSystemTag"),
+    ("command", "DeploymentCommand"),
 ];
 
 /// Declares `kind` in each row kind's schema of the OpenAPI document: the schemas
@@ -77,6 +80,7 @@ impl Row {
             Self::ApprovalRule(_) => "approval_rule",
             Self::ClientAccess(_) => "client_access",
             Self::SystemTag(_) => "system_tag",
+            Self::Command(_) => "command",
         }
     }
 
@@ -108,6 +112,7 @@ impl Row {
             Self::ApprovalRule(r) => (&r.reference, &r.system, &r.table),
             Self::ClientAccess(r) => (&r.reference, &r.system, &r.table),
             Self::SystemTag(r) => (&r.reference, &r.system, ""),
+            Self::Command(r) => (&r.reference, &r.system, &r.table),
         }
     }
 }

@@ -13,11 +13,13 @@ use crate::request::Caller;
 use crate::routes::tables::column_sources::{Stored, Tables};
 use domain::error::Code;
 use domain::tables::column::{ColumnDef, LinkFacts};
+use domain::tables::command::TableOperation;
 use domain::tables::deployment::{DeployedResource, Deployment, DeploymentCommand, deployment_id};
 use domain::tables::policy::Targets;
 use domain::tables::scope::ScopeRef;
 use domain::tables::table::{CustomTable, TableCommand, TableEvent};
 use domain::tables::tag::TableTag;
+use projections::read_models::table_commands::query::{CommandRow, table_commands};
 use projections::read_models::tables::query as tables;
 use projections::store::{Batch, CommandError, Working};
 use serde::Serialize;
@@ -100,6 +102,10 @@ pub struct Engine<'a> {
     pub deployment: Working<Deployment>,
     /// The system's tag in the scope, when it has one (or the document makes one).
     pub tag: Option<Working<TableTag>>,
+    /// The Commands of the scope's tables as they stand.
+    pub commands: Vec<CommandRow>,
+    /// The Commands the document defines or changes.
+    pub operations: Vec<Working<TableOperation>>,
     /// The document.
     pub document: Document,
     /// The changes decided, in order.
@@ -147,8 +153,12 @@ impl<'a> Engine<'a> {
             .await
             .map_err(store_error)?;
         let tag = super::system_tag::load(caller, scope, system).await?;
+        let ids: Vec<Uuid> = slots.iter().map(|s| s.id).collect();
+        let commands = table_commands(&state.pool, &ids).await?;
         Ok(Self {
             tag,
+            commands,
+            operations: Vec::new(),
             caller,
             scope,
             room_department,
@@ -317,6 +327,9 @@ impl<'a> Engine<'a> {
             .map_err(ApiError::internal)?;
         if let Some(tag) = &self.tag {
             tag.stage(&mut batch).map_err(ApiError::internal)?;
+        }
+        for operation in &self.operations {
+            operation.stage(&mut batch).map_err(ApiError::internal)?;
         }
         match state.bus.commit(batch).await {
             Ok(()) => {}

@@ -301,3 +301,51 @@ pub struct SystemTagDoc {
     #[serde(default)]
     pub color: Option<String>,
 }
+
+/// `kind: command`: a Command of a table (`POST {scope_mount}/commands`); its
+/// `tag_id` is a raw tag id of the same scope. A Command cannot be deleted: one the
+/// document no longer holds stays as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = DeploymentCommand)]
+pub struct CommandDoc {
+    /// Unique in the document.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The system that manages it.
+    pub system: String,
+    /// The table's ref.
+    pub table: String,
+    /// Display name (unique among the table's Commands in a document's scope).
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `write` or `query` (the REST payload's `kind`).
+    #[schema(value_type = String)]
+    pub command_kind: domain::tables::command::CommandKind,
+    /// The inputs' JSON Schema.
+    #[schema(value_type = Object)]
+    pub inputs: Value,
+    /// `caller` or `definition`.
+    #[schema(value_type = String)]
+    pub authority: domain::tables::command::Authority,
+    /// A tag of the scope.
+    #[serde(default)]
+    pub tag_id: Option<Uuid>,
+    /// Agent delivery reconciliation, 60..604800 seconds (default 900).
+    #[serde(default = "default_ttl")]
+    pub delivery_reconciliation_ttl_seconds: i64,
+    /// Write Commands: the effect.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub write: Option<Value>,
+    /// Query Commands: the search body.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub query: Option<Value>,
+}
+
+fn default_ttl() -> i64 {
+    domain::tables::command::DEFAULT_RECONCILIATION_TTL_SECONDS
+}

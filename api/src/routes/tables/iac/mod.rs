@@ -12,6 +12,7 @@
 mod attached;
 mod client_access;
 mod columns;
+mod commands;
 pub mod document;
 mod engine;
 mod identity;
@@ -205,6 +206,10 @@ async fn export(
         }
         None => None,
     };
+    let table_ids: Vec<Uuid> = loaded.iter().filter_map(|t| t.table_id).collect();
+    let commands =
+        projections::read_models::table_commands::query::table_commands(&state.pool, &table_ids)
+            .await?;
     let refs = table_refs(&loaded, &deployment);
     let ids = Identities::load(&state.pool, company).await?;
     let table = |id: Uuid| table_reference(&refs, id);
@@ -232,7 +237,7 @@ async fn export(
     ordered.sort_by_key(|(r, _)| *r);
     let mut out: Vec<Row> = tag_row.into_iter().collect();
     for (r, t) in ordered {
-        out.extend(table_rows(t, r, &naming));
+        out.extend(table_rows(t, &commands, r, &naming));
     }
     let mut response = Document::write(&out).into_response();
     response.headers_mut().insert(

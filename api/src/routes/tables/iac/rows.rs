@@ -2,15 +2,17 @@
 //! a document with (the same conversion with ids in place of refs and tokens).
 
 use super::document::{
-    ClientAccessDoc, ColumnDoc, GrantDoc, REDACTED, Row, RuleDoc, TABLE_REF, TableDoc, TriggerDoc,
-    ViewDoc,
+    ClientAccessDoc, ColumnDoc, CommandDoc, GrantDoc, REDACTED, Row, RuleDoc, TABLE_REF, TableDoc,
+    TriggerDoc, ViewDoc,
 };
 use crate::routes::tables::column_schema::ColumnResponse;
 use chrono::Utc;
 use domain::tables::column::{ColumnDef, ColumnType};
+use domain::tables::command::CommandDefinition;
 use domain::tables::deployment::Deployment;
 use domain::tables::grants::Subject;
 use domain::tables::table::CustomTable;
+use projections::read_models::table_commands::query::CommandRow;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
@@ -96,8 +98,13 @@ pub fn table_reference(refs: &HashMap<Uuid, String>, id: Uuid) -> String {
 }
 
 /// The rows of one table, in order: the table, its columns, views, grants,
-/// triggers, rules and client access.
-pub fn table_rows(table: &CustomTable, table_ref: &str, naming: &Naming) -> Vec<Row> {
+/// triggers, rules, Commands and client access.
+pub fn table_rows(
+    table: &CustomTable,
+    commands: &[CommandRow],
+    table_ref: &str,
+    naming: &Naming,
+) -> Vec<Row> {
     let Some(id) = table.table_id else {
         return Vec::new();
     };
@@ -195,6 +202,19 @@ pub fn table_rows(table: &CustomTable, table_ref: &str, naming: &Naming) -> Vec<
             template_id: rule.template_id,
         }));
     }
+    for command in commands.iter().filter(|c| c.table_id == id) {
+        let r = reference(
+            "command",
+            &command.id.to_string(),
+            format!("{table_ref}.command.{}", slug(&command.definition.name)),
+        );
+        rows.push(Row::Command(Box::new(command_doc(
+            &command.definition,
+            table_ref,
+            r,
+            naming.system,
+        ))));
+    }
     rows.push(Row::ClientAccess(ClientAccessDoc {
         reference: reference(
             "client_access",
@@ -263,5 +283,31 @@ pub fn column_doc(
         expression: r.expression,
         pick: r.pick,
         fallback,
+    }
+}
+
+/// A Command's definition as a document row.
+pub fn command_doc(
+    definition: &CommandDefinition,
+    table_ref: &str,
+    reference: String,
+    system: &str,
+) -> CommandDoc {
+    CommandDoc {
+        reference,
+        system: system.to_string(),
+        table: table_ref.to_string(),
+        name: definition.name.clone(),
+        description: definition.description.clone(),
+        command_kind: definition.kind,
+        inputs: definition.inputs.clone(),
+        authority: definition.authority,
+        tag_id: definition.tag_id,
+        delivery_reconciliation_ttl_seconds: definition.delivery_reconciliation_ttl_seconds,
+        write: definition
+            .write
+            .as_ref()
+            .and_then(|w| serde_json::to_value(w).ok()),
+        query: definition.query.clone(),
     }
 }
