@@ -11,7 +11,7 @@ use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::public_read::PUBLIC_READ_PREFIX;
 use super::public_read::query::uses_name_ops;
-use super::scope::{Mount, OpenTable, open_table};
+use super::scope::{Mount, open_table};
 use crate::capability::{random_secret, random_token_id};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, header};
 use chrono::{DateTime, Utc};
 use domain::error::Code;
 use domain::tables::TableError;
-use domain::tables::column::ColumnType;
+use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::policy::{self, Mode, Targets};
 use domain::tables::public_token::{PublicReadToken, PublicTokenCommand, PublicTokenTerms};
 use domain::tables::table::ViewDef;
@@ -171,15 +171,14 @@ pub fn never_published(column_type: ColumnType) -> bool {
 
 /// Refuses a view that filters or sorts on a link, rollup, lookup or formula column,
 /// or matches people by their directory names.
-fn check_view(table: &OpenTable, view: &ViewDef) -> ApiResult<()> {
+fn check_view(columns: &[ColumnDef], view: &ViewDef) -> ApiResult<()> {
     if view.filter.as_ref().is_some_and(uses_name_ops) {
         return Err(not_publishable(
             "a view that matches people by name (name_eq, name_contains) cannot be published"
                 .into(),
         ));
     }
-    let computed = table
-        .all_columns
+    let computed = columns
         .iter()
         .find(|c| c.column_type.is_computed() && view.filters_or_sorts_by(&c.key));
     match computed {
@@ -193,15 +192,14 @@ fn check_view(table: &OpenTable, view: &ViewDef) -> ApiResult<()> {
 }
 
 /// The allowlist as internal keys.
-fn allowlist(table: &OpenTable, names: &[String]) -> ApiResult<Vec<String>> {
+fn allowlist(columns: &[ColumnDef], names: &[String]) -> ApiResult<Vec<String>> {
     names
         .iter()
         .map(|reference| {
-            let column = table
-                .all_columns
+            let column = columns
                 .iter()
                 .find(|c| c.key == *reference)
-                .or_else(|| table.all_columns.iter().find(|c| c.name == *reference))
+                .or_else(|| columns.iter().find(|c| c.name == *reference))
                 .ok_or_else(|| {
                     ApiError::from(TableError::InvalidQuery(format!(
                         "Column '{reference}' does not exist in table schema"
@@ -220,14 +218,63 @@ fn allowlist(table: &OpenTable, names: &[String]) -> ApiResult<Vec<String>> {
 }
 
 /// Checks a row policy for publishing: no principal tokens (422), valid (400).
-fn check_read_filter(table: &OpenTable, node: &Value) -> ApiResult<()> {
+fn check_read_filter(columns: &[ColumnDef], node: &Value) -> ApiResult<()> {
     if policy::mentions(node, "$me") || policy::mentions(node, "$me.department") {
         return Err(not_publishable(
             "read_filter may not use $me or $me.department ($today and $now are allowed)".into(),
         ));
     }
-    policy::compile(node, &table.all_columns, &Targets::new(), Mode::Author)?;
+    policy::compile(node, columns, &Targets::new(), Mode::Author)?;
     Ok(())
+}
+
+/// What a token publishes, checked before it is minted (by the mint route and by
+/// a deployment's `public_read_token` rows).
+pub struct Publication<'a> {
+    /// The published view.
+    pub view: &'a ViewDef,
+    /// The column allowlist (keys or display names).
+    pub visible_columns: Option<&'a [String]>,
+    /// The row policy.
+    pub read_filter: Option<&'a Value>,
+    /// Requests per minute.
+    pub rpm: i64,
+    /// Expiry.
+    pub valid_until: Option<DateTime<Utc>>,
+    /// Label.
+    pub name: Option<&'a str>,
+}
+
+impl Publication<'_> {
+    /// Refuses what cannot be published from a table with these columns (409 on a
+    /// governed table, 422 for a computed view or column or a `$me` policy, 400 or
+    /// a validation error otherwise); answers the allowlist as internal keys.
+    pub fn check(&self, columns: &[ColumnDef], governed: bool) -> ApiResult<Option<Vec<String>>> {
+        if governed {
+            return Err(ApiError::code(
+                Code::TableChannelGoverned,
+                "Cannot publish a table governed by a scoped channel policy",
+            ));
+        }
+        check_view(columns, self.view)?;
+        let visible = self
+            .visible_columns
+            .map(|names| allowlist(columns, names))
+            .transpose()?;
+        if let Some(node) = self.read_filter {
+            check_read_filter(columns, node)?;
+        }
+        if !(1..=MAX_RPM).contains(&self.rpm) {
+            return Err(rule("rpm", "rpm must be between 1 and 100000"));
+        }
+        if self.valid_until.is_some_and(|until| until <= Utc::now()) {
+            return Err(rule("valid_until", "valid_until must be in the future"));
+        }
+        if self.name.is_some_and(|n| n.chars().count() > 200) {
+            return Err(rule("name", "name must be at most 200 characters"));
+        }
+        Ok(visible)
+    }
 }
 
 pub(super) fn rule(field: &str, message: &str) -> ApiError {
@@ -275,31 +322,17 @@ async fn mint_token(
     let view = tables::view(caller.pool(), table.row.id, body.view_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    if table.row.channel_scope_column.is_some() {
-        return Err(ApiError::code(
-            Code::TableChannelGoverned,
-            "Cannot publish a table governed by a scoped channel policy",
-        ));
-    }
-    check_view(&table, &view)?;
-    let visible_columns = body
-        .visible_columns
-        .as_deref()
-        .map(|names| allowlist(&table, names))
-        .transpose()?;
-    if let Some(node) = &body.read_filter {
-        check_read_filter(&table, node)?;
-    }
     let rpm = body.rpm.unwrap_or(DEFAULT_RPM);
-    if !(1..=MAX_RPM).contains(&rpm) {
-        return Err(rule("rpm", "rpm must be between 1 and 100000"));
-    }
-    if body.valid_until.is_some_and(|until| until <= Utc::now()) {
-        return Err(rule("valid_until", "valid_until must be in the future"));
-    }
-    if body.name.as_ref().is_some_and(|n| n.chars().count() > 200) {
-        return Err(rule("name", "name must be at most 200 characters"));
-    }
+    let publication = Publication {
+        view: &view,
+        visible_columns: body.visible_columns.as_deref(),
+        read_filter: body.read_filter.as_ref(),
+        rpm,
+        valid_until: body.valid_until,
+        name: body.name.as_deref(),
+    };
+    let visible_columns =
+        publication.check(&table.all_columns, table.row.channel_scope_column.is_some())?;
     let secretless = body.secretless.unwrap_or(false);
     let (secret, secret_sha256) = if secretless {
         (None, None)

@@ -93,6 +93,16 @@ async fn build(t: &Tables) -> (String, String) {
         .call(Method::POST, &format!("{orders}/views"), "boss", Some(view))
         .await;
     assert_eq!(s, 201, "{body}");
+    let token = json!({"view_id": body["id"], "secretless": true, "name": "open board", "rpm": 30});
+    let (s, minted) = t
+        .call(
+            Method::POST,
+            &format!("{orders}/public-read-tokens"),
+            "boss",
+            Some(token),
+        )
+        .await;
+    assert_eq!(s, 200, "{minted}");
     for (kind, id) in [
         ("user", t.user("member")),
         ("department", t.department("rnd")),
@@ -159,6 +169,7 @@ async fn an_exported_scope_applies_unchanged_to_itself_and_to_an_empty_scope() {
         "grant",
         "trigger",
         "command",
+        "public_read_token",
         "client_access",
     ] {
         assert!(kinds.contains(&kind), "{kind} in {document}");
@@ -389,6 +400,7 @@ async fn plan_errors_stop_the_apply_and_nothing_is_written() {
         r#"{"kind": "table", "ref": "b", "system": "other", "name": "B"}"#.to_string(),
         r#"{"kind": "column", "ref": "a.bad", "system": "crm", "table": "a", "key": "col_b5", "name": "Bad", "type": "select", "options": []}"#.to_string(),
         format!(r#"{{"kind": "command", "ref": "a.c", "system": "crm", "table": "a", "name": "C", "command_kind": "query", "inputs": {{"type": "object"}}, "authority": "caller", "tag_id": "{}", "query": {{}}}}"#, uuid::Uuid::new_v4()),
+        r#"{"kind": "public_read_token", "ref": "a.tok", "system": "crm", "table": "a", "view": "a.nope"}"#.to_string(),
     ]
     .join("\n");
     let before = t.app.event_count().await;
@@ -417,6 +429,7 @@ async fn plan_errors_stop_the_apply_and_nothing_is_written() {
     assert!(at(11).contains("system 'other'"));
     assert!(!at(12).is_empty());
     assert!(at(13).contains("not a table tag of this scope"));
+    assert!(at(14).contains("is not a view row of this table"));
 
     let got = deploy(&t, "company", "apply", "boss", &document).await;
     let detail = assert_code(&got, 422, "deployment_plan_invalid");

@@ -183,6 +183,14 @@ fn document(tables: &[GenTable]) -> String {
                 "actions": [{"type": "update_record", "values": {name_key(t): "set"}}]}),
             ));
         }
+        if !table.views.is_empty() && table.formula {
+            rows.push(row(
+                "public_read_token",
+                format!("{tref}.token"),
+                json!({"view": format!("{tref}.v0"),
+                "name": "board", "rpm": 30, "allow_query": table.lookup}),
+            ));
+        }
         if table.clients {
             rows.push(row("command", format!("{tref}.find"), json!({"name": "find", "command_kind": "query",
                 "inputs": {"type": "object", "properties": {"n": {"type": "string"}}}, "authority": "caller",

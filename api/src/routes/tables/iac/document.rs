@@ -37,10 +37,12 @@ pub enum Row {
     SystemTag(SystemTagDoc),
     /// A Command of a table.
     Command(Box<CommandDoc>),
+    /// A secretless public read token of a view.
+    PublicReadToken(Box<TokenDoc>),
 }
 
 /// The row kinds and the names of their schemas in the OpenAPI document.
-pub const KINDS: [(&str, &str); 9] = [
+pub const KINDS: [(&str, &str); 10] = [
     ("table", "DeploymentTable"),
     ("column", "DeploymentColumn"),
     ("view", "DeploymentView"),
@@ -50,6 +52,7 @@ pub const KINDS: [(&str, &str); 9] = [
     ("client_access", "DeploymentClientAccess"),
     ("system_tag", "DeploymentSystemTag"),
     ("command", "DeploymentCommand"),
+    ("public_read_token", "DeploymentPublicReadToken"),
 ];
 
 /// Declares `kind` in each row kind's schema of the OpenAPI document: the schemas
@@ -81,6 +84,7 @@ impl Row {
             Self::ClientAccess(_) => "client_access",
             Self::SystemTag(_) => "system_tag",
             Self::Command(_) => "command",
+            Self::PublicReadToken(_) => "public_read_token",
         }
     }
 
@@ -113,6 +117,7 @@ impl Row {
             Self::ClientAccess(r) => (&r.reference, &r.system, &r.table),
             Self::SystemTag(r) => (&r.reference, &r.system, ""),
             Self::Command(r) => (&r.reference, &r.system, &r.table),
+            Self::PublicReadToken(r) => (&r.reference, &r.system, &r.table),
         }
     }
 }

@@ -16,9 +16,11 @@ use domain::tables::column::{ColumnDef, LinkFacts};
 use domain::tables::command::TableOperation;
 use domain::tables::deployment::{DeployedResource, Deployment, DeploymentCommand, deployment_id};
 use domain::tables::policy::Targets;
+use domain::tables::public_token::PublicReadToken;
 use domain::tables::scope::ScopeRef;
 use domain::tables::table::{CustomTable, TableCommand, TableEvent};
 use domain::tables::tag::TableTag;
+use projections::read_models::public_tokens::query::{self as public_tokens, PublicTokenRow};
 use projections::read_models::table_commands::query::{CommandRow, table_commands};
 use projections::read_models::tables::query as tables;
 use projections::store::{Batch, CommandError, Working};
@@ -106,6 +108,10 @@ pub struct Engine<'a> {
     pub commands: Vec<CommandRow>,
     /// The Commands the document defines or changes.
     pub operations: Vec<Working<TableOperation>>,
+    /// The public read tokens of the scope's tables as they stand.
+    pub tokens: Vec<PublicTokenRow>,
+    /// The tokens the document mints or revokes.
+    pub token_ops: Vec<Working<PublicReadToken>>,
     /// The document.
     pub document: Document,
     /// The changes decided, in order.
@@ -155,10 +161,16 @@ impl<'a> Engine<'a> {
         let tag = super::system_tag::load(caller, scope, system).await?;
         let ids: Vec<Uuid> = slots.iter().map(|s| s.id).collect();
         let commands = table_commands(&state.pool, &ids).await?;
+        let mut tokens = Vec::new();
+        for id in &ids {
+            tokens.extend(public_tokens::of_table(&state.pool, *id).await?);
+        }
         Ok(Self {
             tag,
             commands,
             operations: Vec::new(),
+            tokens,
+            token_ops: Vec::new(),
             caller,
             scope,
             room_department,
@@ -330,6 +342,9 @@ impl<'a> Engine<'a> {
         }
         for operation in &self.operations {
             operation.stage(&mut batch).map_err(ApiError::internal)?;
+        }
+        for token in &self.token_ops {
+            token.stage(&mut batch).map_err(ApiError::internal)?;
         }
         match state.bus.commit(batch).await {
             Ok(()) => {}

@@ -349,3 +349,44 @@ pub struct CommandDoc {
 fn default_ttl() -> i64 {
     domain::tables::command::DEFAULT_RECONCILIATION_TTL_SECONDS
 }
+
+/// `kind: public_read_token`: a secretless public read token of a view (tokens
+/// with a secret are minted by REST). Its id, the capability, is never written;
+/// a changed token is revoked and minted again under a new id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = DeploymentPublicReadToken)]
+pub struct TokenDoc {
+    /// Unique in the document.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The system that manages it.
+    pub system: String,
+    /// The table's ref.
+    pub table: String,
+    /// The ref of the published view (a view row of the same table).
+    pub view: String,
+    /// Label.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Column allowlist (internal keys).
+    #[serde(default)]
+    pub visible_columns: Option<Vec<String>>,
+    /// Row policy ANDed onto the view's filter.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub read_filter: Option<Value>,
+    /// Whether `POST .../query` answers.
+    #[serde(default)]
+    pub allow_query: bool,
+    /// Requests per minute (default 60).
+    #[serde(default = "default_rpm")]
+    pub rpm: i64,
+    /// Expiry.
+    #[serde(default)]
+    pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn default_rpm() -> i64 {
+    crate::routes::tables::public_tokens::DEFAULT_RPM
+}

@@ -20,6 +20,7 @@ mod kinds;
 mod rows;
 mod steps;
 mod system_tag;
+mod tokens;
 
 use super::gates::Operation;
 use super::scope::{Mount, enter_scope};
@@ -210,6 +211,12 @@ async fn export(
     let commands =
         projections::read_models::table_commands::query::table_commands(&state.pool, &table_ids)
             .await?;
+    let mut tokens = Vec::new();
+    for id in &table_ids {
+        tokens.extend(
+            projections::read_models::public_tokens::query::of_table(&state.pool, *id).await?,
+        );
+    }
     let refs = table_refs(&loaded, &deployment);
     let ids = Identities::load(&state.pool, company).await?;
     let table = |id: Uuid| table_reference(&refs, id);
@@ -237,7 +244,7 @@ async fn export(
     ordered.sort_by_key(|(r, _)| *r);
     let mut out: Vec<Row> = tag_row.into_iter().collect();
     for (r, t) in ordered {
-        out.extend(table_rows(t, &commands, r, &naming));
+        out.extend(table_rows(t, &commands, &tokens, r, &naming));
     }
     let mut response = Document::write(&out).into_response();
     response.headers_mut().insert(

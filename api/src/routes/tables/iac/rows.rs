@@ -3,7 +3,7 @@
 
 use super::document::{
     ClientAccessDoc, ColumnDoc, CommandDoc, GrantDoc, REDACTED, Row, RuleDoc, TABLE_REF, TableDoc,
-    TriggerDoc, ViewDoc,
+    TokenDoc, TriggerDoc, ViewDoc,
 };
 use crate::routes::tables::column_schema::ColumnResponse;
 use chrono::Utc;
@@ -12,6 +12,7 @@ use domain::tables::command::CommandDefinition;
 use domain::tables::deployment::Deployment;
 use domain::tables::grants::Subject;
 use domain::tables::table::CustomTable;
+use projections::read_models::public_tokens::query::PublicTokenRow;
 use projections::read_models::table_commands::query::CommandRow;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -102,6 +103,7 @@ pub fn table_reference(refs: &HashMap<Uuid, String>, id: Uuid) -> String {
 pub fn table_rows(
     table: &CustomTable,
     commands: &[CommandRow],
+    tokens: &[PublicTokenRow],
     table_ref: &str,
     naming: &Naming,
 ) -> Vec<Row> {
@@ -130,12 +132,15 @@ pub fn table_rows(
             naming,
         ))));
     }
-    for view in &table.views {
-        let r = reference(
+    let view_ref = |view: &domain::tables::table::ViewDef| {
+        reference(
             "view",
             &view.id.to_string(),
             format!("{table_ref}.view.{}", slug(&view.name)),
-        );
+        )
+    };
+    for view in &table.views {
+        let r = view_ref(view);
         rows.push(Row::View(ViewDoc {
             reference: r,
             system: system.clone(),
@@ -214,6 +219,33 @@ pub fn table_rows(
             r,
             naming.system,
         ))));
+    }
+    let published = tokens
+        .iter()
+        .filter(|t| t.table_id == id && t.secretless && !t.revoked);
+    for (n, token) in published.enumerate() {
+        let Some(view) = table.views.iter().find(|v| v.id == token.view_id) else {
+            continue;
+        };
+        let derived = format!(
+            "{table_ref}.token.{}",
+            token
+                .name
+                .as_deref()
+                .map_or_else(|| (n + 1).to_string(), slug)
+        );
+        rows.push(Row::PublicReadToken(Box::new(TokenDoc {
+            reference: reference("public_read_token", &token.id.to_string(), derived),
+            system: system.clone(),
+            table: table_ref.to_string(),
+            view: view_ref(view),
+            name: token.name.clone(),
+            visible_columns: token.visible_columns.clone(),
+            read_filter: token.read_filter.as_ref().map(|f| f.0.clone()),
+            allow_query: token.allow_query,
+            rpm: token.rpm,
+            valid_until: token.valid_until,
+        })));
     }
     rows.push(Row::ClientAccess(ClientAccessDoc {
         reference: reference(

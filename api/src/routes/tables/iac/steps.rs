@@ -48,6 +48,7 @@ pub async fn decide(engine: &mut Engine<'_>) -> ApiResult<()> {
         attached::triggers(engine, *id, reference, true).await;
         attached::rules(engine, *id, reference).await?;
         super::commands::decide(engine, *id, reference).await?;
+        super::tokens::decide(engine, *id, reference).await?;
         super::client_access::decide(engine, *id, reference).await?;
         if let Some((line, doc)) = tables.iter().find(|(_, t)| &t.reference == reference) {
             settings(engine, *id, *line, doc).await;
