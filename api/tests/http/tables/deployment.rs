@@ -81,12 +81,20 @@ async fn build(t: &Tables) -> (String, String) {
         json!({"name": "Double", "type": "formula", "expression": "[Amount] * 2"}),
     )
     .await;
-    t.column(
-        &orders,
-        json!({"name": "Owner", "type": "principal",
-        "default_value": format!("user:{}", t.user("member"))}),
-    )
-    .await;
+    let owner = t
+        .column(
+            &orders,
+            json!({"name": "Owner", "type": "principal",
+            "default_value": format!("user:{}", t.user("member"))}),
+        )
+        .await;
+    let mine = json!({"name": "Mine", "filter": {"or": [
+        {"column": owner, "op": "eq", "value": format!("user:{}", t.user("member"))},
+        {"column": owner, "op": "in", "value": [format!("room:{}", t.seed.room("acme", "lab"))]}]}});
+    let (s, body) = t
+        .call(Method::POST, &format!("{orders}/views"), "boss", Some(mine))
+        .await;
+    assert_eq!(s, 201, "{body}");
     let view = json!({"name": "Open", "filter": {"column": status, "op": "eq", "value": "open"},
         "sort": [{"column": amount, "order": "desc"}]});
     let (s, body) = t
@@ -189,6 +197,12 @@ async fn an_exported_scope_applies_unchanged_to_itself_and_to_an_empty_scope() {
             .clone()
     };
     assert_eq!(column("Owner")["default_value"], "$user:member");
+    let mine = lines
+        .iter()
+        .find(|r| r["kind"] == "view" && r["name"] == "Mine")
+        .unwrap();
+    assert_eq!(mine["filter"]["or"][0]["value"], "$user:member", "{mine}");
+    assert_eq!(mine["filter"]["or"][1]["value"], json!(["$room:lab"]));
     assert_eq!(column("Customer")["target_table"], "$table:customers");
     assert_eq!(column("Double")["expression"], "[Amount] * 2");
     assert_eq!(lines[0]["ref"], "customers");

@@ -62,16 +62,21 @@ pub async fn views(engine: &mut Engine<'_>, table: Uuid, table_ref: &str, last: 
         let found = by_ref
             .or_else(|| current.iter().find(|v| v.name == doc.name))
             .cloned();
+        let Some(filter) =
+            engine.filter(table, doc.filter.as_ref(), Some(line), &doc.reference, last)
+        else {
+            continue;
+        };
         let spec = ViewSpec {
             name: doc.name.clone(),
-            filter: doc.filter.clone(),
+            filter: filter.clone(),
             sort: doc.sort.clone(),
             columns: doc.columns.clone(),
         };
         let (command, action, id) = match &found {
             Some(v)
                 if v.name == doc.name
-                    && v.filter == doc.filter
+                    && v.filter == filter
                     && v.sort == doc.sort
                     && v.columns == doc.columns =>
             {
@@ -201,11 +206,20 @@ pub async fn grants(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
             }
         };
         engine.manage(&row, subject_key(subject), table);
+        let Some(row_filter) = engine.filter(
+            table,
+            doc.row_filter.as_ref(),
+            Some(line),
+            &doc.reference,
+            true,
+        ) else {
+            continue;
+        };
         let grant = Grant {
             can_read: doc.can_read,
             can_insert: doc.can_insert,
             can_edit: doc.can_edit,
-            row_filter: doc.row_filter.clone(),
+            row_filter,
             hidden_columns: doc.hidden_columns.clone(),
             scope_values: doc.scope_values.clone(),
         };
@@ -268,18 +282,22 @@ fn narrower(old: &Grant, new: &Grant) -> bool {
 pub async fn triggers(engine: &mut Engine<'_>, table: Uuid, table_ref: &str, last: bool) {
     let mut wanted: Vec<Trigger> = Vec::new();
     let rows = rows(engine, table_ref, "trigger");
-    for (_, row) in &rows {
+    for (line, row) in &rows {
         let Row::Trigger(doc) = row else { continue };
         if last {
             engine.manage(row, doc.id.clone(), table);
         }
+        let Some(when) = engine.filter(table, doc.when.as_ref(), Some(*line), &doc.reference, last)
+        else {
+            return;
+        };
         wanted.push(Trigger {
             id: doc.id.clone(),
             name: doc.name.clone(),
             enabled: doc.enabled,
             on: doc.on,
             schedule: doc.schedule.clone(),
-            when: doc.when.clone(),
+            when,
             actions: doc.actions.clone(),
         });
     }

@@ -381,6 +381,7 @@ fn raw(current: &ColumnDef, columns: &[ColumnDef], like: &ColumnDoc) -> ColumnDo
         cell: &cell,
         subject: &subject_key,
         reference: &reference,
+        filter: &|f, _| f.clone(),
     };
     normalized(column_doc(
         current,

@@ -221,6 +221,35 @@ impl<'a> Engine<'a> {
         });
     }
 
+    /// A filter of the document with the tokens among its principal operands
+    /// resolved against the table's columns: `None` when one does not resolve (an
+    /// error of the row, noted when `report`).
+    pub fn filter(
+        &mut self,
+        table: Uuid,
+        node: Option<&serde_json::Value>,
+        line: Option<usize>,
+        reference: &str,
+        report: bool,
+    ) -> Option<Option<serde_json::Value>> {
+        let Some(node) = node else {
+            return Some(None);
+        };
+        let columns = self
+            .slot(table)
+            .map(|s| s.working.state().columns.clone())
+            .unwrap_or_default();
+        match self.ids.filter_cells(node, &columns) {
+            Ok(resolved) => Some(Some(resolved)),
+            Err(message) => {
+                if report {
+                    self.error(line, reference, message);
+                }
+                None
+            }
+        }
+    }
+
     /// Decides a command on a table's copy; a refusal is an error of the row.
     pub async fn run(
         &mut self,

@@ -6,8 +6,10 @@
 //! otherwise.
 
 use crate::error::ApiResult;
+use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::grants::Subject;
 use projections::read_models::directory::identity::named_principals;
+use serde_json::Value;
 use sqlx::PgPool;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -137,4 +139,76 @@ impl Identities {
             _ => cell.to_string(),
         }
     }
+}
+
+/// The token prefixes a principal operand may be written with.
+const OPERAND_TOKENS: [&str; 4] = ["$user:", "$smc:", "$room:", "$dept:"];
+
+impl Identities {
+    /// A row policy or filter with the operands of its `principal` columns written
+    /// as tokens where they map back unambiguously (export).
+    pub fn filter_tokens(&self, node: &Value, columns: &[ColumnDef]) -> Value {
+        map_operands(node, columns, &mut |s| Ok(self.cell_token(s)))
+            .unwrap_or_else(|_| node.clone())
+    }
+
+    /// A row policy or filter with the tokens among the operands of its `principal`
+    /// columns resolved to tagged cells (plan); the message names a token that
+    /// resolves to nothing or to a department.
+    pub fn filter_cells(&self, node: &Value, columns: &[ColumnDef]) -> Result<Value, String> {
+        map_operands(node, columns, &mut |s| {
+            if OPERAND_TOKENS.iter().any(|p| s.starts_with(p)) {
+                self.cell(s)
+            } else {
+                Ok(s.to_string())
+            }
+        })
+    }
+}
+
+/// Rewrites the string operands of predicates on `principal` columns (and of the
+/// groups around them); link leaves keep their target as it is.
+fn map_operands(
+    node: &Value,
+    columns: &[ColumnDef],
+    f: &mut dyn FnMut(&str) -> Result<String, String>,
+) -> Result<Value, String> {
+    let Value::Object(fields) = node else {
+        return Ok(node.clone());
+    };
+    let mut out = fields.clone();
+    for group in ["and", "or"] {
+        if let Some(Value::Array(items)) = fields.get(group) {
+            let mapped = items
+                .iter()
+                .map(|n| map_operands(n, columns, f))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.insert(group.into(), Value::Array(mapped));
+        }
+    }
+    if let Some(inner) = fields.get("not") {
+        out.insert("not".into(), map_operands(inner, columns, f)?);
+    }
+    let principal = fields
+        .get("column")
+        .and_then(Value::as_str)
+        .and_then(|c| columns.iter().find(|d| d.is_named(c)))
+        .is_some_and(|d| d.column_type == ColumnType::Principal);
+    if principal && let Some(value) = fields.get("value") {
+        let mapped = match value {
+            Value::String(s) => Value::String(f(s)?),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Value::String(s) => f(s).map(Value::String),
+                        other => Ok(other.clone()),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            other => other.clone(),
+        };
+        out.insert("value".into(), mapped);
+    }
+    Ok(Value::Object(out))
 }

@@ -236,6 +236,7 @@ async fn export(
         cell: &cell,
         subject: &subject,
         reference: &reference,
+        filter: &|f, columns| ids.filter_tokens(f, columns),
     };
     let mut ordered: Vec<(&String, &domain::tables::table::CustomTable)> = loaded
         .iter()

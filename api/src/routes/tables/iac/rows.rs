@@ -30,6 +30,9 @@ pub struct Naming<'a> {
     pub subject: &'a dyn Fn(Subject) -> String,
     /// The ref of a resource: `(resource_type, table_id, resource_id, derived)`.
     pub reference: &'a dyn Fn(&str, Uuid, &str, String) -> String,
+    /// A row policy or filter of a table with these columns (principal operands as
+    /// tokens).
+    pub filter: &'a dyn Fn(&Value, &[ColumnDef]) -> Value,
 }
 
 /// The raw tagged form of a subject: the deployment's resource id of a grant.
@@ -146,7 +149,10 @@ pub fn table_rows(
             system: system.clone(),
             table: table_ref.to_string(),
             name: view.name.clone(),
-            filter: view.filter.clone(),
+            filter: view
+                .filter
+                .as_ref()
+                .map(|f| (naming.filter)(f, &table.columns)),
             sort: view.sort.clone(),
             columns: view.columns.clone(),
         }));
@@ -166,7 +172,10 @@ pub fn table_rows(
             can_read: grant.can_read,
             can_insert: grant.can_insert,
             can_edit: grant.can_edit,
-            row_filter: grant.row_filter.clone(),
+            row_filter: grant
+                .row_filter
+                .as_ref()
+                .map(|f| (naming.filter)(f, &table.columns)),
             hidden_columns: grant.hidden_columns.clone(),
             scope_values: grant.scope_values.clone(),
         }));
@@ -186,7 +195,10 @@ pub fn table_rows(
             enabled: trigger.enabled,
             on: trigger.on,
             schedule: trigger.schedule.clone(),
-            when: trigger.when.clone(),
+            when: trigger
+                .when
+                .as_ref()
+                .map(|f| (naming.filter)(f, &table.columns)),
             actions: trigger.actions.clone(),
         }));
     }
@@ -241,7 +253,10 @@ pub fn table_rows(
             view: view_ref(view),
             name: token.name.clone(),
             visible_columns: token.visible_columns.clone(),
-            read_filter: token.read_filter.as_ref().map(|f| f.0.clone()),
+            read_filter: token
+                .read_filter
+                .as_ref()
+                .map(|f| (naming.filter)(&f.0, &table.columns)),
             allow_query: token.allow_query,
             rpm: token.rpm,
             valid_until: token.valid_until,

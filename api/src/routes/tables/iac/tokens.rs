@@ -40,6 +40,15 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
             );
             continue;
         };
+        let Some(read_filter) = engine.filter(
+            table,
+            doc.read_filter.as_ref(),
+            Some(line),
+            &doc.reference,
+            true,
+        ) else {
+            continue;
+        };
         let Some(slot) = engine.slot(table) else {
             return Ok(());
         };
@@ -50,7 +59,7 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
         let publication = Publication {
             view: &view,
             visible_columns: doc.visible_columns.as_deref(),
-            read_filter: doc.read_filter.as_ref(),
+            read_filter: read_filter.as_ref(),
             rpm: doc.rpm,
             valid_until: doc.valid_until,
             name: doc.name.as_deref(),
@@ -87,7 +96,7 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
         let same = current.as_ref().is_some_and(|t| {
             t.view_id == view_id
                 && t.visible_columns == visible
-                && t.read_filter.as_ref().map(|f| &f.0) == doc.read_filter.as_ref()
+                && t.read_filter.as_ref().map(|f| &f.0) == read_filter.as_ref()
                 && t.allow_query == doc.allow_query
                 && t.rpm == doc.rpm
                 && t.valid_until == doc.valid_until
@@ -112,7 +121,7 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
             view_id,
             name: doc.name.clone(),
             visible_columns: visible,
-            read_filter: doc.read_filter.clone(),
+            read_filter: read_filter.clone(),
             allow_query: doc.allow_query,
             rpm: doc.rpm,
             secretless: true,
