@@ -216,11 +216,9 @@ impl AppState {
             runtime,
             throttle: Default::default(),
             passphrase_throttle: crate::throttle::Throttle::with_window(
-                crate::routes::tables::client_access::ATTEMPT_WINDOW,
+                crate::throttle::FIVE_MINUTES,
             ),
-            name_throttle: crate::throttle::Throttle::with_window(
-                crate::routes::tables::selection::NAME_WINDOW,
-            ),
+            name_throttle: crate::throttle::Throttle::with_window(crate::throttle::FIVE_MINUTES),
             public_reads: Default::default(),
         }));
         Ok(Started {

@@ -14,6 +14,10 @@ use uuid::Uuid;
 /// The default window length.
 pub const WINDOW: Duration = Duration::from_secs(60);
 
+/// The window of the client-access passphrase attempts and of name resolutions
+/// (spec `custom-tables.md` section 8: "per 300 seconds").
+pub const FIVE_MINUTES: Duration = Duration::from_secs(300);
+
 /// What one request may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {

@@ -428,3 +428,20 @@ pub use aggregation::{AggregateOp, group_field};
 
 #[cfg(test)]
 mod tests;
+
+/// Operators that match people by their directory names: never on public reads
+/// (names are not published, and their answers would depend on the directory),
+/// throttled on private ones.
+pub const NAME_OPS: [&str; 2] = ["name_eq", "name_contains"];
+
+/// Whether a filter tree uses a directory-name operator.
+pub fn uses_name_ops(node: &Value) -> bool {
+    match node {
+        Value::Object(fields) => fields.iter().any(|(key, value)| {
+            (key == "op" && value.as_str().is_some_and(|op| NAME_OPS.contains(&op)))
+                || uses_name_ops(value)
+        }),
+        Value::Array(items) => items.iter().any(uses_name_ops),
+        _ => false,
+    }
+}

@@ -22,7 +22,7 @@ use domain::principal::PrincipalType;
 use domain::tables::table::{CustomTable, TableCommand};
 use projections::read_models::tables::query as tables;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,9 +30,6 @@ use uuid::Uuid;
 
 /// Passphrase attempts per table and client in one window.
 pub const ATTEMPTS: i64 = 5;
-
-/// The window of the passphrase throttle.
-pub const ATTEMPT_WINDOW: Duration = Duration::from_secs(300);
 
 /// Characters a passphrase holds.
 const LENGTH: std::ops::RangeInclusive<usize> = 8..=200;

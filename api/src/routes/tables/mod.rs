@@ -28,7 +28,7 @@ pub mod records;
 mod rules;
 pub mod scope;
 pub mod search;
-pub mod selection;
+mod selection;
 mod sharing;
 mod table;
 mod tags;

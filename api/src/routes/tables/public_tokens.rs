@@ -10,7 +10,6 @@
 use super::columns::SuccessResponse;
 use super::gates::Operation;
 use super::public_read::PUBLIC_READ_PREFIX;
-use super::public_read::query::uses_name_ops;
 use super::scope::{Mount, open_table};
 use crate::capability::{random_secret, random_token_id};
 use crate::error::{ApiError, ApiResult};
@@ -25,6 +24,7 @@ use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, ColumnType};
 use domain::tables::policy::{self, Mode, Targets};
 use domain::tables::public_token::{PublicReadToken, PublicTokenCommand, PublicTokenTerms};
+use domain::tables::query::uses_name_ops;
 use domain::tables::table::ViewDef;
 use domain::{AggregateExt, SpecError};
 use projections::read_models::public_tokens::query::{self as tokens, PublicTokenRow};

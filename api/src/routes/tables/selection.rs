@@ -1,7 +1,6 @@
 //! The shared query part of search, aggregate and export bodies: filter, `q`, sort,
 //! projection and a stored view, resolved against the table's columns.
 
-use super::public_read::query::uses_name_ops;
 use super::scope::OpenTable;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -9,6 +8,7 @@ use crate::throttle::Admission;
 use axum::http::{HeaderValue, header};
 use domain::error::Code;
 use domain::tables::TableError;
+use domain::tables::query::uses_name_ops;
 use domain::tables::query::{self, Condition, Field, Order};
 use domain::tables::table::ViewDef;
 use projections::read_models::tables::query as tables;
@@ -134,12 +134,9 @@ pub async fn resolve(state: &AppState, table: &OpenTable, q: Query) -> ApiResult
 }
 
 /// Name resolutions (`name_eq`, `name_contains`) one caller may run on one table
-/// per [`NAME_WINDOW`]: users (internal) and social media clients (external; spec
+/// per 300 seconds: users (internal) and social media clients (external; spec
 /// `custom-tables.md` section 8).
 pub const NAME_RESOLUTIONS: (i64, i64) = (30, 10);
-
-/// The window of the name-resolution throttle.
-pub const NAME_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Counts a selection that matches people by name against the caller's budget on
 /// the table: 429 `name_resolution_rate_limited` (with `Retry-After`) past it.

@@ -135,6 +135,7 @@ impl<'a> Engine<'a> {
         system: &str,
         document: Document,
         errors: Vec<PlanError>,
+        tag: Option<Working<TableTag>>,
     ) -> ApiResult<Self> {
         let state = &caller.state;
         let company = caller.principal.company_id;
@@ -158,7 +159,6 @@ impl<'a> Engine<'a> {
             .open::<Deployment>(&deployment_id(scope, system))
             .await
             .map_err(store_error)?;
-        let tag = super::system_tag::load(caller, scope, system).await?;
         let ids: Vec<Uuid> = slots.iter().map(|s| s.id).collect();
         let commands = table_commands(&state.pool, &ids).await?;
         let mut tokens = Vec::new();

@@ -286,6 +286,7 @@ async fn prepare<'a>(
     };
     check_system(&system)?;
     let (document, errors) = Document::parse(text, &system);
+    let tag = system_tag::load(caller, scope, &system).await?;
     let mut engine = Engine::load(
         caller,
         scope,
@@ -293,6 +294,7 @@ async fn prepare<'a>(
         &system,
         document,
         errors,
+        tag,
     )
     .await?;
     steps::decide(&mut engine).await?;

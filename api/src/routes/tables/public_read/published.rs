@@ -185,7 +185,7 @@ pub async fn publish(
     if view
         .filter
         .as_ref()
-        .is_some_and(super::query::uses_name_ops)
+        .is_some_and(domain::tables::query::uses_name_ops)
     {
         return Err(ApiError::NotFound);
     }

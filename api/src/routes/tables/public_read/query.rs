@@ -10,6 +10,7 @@
 use super::published::Published;
 use crate::error::{ApiError, ApiResult};
 use domain::tables::TableError;
+use domain::tables::query::NAME_OPS;
 use domain::tables::query::{self, Condition, Field, Order};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -68,22 +69,6 @@ pub fn invalid_body(message: impl std::fmt::Display) -> ApiError {
 }
 
 const SYSTEM_FIELDS: [&str; 3] = ["id", "created_at", "updated_at"];
-
-/// Operators that match people by their directory names: never on public reads
-/// (names are not published, and their answers would depend on the directory).
-pub const NAME_OPS: [&str; 2] = ["name_eq", "name_contains"];
-
-/// Whether a filter tree uses a directory-name operator.
-pub fn uses_name_ops(node: &Value) -> bool {
-    match node {
-        Value::Object(fields) => fields.iter().any(|(key, value)| {
-            (key == "op" && value.as_str().is_some_and(|op| NAME_OPS.contains(&op)))
-                || uses_name_ops(value)
-        }),
-        Value::Array(items) => items.iter().any(uses_name_ops),
-        _ => false,
-    }
-}
 
 /// Checks that a filter or sort may name `reference`.
 fn check_column(published: &Published, reference: &str, sorting: bool) -> ApiResult<()> {
