@@ -87,6 +87,23 @@ pub fn is_system_name(system: &str) -> bool {
 }
 
 impl Deployment {
+    /// The ref of a managed resource of a table (the system tag's table is nil).
+    pub fn reference_of(
+        &self,
+        resource_type: &str,
+        table_id: Uuid,
+        resource_id: &str,
+    ) -> Option<&str> {
+        self.resources
+            .iter()
+            .find(|r| {
+                r.resource_type == resource_type
+                    && r.table_id == table_id
+                    && r.resource_id == resource_id
+            })
+            .map(|r| r.reference.as_str())
+    }
+
     /// The managed resource of a kind with a ref.
     pub fn find(&self, resource_type: &str, reference: &str) -> Option<&DeployedResource> {
         self.resources

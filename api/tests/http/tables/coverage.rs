@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 const ROUTES: &str = include_str!("route_authorization.json");
 
 /// The sources of the custom-table tests, where the named tests must exist.
-const SOURCES: [&str; 25] = [
+const SOURCES: [&str; 26] = [
+    include_str!("deployment_plans.rs"),
     include_str!("import.rs"),
     include_str!("passphrase.rs"),
     include_str!("tags.rs"),

@@ -9,6 +9,7 @@ mod commands_only;
 mod coverage;
 mod deliveries;
 mod deployment;
+mod deployment_plans;
 mod deployment_roundtrip;
 pub mod fixture;
 mod formulas;

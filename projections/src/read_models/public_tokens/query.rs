@@ -60,6 +60,16 @@ pub async fn of_table(pool: &PgPool, table: Uuid) -> sqlx::Result<Vec<PublicToke
     .await
 }
 
+/// The tokens of these tables, newest first.
+pub async fn of_tables(pool: &PgPool, tables: &[Uuid]) -> sqlx::Result<Vec<PublicTokenRow>> {
+    sqlx::query_as(&format!(
+        "{SELECT} WHERE p.table_id = ANY($1) ORDER BY p.created_at DESC, p.id DESC"
+    ))
+    .bind(tables)
+    .fetch_all(pool)
+    .await
+}
+
 /// The token with this id, found by the hash of the id.
 pub async fn by_id(pool: &PgPool, token_id: Uuid) -> sqlx::Result<Option<PublicTokenRow>> {
     sqlx::query_as(&format!("{SELECT} WHERE p.lookup_hash = $1"))

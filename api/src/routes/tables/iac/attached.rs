@@ -414,12 +414,8 @@ fn set_changes<T: PartialEq>(
                 engine
                     .deployment
                     .state()
-                    .resources
-                    .iter()
-                    .find(|r| {
-                        r.resource_type == kind && r.table_id == table && r.resource_id == item_id
-                    })
-                    .map(|r| r.reference.clone())
+                    .reference_of(kind, table, item_id)
+                    .map(str::to_string)
             })
             .unwrap_or_else(|| item_id.to_string())
     };

@@ -58,13 +58,9 @@ pub async fn delete_missing(
         let reference = engine
             .deployment
             .state()
-            .resources
-            .iter()
-            .find(|r| {
-                r.resource_type == "column" && r.table_id == table && r.resource_id == column.key
-            })
-            .map(|r| r.reference.clone())
-            .unwrap_or_default();
+            .reference_of("column", table, &column.key)
+            .unwrap_or_default()
+            .to_string();
         let filled = engine.filled(table, &column).await?;
         if engine
             .run(

@@ -161,10 +161,7 @@ impl<'a> Engine<'a> {
             .map_err(store_error)?;
         let ids: Vec<Uuid> = slots.iter().map(|s| s.id).collect();
         let commands = table_commands(&state.pool, &ids).await?;
-        let mut tokens = Vec::new();
-        for id in &ids {
-            tokens.extend(public_tokens::of_table(&state.pool, *id).await?);
-        }
+        let tokens = public_tokens::of_tables(&state.pool, &ids).await?;
         Ok(Self {
             tag,
             commands,
@@ -207,9 +204,8 @@ impl<'a> Engine<'a> {
     pub fn is_managed(&self, kind: &str, table: Uuid, resource_id: &str) -> bool {
         self.deployment
             .state()
-            .resources
-            .iter()
-            .any(|r| r.resource_type == kind && r.table_id == table && r.resource_id == resource_id)
+            .reference_of(kind, table, resource_id)
+            .is_some()
     }
 
     /// Records an error of a row.

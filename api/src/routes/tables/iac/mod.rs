@@ -199,10 +199,9 @@ async fn export(
         Some(tag) => {
             let id = tag.id().to_string();
             let reference = deployment
-                .resources
-                .iter()
-                .find(|r| r.resource_type == "system_tag" && r.resource_id == id)
-                .map_or_else(|| "system-tag".to_string(), |r| r.reference.clone());
+                .reference_of("system_tag", Uuid::nil(), &id)
+                .unwrap_or("system-tag")
+                .to_string();
             system_tag::row(tag.state(), reference)
         }
         None => None,
@@ -211,12 +210,8 @@ async fn export(
     let commands =
         projections::read_models::table_commands::query::table_commands(&state.pool, &table_ids)
             .await?;
-    let mut tokens = Vec::new();
-    for id in &table_ids {
-        tokens.extend(
-            projections::read_models::public_tokens::query::of_table(&state.pool, *id).await?,
-        );
-    }
+    let tokens =
+        projections::read_models::public_tokens::query::of_tables(&state.pool, &table_ids).await?;
     let refs = table_refs(&loaded, &deployment);
     let ids = Identities::load(&state.pool, company).await?;
     let table = |id: Uuid| table_reference(&refs, id);
@@ -224,11 +219,8 @@ async fn export(
     let subject = |s| ids.subject_token(s);
     let reference = |kind: &str, table: Uuid, id: &str, derived: String| {
         deployment
-            .resources
-            .iter()
-            .find(|r| r.resource_type == kind && r.table_id == table && r.resource_id == id)
-            .map(|r| r.reference.clone())
-            .unwrap_or(derived)
+            .reference_of(kind, table, id)
+            .map_or(derived, str::to_string)
     };
     let naming = Naming {
         system: &system,
