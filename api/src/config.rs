@@ -19,6 +19,32 @@ pub enum LogFormat {
     Json,
 }
 
+/// What a node of a deployment does (`docs/scaling.md`). Every role takes part in
+/// the election of the one node that seals and projects the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Serves the API; claims no builds, runs or trigger work.
+    Api,
+    /// Claims builds, runs and trigger work; serves only `/healthz`, `/metrics`
+    /// and the callback routes its runs write back through.
+    Worker,
+    /// Both (one machine).
+    All,
+}
+
+impl Role {
+    /// Whether this node serves the API.
+    pub fn serves_api(self) -> bool {
+        matches!(self, Self::Api | Self::All)
+    }
+
+    /// Whether this node claims background work.
+    pub fn works(self) -> bool {
+        matches!(self, Self::Worker | Self::All)
+    }
+}
+
 /// Whether the RSA transit key pair for encrypted secret writes is available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TransitKeyMode {
@@ -40,6 +66,10 @@ pub enum SecretKeyMode {
 /// Everything `sandbox-api serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
+    /// What this node does: `api`, `worker` or `all`.
+    #[arg(long, env = "SANDBOX_ROLE", value_enum, default_value = "all")]
+    pub role: Role,
+
     /// Directory for the embedded database, objects and generated keys.
     #[arg(long, env = "SANDBOX_DATA_DIR", default_value = "./.sandbox")]
     pub data_dir: PathBuf,

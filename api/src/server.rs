@@ -33,6 +33,23 @@ pub fn app(state: AppState) -> Router {
     let router = router
         .route("/openapi.json", get(move || async move { Json(document) }))
         .merge(mcp_router(&state));
+    traced(router)
+}
+
+/// The routes of a worker node (`--role worker`): health and metrics, and the
+/// callback routes its runs' write-back doors relay to (`docs/scaling.md`).
+pub fn worker_app(state: AppState) -> Router {
+    let (router, _) = OpenApiRouter::new()
+        .merge(routes::health::router())
+        .merge(routes::tables::callback::router())
+        .route_layer(from_fn(record_metrics))
+        .with_state(state)
+        .split_for_parts();
+    traced(router)
+}
+
+/// The fallback and the request id and tracing layers every node's router has.
+fn traced(router: Router) -> Router {
     router.fallback(not_found).layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
@@ -179,17 +196,24 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
     let started = AppState::start(config, pool, cancel.clone()).await?;
     let runtime = started.state.runtime.clone();
-    crate::runtime::start(&runtime);
-    // Table triggers act through the table write path, which needs the whole state.
-    crate::routes::tables::triggers::fire::spawn(
-        started.state.clone(),
-        config.trigger_interval.into(),
-    );
+    if config.role.works() {
+        crate::runtime::start(&runtime);
+        // Table triggers act through the table write path, which needs the whole state.
+        crate::routes::tables::triggers::fire::spawn(
+            started.state.clone(),
+            config.trigger_interval.into(),
+        );
+    }
+    let router = if config.role.serves_api() {
+        app(started.state)
+    } else {
+        worker_app(started.state)
+    };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    tracing::info!(listen = %config.listen, base_url = %config.base_url(), "sandbox-api is serving");
-    axum::serve(listener, app(started.state))
+    tracing::info!(listen = %config.listen, base_url = %config.base_url(), role = ?config.role, "sandbox-api is serving");
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     cancel.cancel();

@@ -35,6 +35,8 @@ pub struct Deployment {
     pub allow_clock_override: bool,
     /// Confirmed job quota per selectable region (`None` when unknown).
     pub job_quotas: Vec<(String, Option<u64>)>,
+    /// What this node does.
+    pub role: crate::config::Role,
 }
 
 /// How builds run on this machine.
@@ -177,6 +179,7 @@ impl AppState {
             enabled: config.enabled,
             allow_clock_override: config.allow_clock_override,
             job_quotas: config.job_quotas(),
+            role: config.role,
         };
         let objects = Objects::local(
             &config.data_dir.join("objects"),

@@ -16,12 +16,20 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(metrics))
 }
 
-/// 200 when the database answers.
+/// 200 when the database answers, with the node's role and whether it is the one
+/// that seals and projects the log (`pump_leader`).
 #[utoipa::path(get, path = "/healthz", tag = "general",
-    responses((status = 200, description = "healthy")))]
+    responses((status = 200, description = "healthy: `status`, `role` (`api`, `worker`, `all`), `pump_leader`")))]
 async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     match sqlx::query("SELECT 1").execute(&state.pool).await {
-        Ok(_) => (StatusCode::OK, Json(json!({"status": "ok"}))),
+        Ok(_) => (
+            StatusCode::OK,
+            Json(json!({
+                "status": "ok",
+                "role": state.deployment.role,
+                "pump_leader": state.bus.pump().is_leader(),
+            })),
+        ),
         Err(error) => {
             tracing::warn!(%error, "health check failed");
             (
@@ -33,12 +41,14 @@ async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
 }
 
 /// Prometheus metrics: requests and latencies per route, events appended and sealed,
-/// log head, projection lag, the sealing lag (read from the database at each
+/// whether this node pumps (`sandbox_pump_leader`), log head, projection lag, the sealing lag (read from the database at each
 /// scrape, so a stalled sealer shows), and the kill switches (`sandbox_enabled`,
 /// `sandbox_companies_disabled`).
 #[utoipa::path(get, path = "/metrics", tag = "general",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> String {
+    let leader = state.bus.pump().is_leader();
+    metrics::gauge!("sandbox_pump_leader").set(if leader { 1.0 } else { 0.0 });
     match projections::sealer::backlog(&state.pool).await {
         Ok(backlog) => {
             metrics::gauge!("sandbox_log_sealing_lag_seconds").set(backlog.oldest_seconds);

@@ -182,6 +182,7 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().unwrap();
         let config = Config {
+            role: api::config::Role::All,
             data_dir: data.path().to_path_buf(),
             database_url: Some(db.url.clone()),
             listen: addr,

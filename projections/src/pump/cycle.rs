@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// The first row of a cycle: the sealed head and the checkpoints.
 #[derive(sqlx::FromRow)]
@@ -57,7 +58,10 @@ impl Pump {
     /// One transaction: seal, then project. `None` when another process pumps.
     pub async fn cycle(&self) -> anyhow::Result<Option<Cycle>> {
         let mut leader = self.leader.lock().await;
-        let Some(connection) = leader.connection(&self.pool).await? else {
+        let connection = leader.connection(&self.pool).await;
+        self.leading
+            .store(matches!(connection, Ok(Some(_))), Ordering::SeqCst);
+        let Some(connection) = connection? else {
             return Ok(None);
         };
         let mut result = self.run(connection, Mode::Fast).await;
@@ -66,6 +70,7 @@ impl Pump {
         }
         if result.is_err() {
             leader.resign();
+            self.leading.store(false, Ordering::SeqCst);
         }
         result.map(Some)
     }
@@ -101,6 +106,9 @@ impl Pump {
             .collect();
         match self.project(&mut tx, &mut states, &sealed, mode).await {
             Ok(until) => {
+                if !sealed.events.is_empty() || until.is_some() {
+                    super::signal::projected(&mut tx).await?;
+                }
                 tx.commit().await?;
                 Ok(self.publish(number, &sealed, &states, until))
             }

@@ -12,17 +12,19 @@
 //! cycle has sealed everything it saw, the command's events are sealed. After each
 //! cycle the pump publishes its [`Progress`] in memory, from which a command tells,
 //! without a query, when its events are sealed and projected; when another process
-//! pumps, the wait falls back to reading positions and checkpoints from the database.
+//! pumps, the wait falls back to reading positions and checkpoints from the database,
+//! woken by the leader's signal that a cycle committed (see `signal.rs`).
 
 mod cycle;
 mod leader;
+mod signal;
 
 use crate::projection::Projection;
 use crate::store::EventKey;
 use leader::Leader;
 use sqlx::PgPool;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -110,6 +112,10 @@ pub struct Pump {
     progress: watch::Sender<Progress>,
     config: PumpConfig,
     leader: tokio::sync::Mutex<Leader>,
+    /// Whether this process holds the leadership (as of its last attempt).
+    leading: AtomicBool,
+    /// Woken when the leader (maybe another process) committed a cycle.
+    elsewhere: Notify,
 }
 
 impl Pump {
@@ -130,6 +136,8 @@ impl Pump {
             progress,
             config,
             leader: tokio::sync::Mutex::new(Leader::default()),
+            leading: AtomicBool::new(false),
+            elsewhere: Notify::new(),
         })
     }
 
@@ -155,8 +163,26 @@ impl Pump {
     }
 
     /// The ticket of an append that has just committed (see [`Ticket`]).
-    pub fn ticket(&self) -> Ticket {
+    fn ticket(&self) -> Ticket {
         Ticket(self.cycles_started.load(Ordering::SeqCst))
+    }
+
+    /// Whether this process is the one that pumps (as of its last cycle).
+    pub fn is_leader(&self) -> bool {
+        self.leading.load(Ordering::SeqCst)
+    }
+
+    /// Called right after an append committed: takes its ticket and gets a cycle
+    /// going, here when this process pumps, else by signalling the leader.
+    pub async fn appended(&self) -> Ticket {
+        let ticket = self.ticket();
+        self.kick();
+        if !self.is_leader()
+            && let Err(error) = signal::appended(&self.pool).await
+        {
+            tracing::warn!(%error, "cannot signal the leader; it finds the append at its next poll");
+        }
+        ticket
     }
 
     /// Numbers a cycle that is about to read the log.
@@ -175,6 +201,11 @@ impl Pump {
         cancel: CancellationToken,
     ) -> anyhow::Result<JoinHandle<()>> {
         self.register().await?;
+        tokio::spawn(signal::listen(
+            Arc::downgrade(self),
+            self.pool.clone(),
+            cancel.clone(),
+        ));
         let pump = Arc::clone(self);
         Ok(tokio::spawn(async move {
             loop {
@@ -218,12 +249,16 @@ impl Pump {
         // Without a ticket only the database can tell; with one, it is the fallback
         // for when another process pumps.
         let mut checked_database = ticket.map(|_| tokio::time::Instant::now());
+        let mut signalled = false;
         loop {
             if ticket.is_some_and(|ticket| progress.borrow_and_update().covers(ticket)) {
                 return Ok(());
             }
             // Another process may be the one pumping: then only the database knows.
-            if checked_database.is_none_or(|at| at.elapsed() >= Duration::from_millis(50)) {
+            if signalled
+                || checked_database.is_none_or(|at| at.elapsed() >= Duration::from_millis(50))
+            {
+                signalled = false;
                 checked_database = Some(tokio::time::Instant::now());
                 match self.projected(key).await {
                     Ok(true) => return Ok(()),
@@ -234,6 +269,7 @@ impl Pump {
             self.kick();
             tokio::select! {
                 _ = progress.changed() => {}
+                _ = self.elsewhere.notified() => signalled = !self.is_leader(),
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = tokio::time::sleep_until(deadline) => {
                     metrics::counter!("sandbox_read_your_writes_timeouts_total").increment(1);

@@ -164,8 +164,7 @@ impl CommandBus {
             Err(PersistenceError::OptimisticLockError) => return Err(CommandError::Conflict),
             Err(e) => return Err(CommandError::Store(anyhow::anyhow!(e.to_string()))),
         }
-        let ticket = self.pump().ticket();
-        self.pump().kick();
+        let ticket = self.pump().appended().await;
         for key in &batch.last {
             self.pump()
                 .wait_for(key, Some(ticket))

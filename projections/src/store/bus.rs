@@ -256,8 +256,7 @@ impl CommandBus {
             .append(&serialized)
             .await
             .map_err(|e| map_error(e.into()))?;
-        let ticket = self.pump.ticket();
-        self.pump.kick();
+        let ticket = self.pump.appended().await;
         let after = before + events.len();
         maybe_snapshot(&self.repo, aggregate_id, before, after, &state).await;
         Ok(Committed {

@@ -100,6 +100,7 @@ pub fn bench_config(
     data: std::path::PathBuf,
 ) -> Config {
     Config {
+        role: api::config::Role::All,
         data_dir: data,
         database_url: Some(scratch.url.clone()),
         listen,

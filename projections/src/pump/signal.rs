@@ -1,0 +1,89 @@
+//! Signals between the processes that share a database, over PostgreSQL's
+//! `LISTEN`/`NOTIFY`: a process that is not the leader tells the leader it appended
+//! (so the leader runs a cycle now instead of at its next poll), and the leader tells
+//! every process a cycle committed (so a request waiting on another node reads the
+//! checkpoints now instead of at its next poll). Polling stays the fallback: a
+//! signal lost while a listener reconnects only costs a poll interval.
+
+use super::Pump;
+use sqlx::postgres::PgListener;
+use sqlx::{PgConnection, PgPool};
+use std::sync::Weak;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The channel every process listens on.
+const CHANNEL: &str = "sandbox_pump";
+/// Payload: events were appended by a process that does not pump.
+const APPENDED: &str = "appended";
+/// Payload: a cycle sealed or projected events.
+const PROJECTED: &str = "projected";
+
+/// Tells the leader that events were appended (sent by a process that is not it).
+pub(super) async fn appended(pool: &PgPool) -> sqlx::Result<()> {
+    notify(pool, APPENDED).await
+}
+
+/// Tells every process that a cycle committed; sent inside the cycle's transaction,
+/// so it is delivered when (and only if) the cycle commits.
+pub(super) async fn projected(tx: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(PROJECTED)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+async fn notify(pool: &PgPool, payload: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Listens until `cancel` fires (or the pump is gone): an append elsewhere kicks
+/// this process's pump, a committed cycle elsewhere wakes its waiting requests.
+pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationToken) {
+    loop {
+        let mut listener = match connect(&pool).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for pump signals; polling only");
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            }
+        };
+        loop {
+            let received = tokio::select! {
+                _ = cancel.cancelled() => return,
+                received = listener.try_recv() => received,
+            };
+            let Some(pump) = pump.upgrade() else { return };
+            match received {
+                Ok(Some(notification)) => match notification.payload() {
+                    APPENDED => pump.kick(),
+                    PROJECTED => pump.elsewhere.notify_waiters(),
+                    _ => {}
+                },
+                // The connection was lost and is re-established by the listener:
+                // what was sent meanwhile is lost, so every waiter looks now.
+                Ok(None) => pump.elsewhere.notify_waiters(),
+                Err(error) => {
+                    tracing::warn!(%error, "pump signals interrupted");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn connect(pool: &PgPool) -> sqlx::Result<PgListener> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
