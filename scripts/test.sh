@@ -29,6 +29,10 @@ python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet c
 python3 -c 'import mcp.client.streamable_http' 2>/dev/null \
   || python3 -m pip install --quiet 'mcp==2.3.0' \
   || python3 -m pip install --quiet --break-system-packages 'mcp==2.3.0'
+# The S3 object store is tested against a real S3-compatible server: moto's.
+python3 -c 'import moto.server' 2>/dev/null \
+  || python3 -m pip install --quiet 'moto[server]==5.2.1' \
+  || python3 -m pip install --quiet --break-system-packages 'moto[server]==5.2.1'
 
 # A one-off build needs no incremental cache; leaving it out halves the disk it takes.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"

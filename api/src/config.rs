@@ -74,6 +74,11 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_DATA_DIR", default_value = "./.sandbox")]
     pub data_dir: PathBuf,
 
+    /// Where objects live: `s3://bucket/prefix` (credentials, region and endpoint
+    /// from the `AWS_*` variables); unset keeps them under the data directory.
+    #[arg(long, env = "SANDBOX_OBJECT_STORE")]
+    pub object_store: Option<String>,
+
     /// PostgreSQL URL; unset starts a private cluster under the data directory.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,

@@ -1,15 +1,19 @@
 //! The object store: archives, inputs, outputs, logs, artifacts and reports.
 //!
 //! By default a local file system under the data directory (`object_store`'s
-//! `LocalFileSystem`); the same crate's S3 and GCS stores fit behind this type when
-//! one machine is not enough. Bytes are streamed in and out with a running SHA-256,
-//! never held whole in memory.
+//! `LocalFileSystem`); with `SANDBOX_OBJECT_STORE=s3://bucket/prefix`, the same
+//! crate's S3 store (any S3-compatible server, configured by the usual `AWS_*`
+//! variables), so that nodes on several machines share one store. Bytes are
+//! streamed in and out with a running SHA-256, never held whole in memory; large
+//! writes are multipart uploads.
 
 use anyhow::Context;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as StorePath;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::ops::Range;
@@ -43,6 +47,36 @@ pub struct Written {
     pub digest: String,
 }
 
+/// A local store under `dir` (created if missing).
+fn local(dir: &Path) -> anyhow::Result<Arc<dyn ObjectStore>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let store = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+    Ok(Arc::new(store))
+}
+
+/// An S3 bucket, every key under the location's prefix; credentials, region and
+/// endpoint come from the `AWS_*` variables (`AmazonS3Builder::from_env`).
+fn s3(location: &str) -> anyhow::Result<Arc<dyn ObjectStore>> {
+    let rest = location
+        .strip_prefix("s3://")
+        .with_context(|| format!("object store {location:?}: only s3://bucket/prefix is known"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    anyhow::ensure!(
+        !bucket.is_empty(),
+        "object store {location:?} names no bucket"
+    );
+    let store = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .build()
+        .with_context(|| format!("object store {location:?}"))?;
+    let prefix = prefix.trim_matches('/');
+    Ok(if prefix.is_empty() {
+        Arc::new(store)
+    } else {
+        Arc::new(PrefixStore::new(store, prefix))
+    })
+}
+
 /// The service's object store.
 #[derive(Clone, Debug)]
 pub struct Objects {
@@ -51,15 +85,17 @@ pub struct Objects {
 }
 
 impl Objects {
-    /// A local store under `dir` (created if missing), with `scratch` for spooled
-    /// copies.
-    pub fn local(dir: &Path, scratch: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    /// The store at `location` (`s3://bucket/prefix`), or a local one under `dir`
+    /// when there is none; `scratch` (local, created if missing) holds spooled copies.
+    pub fn open(location: Option<&str>, dir: &Path, scratch: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(scratch)
             .with_context(|| format!("cannot create {}", scratch.display()))?;
-        let store = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        let store = match location {
+            Some(location) => s3(location)?,
+            None => local(dir)?,
+        };
         Ok(Self {
-            store: Arc::new(store),
+            store,
             scratch: scratch.to_path_buf(),
         })
     }

@@ -181,7 +181,8 @@ impl AppState {
             job_quotas: config.job_quotas(),
             role: config.role,
         };
-        let objects = Objects::local(
+        let objects = Objects::open(
+            config.object_store.as_deref(),
             &config.data_dir.join("objects"),
             &config.data_dir.join("scratch"),
         )?;

@@ -24,7 +24,7 @@ use checks::{company_of, digest_mismatches, executed_twice, lost, queue_peaks, q
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use process::{Server, data_dir, serve, signal};
-use setup::{directory, prepare};
+use setup::{busybox_context, directory, prepare};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,7 +85,8 @@ async fn acknowledged_writes_survive_a_crash_loop() {
     let url = database_url(data.path());
     let pool = projections::db::connect(&url, 4).await.unwrap();
     let (token, room) = directory(&pool).await;
-    let (version, table, column) = prepare(&server.base, &token).await;
+    let (version, table, column) =
+        prepare(&server.base, &token, busybox_context(&[]), "echo hi\n").await;
     let world = Arc::new(World {
         base: RwLock::new(server.base.clone()),
         token,

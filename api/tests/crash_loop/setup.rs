@@ -67,11 +67,16 @@ pub(crate) async fn call(
     Some((status, response.json().await.unwrap_or(Value::Null)))
 }
 
-pub(crate) fn busybox_context() -> Vec<u8> {
+/// A build context of busybox alone, plus `ballast` (an unused file) when given.
+pub(crate) fn busybox_context(ballast: &[u8]) -> Vec<u8> {
     let busybox = std::fs::read("/bin/busybox").expect("busybox-static is installed");
     let dockerfile = b"FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
     let mut builder = tar::Builder::new(Vec::new());
-    for (path, content) in [("Dockerfile", &dockerfile[..]), ("busybox", &busybox)] {
+    let mut files = vec![("Dockerfile", &dockerfile[..]), ("busybox", &busybox)];
+    if !ballast.is_empty() {
+        files.push(("ballast.bin", ballast));
+    }
+    for (path, content) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(content.len() as u64);
         header.set_mode(0o755);
@@ -83,9 +88,15 @@ pub(crate) fn busybox_context() -> Vec<u8> {
     gz.finish().unwrap()
 }
 
-/// A published company task running `echo`, and a table with one column: the
-/// task version, the table and the column's internal key.
-pub(crate) async fn prepare(base: &str, token: &str) -> (String, String, String) {
+/// A published company task running `work_script` in an environment built from
+/// `context`, and a table with one column: the task version, the table and the
+/// column's internal key.
+pub(crate) async fn prepare(
+    base: &str,
+    token: &str,
+    context: Vec<u8>,
+    work_script: &str,
+) -> (String, String, String) {
     let client = reqwest::Client::new();
     let ok = |answer: Option<(u16, Value)>, what: &str| {
         let (status, body) = answer.unwrap_or_else(|| panic!("{what}: no answer"));
@@ -105,7 +116,6 @@ pub(crate) async fn prepare(base: &str, token: &str) -> (String, String, String)
         "environment",
     );
     let env = env["id"].as_str().unwrap().to_string();
-    let context = busybox_context();
     let init = ok(
         post(
             format!("{SANDBOX}/environments/{env}/context-uploads"),
@@ -178,7 +188,7 @@ pub(crate) async fn prepare(base: &str, token: &str) -> (String, String, String)
         "task",
     );
     let task = task["id"].as_str().unwrap().to_string();
-    let draft = json!({"environment_version_id": version, "work_script": "echo hi\n", "timeout_seconds": 60});
+    let draft = json!({"environment_version_id": version, "work_script": work_script, "timeout_seconds": 60});
     let task_version = ok(
         post(format!("{SANDBOX}/tasks/{task}/versions"), draft).await,
         "draft",

@@ -183,6 +183,7 @@ impl TestApp {
         let addr = listener.local_addr().unwrap();
         let config = Config {
             role: api::config::Role::All,
+            object_store: None,
             data_dir: data.path().to_path_buf(),
             database_url: Some(db.url.clone()),
             listen: addr,

@@ -21,7 +21,7 @@ use process::{Server, data_dir, serve, signal};
 use projections::testing::TestDatabase;
 use reqwest::Method;
 use serde_json::{Value, json};
-use setup::{call, directory, prepare};
+use setup::{busybox_context, call, directory, prepare};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -222,7 +222,7 @@ async fn two_api_nodes_and_a_worker_survive_the_leaders_death() {
     assert_eq!(on_worker.status(), 404, "a worker node serves no API");
 
     // Built by the worker node (the API nodes claim no builds).
-    let (version, table, _) = prepare(&a.base, &token).await;
+    let (version, table, _) = prepare(&a.base, &token, busybox_context(&[]), "echo hi\n").await;
     let stream = Arc::new(Stream {
         api: RwLock::new([Some(a.base.clone()), Some(b.base.clone())]),
         token,

@@ -101,6 +101,7 @@ pub fn bench_config(
 ) -> Config {
     Config {
         role: api::config::Role::All,
+        object_store: None,
         data_dir: data,
         database_url: Some(scratch.url.clone()),
         listen,
