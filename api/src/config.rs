@@ -1,6 +1,7 @@
 //! Service configuration: flags of `sandbox-api serve`, each with an environment
 //! variable of the same meaning. Every setting is documented in the README.
 
+use crate::runtime::kube::KubeSettings;
 use clap::Args;
 use clap::builder::BoolishValueParser;
 use domain::catalog::{self, Provider};
@@ -43,6 +44,15 @@ impl Role {
     pub fn works(self) -> bool {
         matches!(self, Self::Worker | Self::All)
     }
+}
+
+/// Where runs execute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExecutorKind {
+    /// `buildah run` on this machine, in namespaces and cgroups of the run's own.
+    Buildah,
+    /// A Job per run in a Kubernetes cluster (`docs/deploy-kubernetes.md`).
+    Kubernetes,
 }
 
 /// Whether the RSA transit key pair for encrypted secret writes is available.
@@ -172,6 +182,34 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_BUILDAH", default_value = "buildah")]
     pub buildah: PathBuf,
 
+    /// Where runs execute: `buildah` (this machine) or `kubernetes`.
+    #[arg(long, env = "SANDBOX_EXECUTOR", value_enum, default_value = "buildah")]
+    pub executor: ExecutorKind,
+
+    /// OCI registry builds push their images to (`host[:port]/path`); runs pull
+    /// them from there. Required by the Kubernetes executor; lets buildah workers on
+    /// several machines share images.
+    #[arg(long, env = "SANDBOX_REGISTRY")]
+    pub registry: Option<String>,
+
+    /// Namespace of the runs' Jobs (Kubernetes executor).
+    #[arg(long, env = "SANDBOX_KUBE_NAMESPACE", default_value = "sandbox-runs")]
+    pub kube_namespace: String,
+
+    /// Image of the containers that move a run's workspace and results (a shell,
+    /// `tar` and `curl`; Kubernetes executor).
+    #[arg(
+        long,
+        env = "SANDBOX_KUBE_TOOLS_IMAGE",
+        default_value = "docker.io/curlimages/curl:8.11.1"
+    )]
+    pub kube_tools_image: String,
+
+    /// The object store's address blocks (comma separated CIDRs): the only egress
+    /// a run's pod is allowed (Kubernetes executor).
+    #[arg(long, env = "SANDBOX_KUBE_OBJECT_STORE_CIDRS", value_delimiter = ',')]
+    pub kube_object_store_cidrs: Vec<String>,
+
     /// Longest build before it fails as `platform_failed`.
     #[arg(long, env = "SANDBOX_BUILD_TIMEOUT", default_value = "30m")]
     pub build_timeout: humantime::Duration,
@@ -193,6 +231,32 @@ pub struct Config {
 }
 
 impl Config {
+    /// The cluster runs execute in, checked: the Kubernetes executor needs a
+    /// registry, an S3 object store (runs move their files through signed URLs)
+    /// and the object store's address blocks.
+    pub fn cluster(&self) -> anyhow::Result<Option<KubeSettings>> {
+        if self.executor != ExecutorKind::Kubernetes {
+            return Ok(None);
+        }
+        anyhow::ensure!(
+            self.registry.is_some(),
+            "the Kubernetes executor needs SANDBOX_REGISTRY: runs pull their images from it"
+        );
+        anyhow::ensure!(
+            self.object_store.is_some(),
+            "the Kubernetes executor needs SANDBOX_OBJECT_STORE=s3://...: runs move their files through it"
+        );
+        anyhow::ensure!(
+            !self.kube_object_store_cidrs.is_empty(),
+            "the Kubernetes executor needs SANDBOX_KUBE_OBJECT_STORE_CIDRS: the only egress of a run's pod"
+        );
+        Ok(Some(KubeSettings {
+            namespace: self.kube_namespace.clone(),
+            tools_image: self.kube_tools_image.clone(),
+            object_store_cidrs: self.kube_object_store_cidrs.clone(),
+        }))
+    }
+
     /// The listen address as a client on this machine reaches it (an unspecified
     /// address becomes loopback).
     pub fn local_address(&self) -> SocketAddr {

@@ -10,10 +10,11 @@
 use anyhow::Context;
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as StorePath;
 use object_store::prefix::PrefixStore;
+use object_store::signer::Signer;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::ops::Range;
@@ -54,9 +55,8 @@ fn local(dir: &Path) -> anyhow::Result<Arc<dyn ObjectStore>> {
     Ok(Arc::new(store))
 }
 
-/// An S3 bucket, every key under the location's prefix; credentials, region and
-/// endpoint come from the `AWS_*` variables (`AmazonS3Builder::from_env`).
-fn s3(location: &str) -> anyhow::Result<Arc<dyn ObjectStore>> {
+/// The bucket and the prefix of `s3://bucket/prefix`.
+fn s3_location(location: &str) -> anyhow::Result<(&str, &str)> {
     let rest = location
         .strip_prefix("s3://")
         .with_context(|| format!("object store {location:?}: only s3://bucket/prefix is known"))?;
@@ -65,16 +65,7 @@ fn s3(location: &str) -> anyhow::Result<Arc<dyn ObjectStore>> {
         !bucket.is_empty(),
         "object store {location:?} names no bucket"
     );
-    let store = AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        .build()
-        .with_context(|| format!("object store {location:?}"))?;
-    let prefix = prefix.trim_matches('/');
-    Ok(if prefix.is_empty() {
-        Arc::new(store)
-    } else {
-        Arc::new(PrefixStore::new(store, prefix))
-    })
+    Ok((bucket, prefix))
 }
 
 /// The service's object store.
@@ -82,22 +73,70 @@ fn s3(location: &str) -> anyhow::Result<Arc<dyn ObjectStore>> {
 pub struct Objects {
     store: Arc<dyn ObjectStore>,
     scratch: PathBuf,
+    /// Signs short-lived URLs (S3 only), with the prefix every key is under.
+    signer: Option<(Arc<AmazonS3>, String)>,
 }
 
 impl Objects {
     /// The store at `location` (`s3://bucket/prefix`), or a local one under `dir`
     /// when there is none; `scratch` (local, created if missing) holds spooled copies.
     pub fn open(location: Option<&str>, dir: &Path, scratch: &Path) -> anyhow::Result<Self> {
+        let Some(location) = location else {
+            return Self::with(local(dir)?, None, scratch);
+        };
+        let (bucket, prefix) = s3_location(location)?;
+        let s3 = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .build()
+            .with_context(|| format!("object store {location:?}"))?;
+        Self::s3(s3, prefix, scratch)
+    }
+
+    /// Objects in `bucket` under `prefix` (empty for the whole bucket).
+    pub fn s3(bucket: AmazonS3, prefix: &str, scratch: &Path) -> anyhow::Result<Self> {
+        let bucket = Arc::new(bucket);
+        let prefix = prefix.trim_matches('/').to_string();
+        let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+            bucket.clone()
+        } else {
+            Arc::new(PrefixStore::new(Arc::clone(&bucket), prefix.as_str()))
+        };
+        Self::with(store, Some((bucket, prefix)), scratch)
+    }
+
+    fn with(
+        store: Arc<dyn ObjectStore>,
+        signer: Option<(Arc<AmazonS3>, String)>,
+        scratch: &Path,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(scratch)
             .with_context(|| format!("cannot create {}", scratch.display()))?;
-        let store = match location {
-            Some(location) => s3(location)?,
-            None => local(dir)?,
-        };
         Ok(Self {
             store,
             scratch: scratch.to_path_buf(),
+            signer,
         })
+    }
+
+    /// A URL that lets its holder `method` (GET or PUT) the object at `key` for
+    /// `ttl`, without credentials: how a run in a cluster moves its workspace and
+    /// its results. Only an S3 store signs; a local store answers an error.
+    pub async fn signed_url(
+        &self,
+        method: axum::http::Method,
+        key: &str,
+        ttl: std::time::Duration,
+    ) -> anyhow::Result<String> {
+        let (bucket, prefix) = self
+            .signer
+            .as_ref()
+            .context("only an S3 object store (SANDBOX_OBJECT_STORE=s3://...) signs URLs")?;
+        let path = if prefix.is_empty() {
+            StorePath::from(key)
+        } else {
+            StorePath::from(format!("{prefix}/{key}"))
+        };
+        Ok(bucket.signed_url(method, &path, ttl).await?.to_string())
     }
 
     /// Streams `body` to `key`, refusing (and removing) it past `limit` bytes.
@@ -141,6 +180,15 @@ impl Objects {
             byte_size: size,
             digest: format!("sha256:{}", hex::encode(hasher.finalize())),
         })
+    }
+
+    /// Streams a local file to `key`.
+    pub async fn put_file(&self, key: &str, path: &Path) -> anyhow::Result<Written> {
+        let file = tokio::fs::File::open(path).await?;
+        let stream = tokio_util::io::ReaderStream::new(file);
+        self.put_stream(key, stream, u64::MAX)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))
     }
 
     /// Writes bytes held in memory.

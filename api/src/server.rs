@@ -197,7 +197,7 @@ async fn run(config: &Config, url: &str) -> anyhow::Result<()> {
     let started = AppState::start(config, pool, cancel.clone()).await?;
     let runtime = started.state.runtime.clone();
     if config.role.works() {
-        crate::runtime::start(&runtime);
+        crate::runtime::start(&runtime).await?;
         // Table triggers act through the table write path, which needs the whole state.
         crate::routes::tables::triggers::fire::spawn(
             started.state.clone(),

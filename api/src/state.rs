@@ -59,6 +59,10 @@ pub struct BuilderSettings {
     /// This service's own listener as a local client reaches it: where a run's
     /// network door relays its callback writes.
     pub service_address: std::net::SocketAddr,
+    /// Where built images are pushed (and runs pull them from), if anywhere.
+    pub registry: Option<String>,
+    /// Runs execute in this cluster instead of with this machine's buildah.
+    pub cluster: Option<crate::runtime::kube::KubeSettings>,
 }
 
 /// Shared handles: database, command bus, keys, deployment facts.
@@ -195,6 +199,8 @@ impl AppState {
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
             service_address: config.local_address(),
+            registry: config.registry.clone(),
+            cluster: config.cluster()?,
         };
         let secrets = Arc::new(secret_store(config)?);
         let runtime = Runtime::new(

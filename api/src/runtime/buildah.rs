@@ -122,10 +122,30 @@ impl Buildah {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
     }
 
-    /// A working container of a local image (never pulls).
+    /// A working container of an image: a local one (`localhost/...`) is never
+    /// pulled; one in a registry (`SANDBOX_REGISTRY`) is pulled when missing.
     pub async fn from_image(&self, image: &str) -> anyhow::Result<String> {
-        self.simple(&["from", "--pull-never", "--quiet", image])
-            .await
+        let pull = if image.starts_with("localhost/") {
+            "--pull-never"
+        } else {
+            "--pull=missing"
+        };
+        self.simple(&["from", pull, "--quiet", image]).await
+    }
+
+    /// Renames a local image to `target` (a registry reference) and pushes it
+    /// there; the image stays in this storage under its new name only.
+    pub async fn push(&self, image: &str, target: &str) -> anyhow::Result<()> {
+        self.simple(&["tag", image, target]).await?;
+        let destination = format!("docker://{target}");
+        let pushed = self
+            .simple(&["push", "--quiet", target, &destination])
+            .await;
+        // Untags the old name (the image keeps its new one), or drops the new
+        // name after a failed push.
+        let dropped = if pushed.is_ok() { image } else { target };
+        let _ = self.simple(&["rmi", dropped]).await;
+        pushed.map(|_| ())
     }
 
     /// Mounts a container's root file system and returns where.

@@ -9,6 +9,7 @@ pub mod builder;
 pub mod executor;
 pub mod heartbeat;
 pub mod janitor;
+pub mod kube;
 pub mod migrations;
 pub mod unpack;
 pub mod worker;
@@ -78,12 +79,23 @@ impl Runtime {
 }
 
 /// Starts the workers of this process: the builder, the janitor, the completion of
-/// migrations a previous process left, and (with run slots) the executor.
-pub fn start(runtime: &Arc<Runtime>) {
+/// migrations a previous process left, and (with run slots) the executor, on this
+/// machine or, with the Kubernetes executor, in the cluster (whose runs'
+/// NetworkPolicy is applied first).
+pub async fn start(runtime: &Arc<Runtime>) -> anyhow::Result<()> {
+    let cluster = match &runtime.builder.cluster {
+        Some(settings) => {
+            let cluster = kube::cluster::Cluster::connect(settings.clone()).await?;
+            cluster.ensure_policy().await?;
+            Some(Arc::new(cluster))
+        }
+        None => None,
+    };
     worker::spawn(builder::Builder::new(runtime.clone()));
     janitor::spawn(runtime.clone(), Duration::from_secs(60));
     runtime.spawn(migrations::resume(runtime.clone()));
     if runtime.builder.run_slots > 0 {
-        worker::spawn(executor::Executor::new(runtime.clone()));
+        worker::spawn(executor::Executor::new(runtime.clone(), cluster));
     }
+    Ok(())
 }

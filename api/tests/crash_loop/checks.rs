@@ -109,7 +109,7 @@ pub(crate) async fn queue_peaks(pool: &PgPool) -> (i64, i64) {
         let before = status.get(run).copied();
         let after = match event.as_str() {
             "RunSubmitted" => "queued",
-            "RunClaimed" | "RunStarted" | "RunCancelRequested" => "active",
+            "RunClaimed" | "RunReattached" | "RunStarted" | "RunCancelRequested" => "active",
             "RunFinished" => "ended",
             _ => continue,
         };

@@ -184,6 +184,11 @@ impl TestApp {
         let config = Config {
             role: api::config::Role::All,
             object_store: None,
+            executor: api::config::ExecutorKind::Buildah,
+            registry: None,
+            kube_namespace: "sandbox-runs".into(),
+            kube_tools_image: String::new(),
+            kube_object_store_cidrs: Vec::new(),
             data_dir: data.path().to_path_buf(),
             database_url: Some(db.url.clone()),
             listen: addr,
@@ -215,7 +220,9 @@ impl TestApp {
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())
             .await
             .expect("state");
-        api::runtime::start(&started.state.runtime);
+        api::runtime::start(&started.state.runtime)
+            .await
+            .expect("workers start");
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {

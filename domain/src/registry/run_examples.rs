@@ -70,6 +70,9 @@ impl Catalogued for Run {
                 worker_id: "executor-host-1-0a1b2c3d".into(),
             },
             RunEvent::RunStarted,
+            RunEvent::RunReattached {
+                worker_id: "executor-host-2-4e5f6a7b".into(),
+            },
             RunEvent::RunCancelRequested,
             RunEvent::RunFinished(Box::new(RunEnded {
                 terminal_class: TerminalClass::Completed,

@@ -102,6 +102,11 @@ pub fn bench_config(
     Config {
         role: api::config::Role::All,
         object_store: None,
+        executor: api::config::ExecutorKind::Buildah,
+        registry: None,
+        kube_namespace: "sandbox-runs".into(),
+        kube_tools_image: String::new(),
+        kube_object_store_cidrs: Vec::new(),
         data_dir: data,
         database_url: Some(scratch.url.clone()),
         listen,

@@ -132,8 +132,10 @@ pub async fn with_workers<T>(
     let server = start(&scratch, "/private/module/sandbox").await;
     let result = match &server {
         Ok(server) => {
-            api::runtime::start(&server.state.runtime);
-            let result = measure(server, &scratch).await;
+            let result = match api::runtime::start(&server.state.runtime).await {
+                Ok(()) => measure(server, &scratch).await,
+                Err(error) => Err(error),
+            };
             server.cancel.cancel();
             server.state.runtime.stopped().await;
             result

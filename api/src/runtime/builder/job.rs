@@ -293,7 +293,26 @@ impl Job<'_> {
             ));
         }
         self.note("verification passed");
-        Ok(Outcome::Ready(image))
+        let Some(registry) = &state.builder.registry else {
+            return Ok(Outcome::Ready(image));
+        };
+        let pushed = format!(
+            "{}/sandbox-env/{}:{}",
+            registry.trim_end_matches('/'),
+            self.version_id,
+            self.attempt_id.simple()
+        );
+        match buildah.push(&image, &pushed).await {
+            Ok(()) => {
+                self.note(&format!("pushed to {pushed}"));
+                Ok(Outcome::Ready(pushed))
+            }
+            Err(error) => {
+                self.note(&format!("the image could not be pushed: {error:#}"));
+                let _ = buildah.remove_image(&image).await;
+                Ok(platform("registry_unavailable", "push"))
+            }
+        }
     }
 
     /// Stores the report as an owned object.

@@ -4,11 +4,13 @@
 
 use super::Executor;
 use super::collect::{Collected, collect};
+use super::in_cluster;
 use super::limits::RunCgroups;
 use super::network::RunNetwork;
 use super::{secrets, writeback};
 use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
+use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::unpack;
 use anyhow::Context;
 use domain::catalog::ResourceProfile;
@@ -35,11 +37,11 @@ pub const WORKSPACE: &str = "/workspace";
 const INVOCATION: &str = "set -a && . /workspace/.secrets.env && set +a && rm -f /workspace/.secrets.env && . /workspace/startup.sh && . /workspace/driver.sh";
 
 #[derive(sqlx::FromRow)]
-struct RunFacts {
-    input_key: String,
-    timeout_seconds: i64,
+pub(super) struct RunFacts {
+    pub(super) input_key: String,
+    pub(super) timeout_seconds: i64,
     resource_profile: String,
-    contents: Json<VersionContents>,
+    pub(super) contents: Json<VersionContents>,
     image: Option<String>,
     slot_sources: Option<Json<SlotSources>>,
     task_version_id: Uuid,
@@ -49,15 +51,28 @@ struct RunFacts {
     principal_id: Uuid,
 }
 
-/// How the work ended, before its objects are stored.
-struct Ending {
-    class: TerminalClass,
-    error_code: Option<String>,
-    exit_code: Option<i32>,
-    log: Vec<u8>,
+impl RunFacts {
+    /// The run's resource profile (the default for a name no longer known).
+    pub(super) fn profile(&self) -> ResourceProfile {
+        serde_json::from_value(serde_json::Value::String(self.resource_profile.clone()))
+            .unwrap_or(ResourceProfile::Standard)
+    }
 }
 
-fn ending(class: TerminalClass, code: &str, exit_code: Option<i32>, log: Vec<u8>) -> Ending {
+/// How the work ended, before its objects are stored.
+pub(super) struct Ending {
+    pub(super) class: TerminalClass,
+    pub(super) error_code: Option<String>,
+    pub(super) exit_code: Option<i32>,
+    pub(super) log: Vec<u8>,
+}
+
+pub(super) fn ending(
+    class: TerminalClass,
+    code: &str,
+    exit_code: Option<i32>,
+    log: Vec<u8>,
+) -> Ending {
     Ending {
         class,
         error_code: Some(code.into()),
@@ -73,11 +88,7 @@ pub(super) async fn run(
     company: Uuid,
     cancel: CancellationToken,
 ) {
-    let workdir = executor
-        .state
-        .builder
-        .run_dir
-        .join(run_id.simple().to_string());
+    let workdir = workdir(executor, run_id);
     let ending = match execute(executor, run_id, company, &workdir, &cancel).await {
         Ok(ending) => ending,
         Err(error) => {
@@ -91,22 +102,60 @@ pub(super) async fn run(
             )
         }
     };
+    finish(executor, run_id, company, &workdir, ending).await;
+}
+
+/// Where a run's workspace is prepared on this machine.
+fn workdir(executor: &Executor, run_id: Uuid) -> std::path::PathBuf {
+    executor
+        .state
+        .builder
+        .run_dir
+        .join(run_id.simple().to_string())
+}
+
+/// Follows a run another worker started in the cluster to its end (see
+/// `in_cluster::follow`), then records it like [`run`].
+pub(super) async fn resume(
+    executor: &Executor,
+    cluster: &Cluster,
+    run_id: Uuid,
+    company: Uuid,
+    cancel: CancellationToken,
+) {
+    let workdir = workdir(executor, run_id);
+    let workspace = workdir.join("workspace");
+    let followed = async {
+        tokio::fs::create_dir_all(&workspace).await?;
+        in_cluster::follow(executor, cluster, run_id, company, &workspace, &cancel).await
+    };
+    let ending = followed.await.unwrap_or_else(|error| {
+        tracing::error!(%run_id, error = format!("{error:#}"), "a re-attached run could not be followed");
+        let log = format!("the platform lost the run's Job: {error:#}\n").into_bytes();
+        ending(TerminalClass::PlatformFailed, "worker_lost", None, log)
+    });
+    finish(executor, run_id, company, &workdir, ending).await;
+}
+
+/// Stores what the run left and records how it ended (unless this process's
+/// shutdown stopped it: then the next start recovers it).
+async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path, ending: Ending) {
     if executor.state.shutdown.is_cancelled() && ending.class == TerminalClass::Cancelled {
         // Killed by this process's shutdown, not by the tenant: no outcome is
         // recorded, and the next start ends the run `platform_failed`
         // (`worker_lost`) once this worker's heartbeat is stale.
         tracing::info!(%run_id, "run stopped by shutdown; the next start recovers it");
-        let _ = tokio::fs::remove_dir_all(&workdir).await;
+        let _ = tokio::fs::remove_dir_all(workdir).await;
         return;
     }
-    let collected = match collect(&executor.state, company, run_id, &workdir, &ending.log).await {
+    let collected = match collect(&executor.state, company, run_id, workdir, &ending.log).await {
         Ok(collected) => collected,
         Err(error) => {
             tracing::error!(%run_id, error = format!("{error:#}"), "the run's objects could not be stored");
             Collected::default()
         }
     };
-    let _ = tokio::fs::remove_dir_all(&workdir).await;
+    let _ = tokio::fs::remove_dir_all(workdir).await;
     let command = RunCommand::Finish(Box::new(RunEnded {
         terminal_class: ending.class,
         error_code: ending.error_code,
@@ -161,6 +210,12 @@ async fn execute(
             ));
         }
     };
+    if let Some(cluster) = &executor.cluster {
+        return in_cluster::start(
+            executor, cluster, run_id, company, workdir, image, &facts, secrets, cancel,
+        )
+        .await;
+    }
     let policy = facts.contents.output_policy.as_ref();
     let has_output_policy = policy.is_some();
     if has_output_policy && facts.principal_type != "user" {
@@ -235,8 +290,7 @@ async fn work(
             ));
         }
     };
-    let profile = serde_json::from_value(serde_json::Value::String(facts.resource_profile.clone()))
-        .unwrap_or(ResourceProfile::Standard);
+    let profile = facts.profile();
     let result = async {
         let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
         if !executor.command(run_id, company, RunCommand::Start).await {
@@ -269,7 +323,7 @@ async fn work(
 /// Unpacks the bundle (if any), writes the scripts, the driver and the inputs
 /// file, and makes the artifacts directory. The bundle's rules reserve every name
 /// written after it.
-async fn prepare(
+pub(super) async fn prepare(
     state: &Runtime,
     workspace: &Path,
     contents: &VersionContents,
@@ -345,6 +399,18 @@ fn run_command(
         .args(["run", "--isolation", "chroot", "--cap-drop", "all"])
         .args(["--workingdir", WORKSPACE, "-v"])
         .arg(format!("{}:{WORKSPACE}", workspace.display()));
+    for (name, value) in work_env(contents) {
+        command.arg("--env").arg(format!("{name}={value}"));
+    }
+    command
+        .arg(container)
+        .args(["--", "/bin/sh", "-c", INVOCATION]);
+    command
+}
+
+/// The work's environment: the version's ordinary variables and the `SERVICE_*`
+/// paths in the workspace.
+pub(super) fn work_env(contents: &VersionContents) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = contents
         .ordinary_env
         .iter()
@@ -361,13 +427,7 @@ fn run_command(
             format!("{WORKSPACE}/artifacts"),
         ),
     ]);
-    for (name, value) in env {
-        command.arg("--env").arg(format!("{name}={value}"));
-    }
-    command
-        .arg(container)
-        .args(["--", "/bin/sh", "-c", INVOCATION]);
-    command
+    env
 }
 
 /// The terminal class of a finished command.

@@ -3,12 +3,17 @@
 //! with `buildah run` in a network namespace of its own, and records how it ended with
 //! its log, output and artifacts.
 //!
+//! With the Kubernetes executor each run is a Job of a cluster instead
+//! (`in_cluster.rs`).
+//!
 //! Claims go through the Run aggregate, so two workers never run the same run.
 //! Runs claimed by a worker whose heartbeat went stale (a crash, a restart) end
 //! `platform_failed` (`worker_lost`), or `cancelled` when a cancel was pending: a
-//! run is never left in `starting` or `running`.
+//! run is never left in `starting` or `running`. A run whose Job still runs in the
+//! cluster is re-attached instead: this worker takes it over and follows it.
 
 mod collect;
+mod in_cluster;
 mod job;
 pub mod limits;
 mod network;
@@ -20,14 +25,16 @@ use crate::limits::company_limits;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
+use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::worker::{Running, Worker};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
 use limits::HostLimits;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -48,6 +55,8 @@ pub struct Executor {
     host: HostLimits,
     slots: Arc<Semaphore>,
     running: Running,
+    /// The cluster runs execute in (the Kubernetes executor), if any.
+    cluster: Option<Arc<Cluster>>,
 }
 
 /// Event metadata of the executor's commands.
@@ -61,8 +70,8 @@ fn metadata(worker_id: &str, company: Uuid) -> EventMetadata {
 }
 
 impl Executor {
-    /// An executor for this process.
-    pub fn new(state: Arc<Runtime>) -> Self {
+    /// An executor for this process, running work in `cluster` when given.
+    pub fn new(state: Arc<Runtime>, cluster: Option<Arc<Cluster>>) -> Self {
         let host = HostLimits::detect();
         if !(host.memory && host.cpu && host.pids && host.devices) {
             tracing::warn!(
@@ -80,7 +89,61 @@ impl Executor {
             running: Arc::new(Mutex::new(HashMap::new())),
             host,
             state,
+            cluster,
         }
+    }
+
+    /// Runs `work` for `run_id` in the background, stoppable through `token`,
+    /// holding `permit` (a run slot) until it ends.
+    fn launch<F>(
+        &self,
+        run_id: Uuid,
+        token: CancellationToken,
+        permit: Option<OwnedSemaphorePermit>,
+        work: F,
+    ) where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.running
+            .lock()
+            .expect("running lock")
+            .insert(run_id, token);
+        let running = Arc::clone(&self.running);
+        self.state.spawn(async move {
+            work.await;
+            running.lock().expect("running lock").remove(&run_id);
+            drop(permit);
+        });
+    }
+
+    /// Takes over a started run whose worker is gone while its Job still runs in
+    /// the cluster (`jobs`: the runs with a Job); answers whether it did.
+    async fn reattach(&self, run_id: Uuid, company: Uuid, status: &str, jobs: &[Uuid]) -> bool {
+        let Some(cluster) = self.cluster.clone() else {
+            return false;
+        };
+        let worker_id = self.worker_id.clone();
+        if !jobs.contains(&run_id)
+            || !self
+                .command(run_id, company, RunCommand::Reattach { worker_id })
+                .await
+        {
+            return false;
+        }
+        tracing::info!(%run_id, "re-attached to a run whose Job outlived its worker");
+        if status == "starting" {
+            self.command(run_id, company, RunCommand::Start).await;
+        }
+        let token = CancellationToken::new();
+        if status == "cancel_requested" {
+            token.cancel();
+        }
+        let executor = self.clone();
+        let stop = token.clone();
+        self.launch(run_id, token, None, async move {
+            job::resume(&executor, &cluster, run_id, company, stop).await;
+        });
+        true
     }
 
     /// Claims one run if its company is under its run concurrency.
@@ -186,7 +249,14 @@ impl Worker for Executor {
         .bind(&self.worker_id)
         .fetch_all(&self.state.pool)
         .await?;
+        let jobs = match &self.cluster {
+            Some(cluster) if !lost.is_empty() => cluster.runs().await?,
+            _ => Vec::new(),
+        };
         for (run_id, company, status) in lost {
+            if self.reattach(run_id, company, &status, &jobs).await {
+                continue;
+            }
             let (class, code) = if status == "cancel_requested" {
                 (TerminalClass::Cancelled, "cancelled")
             } else {
@@ -244,19 +314,10 @@ impl Worker for Executor {
                 continue;
             }
             let token = CancellationToken::new();
-            self.running
-                .lock()
-                .expect("running lock")
-                .insert(run_id, token.clone());
             let executor = self.clone();
-            self.state.spawn(async move {
-                job::run(&executor, run_id, company, token).await;
-                executor
-                    .running
-                    .lock()
-                    .expect("running lock")
-                    .remove(&run_id);
-                drop(permit);
+            let stop = token.clone();
+            self.launch(run_id, token, Some(permit), async move {
+                job::run(&executor, run_id, company, stop).await;
             });
         }
         Ok(())

@@ -73,6 +73,18 @@ pub(super) async fn open(
     Ok(Ok(opened))
 }
 
+/// The secrets file's text: one `NAME='value'` line per slot, single-quoted for
+/// the shell (the Kubernetes executor puts it in the run's Secret).
+pub(super) fn env_file(secrets: &Opened) -> Zeroizing<Vec<u8>> {
+    use std::io::Write;
+    let mut text = Zeroizing::new(Vec::new());
+    for (name, value) in secrets {
+        let value = String::from_utf8_lossy(value);
+        writeln!(text, "{name}='{}'", value.replace('\'', "'\\''")).expect("writing to memory");
+    }
+    text
+}
+
 /// Writes `/workspace/.secrets.env` (mode 0600): one `NAME='value'` line per slot,
 /// single-quoted for the shell. The invocation exports and deletes it before the
 /// task's scripts start, so values travel neither on a command line (visible to
@@ -80,11 +92,7 @@ pub(super) async fn open(
 pub(super) async fn write(workspace: &Path, secrets: &Opened) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut text = Zeroizing::new(Vec::new());
-    for (name, value) in secrets {
-        let value = String::from_utf8_lossy(value);
-        writeln!(text, "{name}='{}'", value.replace('\'', "'\\''"))?;
-    }
+    let text = env_file(secrets);
     let path = workspace.join(".secrets.env");
     tokio::task::spawn_blocking(move || {
         let mut file = std::fs::OpenOptions::new()

@@ -230,6 +230,12 @@ pub enum RunCommand {
         /// The worker.
         worker_id: String,
     },
+    /// Another worker takes over a started run whose work goes on without its
+    /// first worker (a Kubernetes Job outlives the node that created it).
+    Reattach {
+        /// The worker taking over.
+        worker_id: String,
+    },
     /// The container started.
     Start,
     /// Cancels a queued run at once, asks the worker to stop a started one.
@@ -255,6 +261,11 @@ pub enum RunEvent {
         /// The worker.
         worker_id: String,
     },
+    /// Another worker took over the started run (the work went on).
+    RunReattached {
+        /// The worker now watching it.
+        worker_id: String,
+    },
     /// The work is running.
     RunStarted,
     /// A cancel was asked of the worker.
@@ -276,6 +287,7 @@ impl DomainEvent for RunEvent {
         match self {
             Self::RunSubmitted(_) => "RunSubmitted",
             Self::RunClaimed { .. } => "RunClaimed",
+            Self::RunReattached { .. } => "RunReattached",
             Self::RunStarted => "RunStarted",
             Self::RunCancelRequested => "RunCancelRequested",
             Self::RunFinished(_) => "RunFinished",
@@ -365,6 +377,14 @@ impl Aggregate for Run {
             RunCommand::Claim { worker_id } if status == RunStatus::Queued => {
                 RunEvent::RunClaimed { worker_id }
             }
+            RunCommand::Reattach { worker_id }
+                if matches!(
+                    status,
+                    RunStatus::Starting | RunStatus::Running | RunStatus::CancelRequested
+                ) =>
+            {
+                RunEvent::RunReattached { worker_id }
+            }
             RunCommand::Start if status == RunStatus::Starting => RunEvent::RunStarted,
             RunCommand::Cancel => match status {
                 RunStatus::Queued => RunEvent::RunFinished(Box::new(RunEnded::bare(
@@ -401,6 +421,7 @@ impl Aggregate for Run {
                 self.status = RunStatus::Starting;
                 self.worker_id = Some(worker_id);
             }
+            RunEvent::RunReattached { worker_id } => self.worker_id = Some(worker_id),
             RunEvent::RunStarted => self.status = RunStatus::Running,
             RunEvent::RunCancelRequested => self.status = RunStatus::CancelRequested,
             RunEvent::RunFinished(ended) => self.status = ended.terminal_class.into(),

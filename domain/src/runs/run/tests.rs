@@ -84,6 +84,39 @@ fn a_queued_cancel_ends_at_once_and_a_started_one_asks_the_worker() {
 }
 
 #[test]
+fn only_a_started_run_is_reattached() {
+    let reattach = || RunCommand::Reattach {
+        worker_id: "x".into(),
+    };
+    let claimed = vec![
+        RunEvent::RunSubmitted(submitted("a")),
+        RunEvent::RunClaimed {
+            worker_id: "w".into(),
+        },
+        RunEvent::RunStarted,
+    ];
+    TestFramework::<Run>::with(())
+        .given(claimed.clone())
+        .when(reattach())
+        .then_expect_events(vec![RunEvent::RunReattached {
+            worker_id: "x".into(),
+        }]);
+    TestFramework::<Run>::with(())
+        .given(vec![RunEvent::RunSubmitted(submitted("a"))])
+        .when(reattach())
+        .then_expect_error(RunError::WrongState(RunStatus::Queued));
+    let mut ended = claimed;
+    ended.push(RunEvent::RunFinished(Box::new(RunEnded::bare(
+        TerminalClass::Completed,
+        "x",
+    ))));
+    TestFramework::<Run>::with(())
+        .given(ended)
+        .when(reattach())
+        .then_expect_error(RunError::WrongState(RunStatus::Completed));
+}
+
+#[test]
 fn a_run_is_claimed_once() {
     TestFramework::<Run>::with(())
         .given(vec![

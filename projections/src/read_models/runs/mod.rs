@@ -84,6 +84,14 @@ async fn fold_run(
             .execute(conn)
             .await?;
         }
+        RunEvent::RunReattached { worker_id } => {
+            sqlx::query("UPDATE runs SET worker_id = $2, updated_at = $3 WHERE id = $1")
+                .bind(id)
+                .bind(worker_id)
+                .bind(at)
+                .execute(conn)
+                .await?;
+        }
         RunEvent::RunContentExpiring { expires_at } => {
             sqlx::query("UPDATE runs SET content_expiring_at = $2, updated_at = $3 WHERE id = $1")
                 .bind(id)
