@@ -3,7 +3,8 @@
 //! (moto) uploads a build context larger than one multipart part, builds from it,
 //! runs a task that leaves two artifacts and serves the second through a public
 //! link, a byte range of the run's bundle read from the bucket. Nothing lands in
-//! the data directory's local store.
+//! the data directory's local store. The short-lived URLs the Kubernetes executor
+//! hands its pods are signed against the same server.
 
 mod moto;
 #[path = "../process/mod.rs"]
@@ -175,11 +176,7 @@ async fn objects_live_in_an_s3_bucket() {
         "the link serves its byte range of the bundle"
     );
 
-    let keys: Vec<String> = stored(&moto)
-        .await
-        .iter()
-        .map(|o| o.location.to_string())
-        .collect();
+    let keys = stored_keys(&moto).await;
     assert!(
         keys.iter().all(|k| k.starts_with(&format!("{PREFIX}/"))),
         "{keys:?}"
@@ -191,4 +188,44 @@ async fn objects_live_in_an_s3_bucket() {
         "nothing in the local store"
     );
     assert!(signal(&mut server, Signal::SIGTERM).await.success());
+}
+
+#[tokio::test]
+async fn signed_urls_move_bytes_without_credentials() {
+    let moto = Moto::start(BUCKET).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let objects = api::objects::Objects::s3(moto.client(BUCKET), PREFIX, scratch.path()).unwrap();
+    let ttl = Duration::from_secs(300);
+    let key = "runs/c/r/transfer/results.tar";
+    let put = objects.signed_url(Method::PUT, key, ttl).await.unwrap();
+    let client = reqwest::Client::new();
+    let stored = client.put(&put).body("the results").send().await.unwrap();
+    assert!(stored.status().is_success(), "{}", stored.status());
+    let in_bucket = stored_keys(&moto).await;
+    assert_eq!(in_bucket, [format!("{PREFIX}/{key}")], "under the prefix");
+    let get = objects.signed_url(Method::GET, key, ttl).await.unwrap();
+    assert!(
+        get.contains("X-Amz-Signature=") && get.contains("X-Amz-Expires=300"),
+        "{get}"
+    );
+    let fetched = client.get(&get).send().await.unwrap();
+    assert_eq!(fetched.text().await.unwrap(), "the results");
+    assert_eq!(
+        objects.get_bytes(key).await.unwrap(),
+        "the results".as_bytes()
+    );
+    let local =
+        api::objects::Objects::open(None, &scratch.path().join("objects"), scratch.path()).unwrap();
+    assert!(
+        local.signed_url(Method::GET, key, ttl).await.is_err(),
+        "a local store signs nothing"
+    );
+}
+
+async fn stored_keys(moto: &Moto) -> Vec<String> {
+    stored(moto)
+        .await
+        .iter()
+        .map(|o| o.location.to_string())
+        .collect()
 }
