@@ -126,6 +126,8 @@ pub(super) async fn resume(
     let workdir = workdir(executor, run_id);
     let workspace = workdir.join("workspace");
     let followed = async {
+        // What a killed worker left of the workspace is not the run's results.
+        let _ = tokio::fs::remove_dir_all(&workdir).await;
         tokio::fs::create_dir_all(&workspace).await?;
         in_cluster::follow(executor, cluster, run_id, company, &workspace, &cancel).await
     };
