@@ -12,6 +12,10 @@ command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # Independent clients in the tests (RSA-OAEP interop, HMAC-signed callbacks) are Python.
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# The simulated cluster's kubelet runs the pod's stage and collect scripts with the
+# host's curl and tar (api/tests/kube_cluster).
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v tar >/dev/null 2>&1 || missing+=(tar)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]}"
