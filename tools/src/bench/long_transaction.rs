@@ -12,6 +12,7 @@
 //! `runs` and `events` tables.
 
 use super::raw::Scratch;
+use super::report::{Figure, Report};
 use super::runs::{ids, prepare, submit, until_terminal};
 use super::server::{Server, with_workers};
 use super::stats::percentile;
@@ -41,7 +42,8 @@ struct Burst {
 }
 
 impl Burst {
-    fn print(&self, phase: &str) {
+    /// Prints the burst's line and answers its row.
+    fn print(&self, phase: &str) -> Figure {
         println!(
             "{phase}: submission to running p50 {:.1} ms, p99 {:.1} ms; {:.1} runs/min; claim query {:.2} ms; dead tuples runs {}, events {}",
             percentile(&self.to_running, 0.5),
@@ -51,6 +53,11 @@ impl Burst {
             self.dead_runs,
             self.dead_events
         );
+        Figure::new(
+            format!("long transaction: submission to running p99, {phase}"),
+            format!("{:.1} ms", percentile(&self.to_running, 0.99)),
+            "-",
+        )
     }
 }
 
@@ -119,12 +126,14 @@ async fn measure(
     server: &Server,
     scratch: &Scratch,
     args: &LongTransactionArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Report> {
     let client = reqwest::Client::new();
     let (version, _) = prepare(server, &client).await?;
-    burst(server, &client, &version, args.burst)
-        .await?
-        .print("before");
+    let mut rows = vec![
+        burst(server, &client, &version, args.burst)
+            .await?
+            .print("before"),
+    ];
 
     let mut holder = scratch.pool.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -152,9 +161,9 @@ async fn measure(
         last = Some(figures);
     }
     if let Some(figures) = last {
-        figures.print(&format!(
+        rows.push(figures.print(&format!(
             "last of {bursts} bursts under the open transaction"
-        ));
+        )));
     }
     holder.commit().await?;
     for table in ["runs", "events"] {
@@ -162,14 +171,16 @@ async fn measure(
             .execute(&server.state.pool)
             .await?;
     }
-    burst(server, &client, &version, args.burst)
-        .await?
-        .print("after the transaction ended and a vacuum");
-    Ok(())
+    rows.push(
+        burst(server, &client, &version, args.burst)
+            .await?
+            .print("after the transaction ended and a vacuum"),
+    );
+    Ok(rows)
 }
 
 /// Runs the benchmark on a scratch database next to the target.
-pub async fn run(target_url: &str, args: &LongTransactionArgs) -> anyhow::Result<()> {
+pub async fn run(target_url: &str, args: &LongTransactionArgs) -> anyhow::Result<Report> {
     with_workers(target_url, async |server, scratch| {
         measure(server, scratch, args).await
     })

@@ -8,6 +8,7 @@
 //! duration: a migration that held the pump would show in the second phase's tail
 //! and as errors (a command whose write the read models did not show in time).
 
+use super::report::{Figure, Report};
 use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
 use super::tables::{create_table, fill};
@@ -188,7 +189,7 @@ async fn measure(server: &Server, args: &MigrationArgs) -> anyhow::Result<Figure
 }
 
 /// Runs the benchmark on a scratch database next to the target.
-pub async fn run(target_url: &str, args: &MigrationArgs) -> anyhow::Result<()> {
+pub async fn run(target_url: &str, args: &MigrationArgs) -> anyhow::Result<Report> {
     let prefix = "/private/module/custom_tables/company";
     let figures = on_scratch_server(target_url, prefix, {
         let args = args.clone();
@@ -210,11 +211,27 @@ pub async fn run(target_url: &str, args: &MigrationArgs) -> anyhow::Result<()> {
         figures.migration_seconds,
         args.records as f64 / figures.migration_seconds
     );
+    let mut rows = vec![Figure::new(
+        format!("migration of {} records", args.records),
+        format!(
+            "{:.0} rows/s",
+            args.records as f64 / figures.migration_seconds
+        ),
+        "-",
+    )];
     for (label, phase) in [("before", &figures.before), ("during", &figures.during)] {
         println!(
             "commands {label} the migration: {} create+read pairs ({} answered an error), p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
             phase.commands, phase.failed, phase.p50_ms, phase.p99_ms, phase.max_ms
         );
+        rows.push(Figure::new(
+            format!(
+                "migration: commands {label} it, p99 ({} failed)",
+                phase.failed
+            ),
+            format!("{:.1} ms", phase.p99_ms),
+            "-",
+        ));
     }
-    Ok(())
+    Ok(rows)
 }

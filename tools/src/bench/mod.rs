@@ -3,6 +3,7 @@
 //! Each benchmark creates a scratch database on the same cluster, so it never
 //! touches live data, and drops it afterwards.
 
+mod all;
 mod append;
 mod catchup;
 mod chain;
@@ -15,6 +16,7 @@ mod permissions;
 mod public;
 mod raw;
 mod rebuild;
+mod report;
 mod runs;
 mod server;
 mod stats;
@@ -22,6 +24,7 @@ mod tables;
 
 use crate::connection::Target;
 use clap::{Args, Subcommand};
+use report::{Figure, Report};
 use std::time::Duration;
 
 /// Benchmark commands.
@@ -50,6 +53,9 @@ pub enum BenchCommand {
     Permissions(permissions::PermissionsArgs),
     /// Public reads: pages and `q` queries of a token over 100,000 records.
     Public(public::PublicArgs),
+    /// Every benchmark, then one table of figure, value and target (`--quick`:
+    /// small sizes, a few minutes in all).
+    All(all::AllArgs),
 }
 
 /// Options of `bench rebuild`.
@@ -97,6 +103,14 @@ pub struct AppendArgs {
 /// Runs a benchmark command.
 pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
     match command {
+        BenchCommand::All(args) => all::run(target, &args).await,
+        other => measure(target, other).await.map(|_| ()),
+    }
+}
+
+/// Runs one benchmark, which prints its lines as it goes; answers its figures.
+async fn measure(target: &Target, command: BenchCommand) -> anyhow::Result<Report> {
+    match command {
         BenchCommand::Append(args) => run_append_and_catch_up(target, &args).await,
         BenchCommand::Rebuild(args) => run_rebuild(target, &args).await,
         BenchCommand::Chain(args) => run_chain(target, &args).await,
@@ -107,16 +121,28 @@ pub async fn run(target: &Target, command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Permissions(args) => permissions::run(&target.url()?, &args).await,
         BenchCommand::Migration(args) => migration::run(&target.url()?, &args).await,
         BenchCommand::Public(args) => public::run(&target.url()?, &args).await,
+        BenchCommand::All(_) => anyhow::bail!("bench all runs the others, not itself"),
     }
 }
 
-async fn run_rebuild(target: &Target, args: &RebuildArgs) -> anyhow::Result<()> {
+async fn run_rebuild(target: &Target, args: &RebuildArgs) -> anyhow::Result<Report> {
     let scratch = raw::Scratch::create(&target.url()?).await?;
     let result =
         rebuild::rebuild_speed(&scratch.pool, args.events, args.aggregates, args.batch).await;
     scratch.drop_database().await?;
-    let (events, figures) = result?;
-    for f in figures {
+    let (events, measured) = result?;
+    let mut figures = Vec::new();
+    for f in measured {
+        let target = if f.name == "directory" {
+            ">= 100,000 events/s"
+        } else {
+            ">= 50,000 applied/s"
+        };
+        figures.push(Figure::new(
+            format!("rebuild {} ({events} events)", f.name),
+            format!("{:.0} events/s", f.log_events as f64 / f.seconds),
+            target,
+        ));
         println!(
             "rebuild {}: {} log events ({} of its aggregate types) in {:.2} s = {:.0} log events/s, {:.0} applied events/s (target >= 50,000)",
             f.name,
@@ -128,11 +154,12 @@ async fn run_rebuild(target: &Target, args: &RebuildArgs) -> anyhow::Result<()> 
         );
     }
     println!("({events} events in the synthetic log)");
-    Ok(())
+    Ok(figures)
 }
 
-async fn run_chain(target: &Target, args: &ChainArgs) -> anyhow::Result<()> {
+async fn run_chain(target: &Target, args: &ChainArgs) -> anyhow::Result<Report> {
     use projections::sealer::Chain;
+    let mut figures = Vec::new();
     for (label, mode) in [
         ("with the chain", Chain::Linked),
         ("without the chain", Chain::Unlinked),
@@ -147,20 +174,30 @@ async fn run_chain(target: &Target, args: &ChainArgs) -> anyhow::Result<()> {
         )
         .await;
         scratch.drop_database().await?;
-        let figures = result?;
+        let measured = result?;
         println!(
             "{label}: {:.0} events/s appended by {} clients (10-event commands) while sealing; sealer alone {:.0} events/s",
-            figures.appended_per_second, args.clients, figures.sealed_per_second
+            measured.appended_per_second, args.clients, measured.sealed_per_second
         );
+        figures.push(Figure::new(
+            format!("chain: appended while sealing, {label}"),
+            format!("{:.0} events/s", measured.appended_per_second),
+            "-",
+        ));
+        figures.push(Figure::new(
+            format!("chain: sealer alone, {label}"),
+            format!("{:.0} events/s", measured.sealed_per_second),
+            "-",
+        ));
     }
-    Ok(())
+    Ok(figures)
 }
 
-async fn run_append_and_catch_up(target: &Target, args: &AppendArgs) -> anyhow::Result<()> {
+async fn run_append_and_catch_up(target: &Target, args: &AppendArgs) -> anyhow::Result<Report> {
     let scratch = raw::Scratch::create(&target.url()?).await?;
     let result = run_append(&scratch, args).await;
     scratch.drop_database().await?;
-    result?;
+    let mut figures = result?;
     // Catch-up gets a log of its own per mix, holding only directory and settings events.
     for mix in [catchup::Mix::Creations, catchup::Mix::Lifecycles] {
         let scratch = raw::Scratch::create(&target.url()?).await?;
@@ -173,11 +210,16 @@ async fn run_append_and_catch_up(target: &Target, args: &AppendArgs) -> anyhow::
             catchup.seconds,
             catchup.events as f64 / catchup.seconds
         );
+        figures.push(Figure::new(
+            format!("append (d) projector catch-up, {mix:?}"),
+            format!("{:.0} events/s", catchup.events as f64 / catchup.seconds),
+            ">= 50,000 events/s",
+        ));
     }
-    Ok(())
+    Ok(figures)
 }
 
-async fn run_append(scratch: &raw::Scratch, args: &AppendArgs) -> anyhow::Result<()> {
+async fn run_append(scratch: &raw::Scratch, args: &AppendArgs) -> anyhow::Result<Report> {
     let duration: Duration = args.duration.into();
     println!(
         "bench append: {} per measurement, {} concurrent clients",
@@ -215,5 +257,34 @@ async fn run_append(scratch: &raw::Scratch, args: &AppendArgs) -> anyhow::Result
         "(c) 10-event command: one multi-row statement {multi:.0} commands/s, postgres-es row by row {single:.0} commands/s; ratio {:.2}",
         multi / single
     );
-    Ok(())
+    Ok(vec![
+        Figure::new(
+            "append (a) raw cycle, 1 client",
+            format!("{raw_one:.0} ops/s"),
+            "-",
+        ),
+        Figure::new(
+            "append (b) HTTP command, 1 client, p50",
+            format!("{:.2} ms", http_one.p50_ms),
+            "<= 1.5 ms",
+        ),
+        Figure::new(
+            format!(
+                "append (b) HTTP command, {} clients, share of (a)",
+                args.clients
+            ),
+            format!("{:.0} %", 100.0 * http_many.ops_per_second / raw_many),
+            ">= 60 %",
+        ),
+        Figure::new(
+            format!("append (b) HTTP command, {} clients, p99", args.clients),
+            format!("{:.2} ms", http_many.p99_ms),
+            "<= 15 ms",
+        ),
+        Figure::new(
+            "append (c) 10-event command, multi-row vs row by row",
+            format!("{:.2}x", multi / single),
+            "-",
+        ),
+    ])
 }

@@ -7,6 +7,7 @@
 //! search terms: nearly every search computed). Prints requests per second in total
 //! and the latency percentiles of each.
 
+use super::report::{Figure, Report};
 use super::server::{Server, on_scratch_server};
 use super::stats::{Summary, summarize};
 use super::tables::{create_table, fill};
@@ -155,7 +156,7 @@ async fn measure(server: &Server, args: &PublicArgs) -> anyhow::Result<[Summary;
 }
 
 /// Runs the benchmark on a scratch database next to the target.
-pub async fn run(target_url: &str, args: &PublicArgs) -> anyhow::Result<()> {
+pub async fn run(target_url: &str, args: &PublicArgs) -> anyhow::Result<Report> {
     let [a, b] = on_scratch_server(target_url, PREFIX, {
         let args = args.clone();
         move |s| Box::pin(async move { measure(s, &args).await })
@@ -175,5 +176,16 @@ pub async fn run(target_url: &str, args: &PublicArgs) -> anyhow::Result<()> {
         "(b) offsets to 5,000 and 100,000 distinct searches: {:.0} requests/s in total, p50 {:.2} ms, p99 {:.2} ms",
         b.ops_per_second, b.p50_ms, b.p99_ms
     );
-    Ok(())
+    Ok(vec![
+        Figure::new(
+            "public (a) popular pages and searches",
+            format!("{:.0} req/s, p99 {:.2} ms", a.ops_per_second, a.p99_ms),
+            ">= 1,000 req/s, p99 < 50 ms",
+        ),
+        Figure::new(
+            "public (b) deep offsets, distinct searches",
+            format!("{:.0} req/s, p99 {:.2} ms", b.ops_per_second, b.p99_ms),
+            "-",
+        ),
+    ])
 }

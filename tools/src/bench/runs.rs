@@ -8,6 +8,7 @@
 //! An in-process server with its workers on a scratch database builds a curated
 //! busybox image, then everything goes through the HTTP API as a client would.
 
+use super::report::{Figure, Report};
 use super::server::{Server, with_workers};
 use super::stats::percentile;
 use anyhow::Context;
@@ -259,7 +260,7 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
 }
 
 /// Runs the benchmark on a scratch database next to the target.
-pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<()> {
+pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
     let result = with_workers(target_url, async |server, _| measure(server, args).await).await;
     let f = result?;
     let ms = |d: &[Duration], p: f64| percentile(d, p);
@@ -288,5 +289,27 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<()> {
         "(c) {} runs submitted at once: {:.1} runs completed per minute",
         args.runs, f.per_minute
     );
-    Ok(())
+    let submitters = args.submitters;
+    Ok(vec![
+        Figure::new(
+            format!("runs (a) HTTP submission, {submitters} submitters, p50"),
+            format!("{:.1} ms", ms(&f.submit, 0.5)),
+            "<= 15 ms",
+        ),
+        Figure::new(
+            format!("runs (a) HTTP submission, {submitters} submitters, p99"),
+            format!("{:.1} ms", ms(&f.submit, 0.99)),
+            "<= 50 ms",
+        ),
+        Figure::new(
+            "runs (b) full trivial run / bare buildah",
+            format!("{:.2}x", ours / bare),
+            "<= 1.10x",
+        ),
+        Figure::new(
+            "runs (c) trivial runs completed per minute",
+            format!("{:.0}", f.per_minute),
+            ">= 600",
+        ),
+    ])
 }

@@ -7,6 +7,7 @@
 //! server on a scratch database; the records are appended to the log directly (5,000
 //! per statement) and projected by the server's pump, as a replay would.
 
+use super::report::{Figure, Report};
 use super::server::{Server, on_scratch_server};
 use super::stats::percentile;
 use anyhow::Context;
@@ -281,7 +282,7 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
 }
 
 /// Runs the benchmark on a scratch database next to the target.
-pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<()> {
+pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<Report> {
     let prefix = "/private/module/custom_tables/company";
     let figures = on_scratch_server(target_url, prefix, {
         let args = args.clone();
@@ -311,5 +312,32 @@ pub async fn run(target_url: &str, args: &TablesArgs) -> anyhow::Result<()> {
         "(c) type change of one column (integer to string): {:.0} rows/s (target >= 20,000)",
         figures.type_change_rows_per_second
     );
-    Ok(())
+    let records = args.records;
+    Ok(vec![
+        Figure::new(
+            format!("tables fill, {records} records"),
+            format!("{:.0} records/s", figures.fill_rows_per_second),
+            ">= 25,000 records/s",
+        ),
+        Figure::new(
+            format!("tables (a) filtered sorted page with total, {records} records, p95"),
+            format!("{:.2} ms", figures.page_p95_ms),
+            "<= 15 ms (100,000), <= 60 ms (1,000,000)",
+        ),
+        Figure::new(
+            "tables (b) CSV export",
+            format!("{:.0} rows/s", figures.csv_rows_per_second),
+            "-",
+        ),
+        Figure::new(
+            "tables (c) column type change",
+            format!("{:.0} rows/s", figures.type_change_rows_per_second),
+            ">= 20,000 rows/s",
+        ),
+        Figure::new(
+            "tables (d) page with rollups, lookup, formulas, p95",
+            format!("{:.2} ms", figures.computed.p95_ms),
+            "< 40 ms",
+        ),
+    ])
 }
