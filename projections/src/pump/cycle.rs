@@ -106,7 +106,7 @@ impl Pump {
             .collect();
         match self.project(&mut tx, &mut states, &sealed, mode).await {
             Ok(until) => {
-                if !sealed.events.is_empty() || until.is_some() {
+                if (!sealed.events.is_empty() || until.is_some()) && self.others_waiting() {
                     super::signal::projected(&mut tx).await?;
                 }
                 tx.commit().await?;

@@ -26,6 +26,7 @@ use sqlx::PgPool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+use std::time::Instant;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -116,6 +117,9 @@ pub struct Pump {
     leading: AtomicBool,
     /// Woken when the leader (maybe another process) committed a cycle.
     elsewhere: Notify,
+    /// When another process last signalled an append (ms since `born`; 0: never).
+    heard_append_at: AtomicU64,
+    born: Instant,
 }
 
 impl Pump {
@@ -138,6 +142,8 @@ impl Pump {
             leader: tokio::sync::Mutex::new(Leader::default()),
             leading: AtomicBool::new(false),
             elsewhere: Notify::new(),
+            heard_append_at: AtomicU64::new(0),
+            born: Instant::now(),
         })
     }
 
@@ -170,6 +176,20 @@ impl Pump {
     /// Whether this process is the one that pumps (as of its last cycle).
     pub fn is_leader(&self) -> bool {
         self.leading.load(Ordering::SeqCst)
+    }
+
+    /// Records that another process signalled an append (it is waiting for it).
+    fn heard_append(&self) {
+        let now = self.born.elapsed().as_millis() as u64;
+        self.heard_append_at.store(now.max(1), Ordering::SeqCst);
+    }
+
+    /// Whether another process may be waiting for this one's cycles: it signalled
+    /// an append within the last minute. A process alone pays nothing for the
+    /// signal its cycles would otherwise send.
+    fn others_waiting(&self) -> bool {
+        let at = self.heard_append_at.load(Ordering::SeqCst);
+        at > 0 && self.born.elapsed().as_millis() as u64 - at < 60_000
     }
 
     /// Called right after an append committed: takes its ticket and gets a cycle

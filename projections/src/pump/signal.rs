@@ -2,7 +2,8 @@
 //! `LISTEN`/`NOTIFY`: a process that is not the leader tells the leader it appended
 //! (so the leader runs a cycle now instead of at its next poll), and the leader tells
 //! every process a cycle committed (so a request waiting on another node reads the
-//! checkpoints now instead of at its next poll). Polling stays the fallback: a
+//! checkpoints now instead of at its next poll) — only while another process
+//! signalled appends in the last minute, so a single node sends nothing. Polling stays the fallback: a
 //! signal lost while a listener reconnects only costs a poll interval.
 
 use super::Pump;
@@ -66,7 +67,10 @@ pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationT
             let Some(pump) = pump.upgrade() else { return };
             match received {
                 Ok(Some(notification)) => match notification.payload() {
-                    APPENDED => pump.kick(),
+                    APPENDED => {
+                        pump.heard_append();
+                        pump.kick();
+                    }
                     PROJECTED => pump.elsewhere.notify_waiters(),
                     _ => {}
                 },
