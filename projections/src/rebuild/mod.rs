@@ -84,44 +84,11 @@ impl Rebuild {
         projection: Arc<dyn Projection>,
         target: Target,
     ) -> anyhow::Result<Self> {
-        let mut conn = Self::lock(pool, projection.name()).await?;
-        let (live, live_path) = live_schema(&mut conn).await?;
-        let (schema, until) = match target {
-            Target::Swap => (format!("rebuild_{}", projection.name()), None),
-            Target::Until { position, schema } => {
-                let head = log::head(&mut conn).await?;
-                anyhow::ensure!(
-                    position <= head,
-                    "position {position} is beyond the head of the log ({head})"
-                );
-                (schema, Some(position))
-            }
-        };
-        check_schema_name(&schema, &live)?;
-        let mut tx = conn.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO projection_rebuilds (name, shadow_schema, until_position) VALUES ($1, $2, $3)
-             ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(projection.name())
-        .bind(&schema)
-        .bind(until)
-        .execute(&mut *tx)
-        .await?;
-        anyhow::ensure!(
-            inserted.rows_affected() == 1,
-            "a rebuild of {} is already in progress: resume it with --resume or drop it with --discard",
-            projection.name()
-        );
-        shadow::create(&mut tx, &live, &schema, projection.tables())
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot create the tables of {} in {schema}",
-                    projection.name()
-                )
-            })?;
-        tx.commit().await?;
+        let (conn, (live, live_path, schema, until)) =
+            locked(pool, projection.name(), async |conn| {
+                begin(conn, &projection, target).await
+            })
+            .await?;
         Ok(Self {
             projection,
             conn,
@@ -136,32 +103,11 @@ impl Rebuild {
 
     /// Takes up an interrupted rebuild where its checkpoint stands.
     pub async fn resume(pool: &PgPool, projection: Arc<dyn Projection>) -> anyhow::Result<Self> {
-        let mut conn = Self::lock(pool, projection.name()).await?;
-        let (live, live_path) = live_schema(&mut conn).await?;
-        let row: Option<(String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT shadow_schema, position, until_position FROM projection_rebuilds WHERE name = $1",
-        )
-        .bind(projection.name())
-        .fetch_optional(&mut conn)
-        .await?;
-        let (schema, mut position, until) =
-            row.with_context(|| format!("no rebuild of {} is in progress", projection.name()))?;
-        if position > 0 && server_restarted_since(&mut conn, projection.name()).await? {
-            // Crash recovery empties unlogged tables: the shadow may no longer hold
-            // what its checkpoint says, so the rebuild starts over.
-            let mut tx = conn.begin().await?;
-            let tables = projection.owned_tables(&mut tx, &schema).await?;
-            shadow::drop(&mut tx, &schema, &tables).await?;
-            shadow::create(&mut tx, &live, &schema, projection.tables()).await?;
-            sqlx::query(
-                "UPDATE projection_rebuilds SET position = 0, updated_at = now() WHERE name = $1",
-            )
-            .bind(projection.name())
-            .execute(&mut *tx)
+        let (conn, (live, live_path, schema, until, position)) =
+            locked(pool, projection.name(), async |conn| {
+                take_up(conn, &projection).await
+            })
             .await?;
-            tx.commit().await?;
-            position = 0;
-        }
         Ok(Self {
             projection,
             conn,
@@ -177,20 +123,11 @@ impl Rebuild {
     /// Drops an interrupted rebuild's tables and checkpoint; `false` when there was
     /// none. The live tables are not touched.
     pub async fn discard(pool: &PgPool, projection: &dyn Projection) -> anyhow::Result<bool> {
-        let mut conn = Self::lock(pool, projection.name()).await?;
-        let mut tx = conn.begin().await?;
-        let schema: Option<String> = sqlx::query_scalar(
-            "DELETE FROM projection_rebuilds WHERE name = $1 RETURNING shadow_schema",
-        )
-        .bind(projection.name())
-        .fetch_optional(&mut *tx)
+        let (conn, schema) = locked(pool, projection.name(), async |conn| {
+            drop_shadow(conn, projection).await
+        })
         .await?;
-        if let Some(schema) = &schema {
-            let tables = projection.owned_tables(&mut tx, schema).await?;
-            shadow::drop(&mut tx, schema, &tables).await?;
-        }
-        tx.commit().await?;
-        conn.close().await?;
+        release(conn, projection.name()).await;
         Ok(schema.is_some())
     }
 
@@ -212,9 +149,19 @@ impl Rebuild {
 
     /// Applies batches until the target (its position, or the head followed by the
     /// swap) or until `cancel` fires. `progress` receives (position, target) after
-    /// each batch.
+    /// each batch. The rebuild's lock is released before it answers.
     pub async fn run(
         mut self,
+        cancel: &CancellationToken,
+        progress: impl FnMut(i64, i64),
+    ) -> anyhow::Result<Outcome> {
+        let outcome = self.batches(cancel, progress).await;
+        release(self.conn, self.projection.name()).await;
+        outcome
+    }
+
+    async fn batches(
+        &mut self,
         cancel: &CancellationToken,
         mut progress: impl FnMut(i64, i64),
     ) -> anyhow::Result<Outcome> {
@@ -271,18 +218,149 @@ impl Rebuild {
             }
         }
     }
+}
 
-    /// A connection of its own holding the projection's rebuild lock.
-    async fn lock(pool: &PgPool, name: &str) -> anyhow::Result<PgConnection> {
-        let mut conn = pool.connect_options().connect().await?;
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
-            .bind(LOCK_CLASS)
-            .bind(name)
-            .fetch_one(&mut conn)
-            .await?;
-        anyhow::ensure!(locked, "another process is rebuilding {name} right now");
-        Ok(conn)
+/// Under the lock: checks the target, creates the shadow tables and the rebuild's
+/// checkpoint; answers the live schema, its search path, the shadow schema and the
+/// target position.
+async fn begin(
+    conn: &mut PgConnection,
+    projection: &Arc<dyn Projection>,
+    target: Target,
+) -> anyhow::Result<(String, String, String, Option<i64>)> {
+    let (live, live_path) = live_schema(conn).await?;
+    let (schema, until) = match target {
+        Target::Swap => (format!("rebuild_{}", projection.name()), None),
+        Target::Until { position, schema } => {
+            let head = log::head(conn).await?;
+            anyhow::ensure!(
+                position <= head,
+                "position {position} is beyond the head of the log ({head})"
+            );
+            (schema, Some(position))
+        }
+    };
+    check_schema_name(&schema, &live)?;
+    let mut tx = conn.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO projection_rebuilds (name, shadow_schema, until_position) VALUES ($1, $2, $3)
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(projection.name())
+    .bind(&schema)
+    .bind(until)
+    .execute(&mut *tx)
+    .await?;
+    anyhow::ensure!(
+        inserted.rows_affected() == 1,
+        "a rebuild of {} is already in progress: resume it with --resume or drop it with --discard",
+        projection.name()
+    );
+    shadow::create(&mut tx, &live, &schema, projection.tables())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot create the tables of {} in {schema}",
+                projection.name()
+            )
+        })?;
+    tx.commit().await?;
+    Ok((live, live_path, schema, until))
+}
+
+/// Under the lock: reads an interrupted rebuild's checkpoint, starting it over when
+/// the server restarted since its last batch; answers the live schema, its search
+/// path, the shadow schema, the target and the position.
+async fn take_up(
+    conn: &mut PgConnection,
+    projection: &Arc<dyn Projection>,
+) -> anyhow::Result<(String, String, String, Option<i64>, i64)> {
+    let (live, live_path) = live_schema(conn).await?;
+    let row: Option<(String, i64, Option<i64>)> = sqlx::query_as(
+        "SELECT shadow_schema, position, until_position FROM projection_rebuilds WHERE name = $1",
+    )
+    .bind(projection.name())
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (schema, mut position, until) =
+        row.with_context(|| format!("no rebuild of {} is in progress", projection.name()))?;
+    if position > 0 && server_restarted_since(conn, projection.name()).await? {
+        // Crash recovery empties unlogged tables: the shadow may no longer hold
+        // what its checkpoint says, so the rebuild starts over.
+        let mut tx = conn.begin().await?;
+        let tables = projection.owned_tables(&mut tx, &schema).await?;
+        shadow::drop(&mut tx, &schema, &tables).await?;
+        shadow::create(&mut tx, &live, &schema, projection.tables()).await?;
+        sqlx::query(
+            "UPDATE projection_rebuilds SET position = 0, updated_at = now() WHERE name = $1",
+        )
+        .bind(projection.name())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        position = 0;
     }
+    Ok((live, live_path, schema, until, position))
+}
+
+/// Under the lock: removes an interrupted rebuild's checkpoint and shadow tables;
+/// answers the shadow schema, if there was one.
+async fn drop_shadow(
+    conn: &mut PgConnection,
+    projection: &dyn Projection,
+) -> anyhow::Result<Option<String>> {
+    let mut tx = conn.begin().await?;
+    let schema: Option<String> = sqlx::query_scalar(
+        "DELETE FROM projection_rebuilds WHERE name = $1 RETURNING shadow_schema",
+    )
+    .bind(projection.name())
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(schema) = &schema {
+        let tables = projection.owned_tables(&mut tx, schema).await?;
+        shadow::drop(&mut tx, schema, &tables).await?;
+    }
+    tx.commit().await?;
+    Ok(schema)
+}
+
+/// Takes the projection's rebuild lock on a connection of its own and runs `work`
+/// on it; answers the connection (still holding the lock) with what `work` gave,
+/// or, when `work` failed, releases the lock first.
+async fn locked<T>(
+    pool: &PgPool,
+    name: &str,
+    work: impl AsyncFnOnce(&mut PgConnection) -> anyhow::Result<T>,
+) -> anyhow::Result<(PgConnection, T)> {
+    let mut conn = pool.connect_options().connect().await?;
+    let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
+        .bind(LOCK_CLASS)
+        .bind(name)
+        .fetch_one(&mut conn)
+        .await?;
+    anyhow::ensure!(locked, "another process is rebuilding {name} right now");
+    match work(&mut conn).await {
+        Ok(value) => Ok((conn, value)),
+        Err(error) => {
+            release(conn, name).await;
+            Err(error)
+        }
+    }
+}
+
+/// Releases a rebuild's lock and closes its connection. The lock is released by a
+/// statement, not left to the server noticing the closed connection, so that
+/// whoever takes the rebuild up next (a resume, a discard) may start at once.
+async fn release(mut conn: PgConnection, name: &str) {
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1, hashtext($2))")
+        .bind(LOCK_CLASS)
+        .bind(name)
+        .execute(&mut conn)
+        .await;
+    if let Err(error) = unlocked {
+        tracing::warn!(%error, name, "a rebuild's lock goes with its connection");
+    }
+    let _ = conn.close().await;
 }
 
 /// Whether the server started after the rebuild's last batch committed.
