@@ -115,13 +115,22 @@ pub fn format_duration(total_micros: i64) -> String {
     out
 }
 
+/// Durations of more seconds than this are refused: the interval column stores
+/// microseconds in 64 bits (and the SQL converter stops at the same bound).
+const MAX_DURATION_SECONDS: i128 = 9_000_000_000_000;
+
 /// Parses `PnW` or `PnDTnHnMnS` (each part optional, seconds may have up to six
 /// decimals) or a number of seconds, into microseconds.
 pub fn parse_duration(value: &Value) -> Option<i64> {
     if let Some(n) = value.as_f64() {
         return (n.is_finite() && n.abs() < 1e12).then(|| (n * 1e6).round() as i64);
     }
-    let s = value.as_str()?;
+    let micros = iso_duration_micros(value.as_str()?)?;
+    (micros.abs() < MAX_DURATION_SECONDS * 1_000_000).then_some(micros as i64)
+}
+
+/// The microseconds of an ISO 8601 duration, wide enough for nine-digit parts.
+fn iso_duration_micros(s: &str) -> Option<i128> {
     let body = s.strip_prefix('P')?;
     if body.is_empty() || body.ends_with('T') {
         return None;
@@ -130,12 +139,12 @@ pub fn parse_duration(value: &Value) -> Option<i64> {
         return number(weeks).map(|w| w * 7 * 86_400 * 1_000_000);
     }
     let (date, time) = body.split_once('T').unwrap_or((body, ""));
-    let mut micros: i64 = 0;
+    let mut micros = 0;
     if !date.is_empty() {
         micros += number(date.strip_suffix('D')?)? * 86_400 * 1_000_000;
     }
     let mut rest = time;
-    for (unit, factor) in [('H', 3_600_000_000i64), ('M', 60_000_000)] {
+    for (unit, factor) in [('H', 3_600_000_000), ('M', 60_000_000)] {
         if let Some(at) = rest.find(unit) {
             micros += number(&rest[..at])? * factor;
             rest = &rest[at + 1..];
@@ -147,12 +156,12 @@ pub fn parse_duration(value: &Value) -> Option<i64> {
         if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        micros += number(whole)? * 1_000_000 + format!("{frac:0<6}").parse::<i64>().ok()?;
+        micros += number(whole)? * 1_000_000 + format!("{frac:0<6}").parse::<i128>().ok()?;
     }
     Some(micros)
 }
 
-fn number(s: &str) -> Option<i64> {
+fn number(s: &str) -> Option<i128> {
     (!s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
         .flatten()

@@ -326,6 +326,28 @@ async fn every_stored_type_round_trips() {
     }
 }
 
+/// A negative duration reads back with its sign (the projection's converter once
+/// stored it empty), and one past the interval range is refused instead of wrapping.
+#[tokio::test]
+async fn durations_keep_their_sign_and_range() {
+    let t = Tables::new().await;
+    let table = t.table("company", "boss", "durations").await;
+    t.column(&table, json!({"name": "iv", "type": "interval"}))
+        .await;
+    let record = t.record(&table, json!({"iv": -5})).await;
+    let id = record["id"].as_str().unwrap();
+    let (status, read) = t
+        .call(Method::GET, &format!("{table}/records/{id}"), "boss", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(read["data"]["iv"], "-PT5S");
+    for huge in ["P999999999W", "P999999999D"] {
+        let got = t.insert(&table, "boss", json!({"iv": huge})).await;
+        assert_eq!(got.0, 400, "{huge}: {}", got.1);
+        assert_eq!(code(&got), "invalid_record_value");
+    }
+}
+
 #[tokio::test]
 async fn principal_cells_follow_their_rules() {
     let t = Tables::new().await;

@@ -101,6 +101,13 @@ fn durations() {
     assert_eq!(parse_duration(&json!("P")), None);
     assert_eq!(parse_duration(&json!("PT")), None);
     assert_eq!(parse_duration(&json!("1 day")), None);
+    // Nine-digit parts past the 64-bit microsecond range are refused, not wrapped.
+    assert_eq!(parse_duration(&json!("P999999999W")), None);
+    assert_eq!(parse_duration(&json!("P999999999D")), None);
+    assert_eq!(
+        parse_duration(&json!("PT999999999H")),
+        Some(999_999_999 * 3_600 * 1_000_000)
+    );
     assert_eq!(format_duration(90_000_000_000), "P1DT1H");
     assert_eq!(format_duration(0), "PT0S");
     assert_eq!(format_duration(1_500_000), "PT1.5S");

@@ -7,12 +7,13 @@
 //! a schema change sees exactly the rows that precede it in the log.
 
 mod automation;
+mod cells;
 mod grant_indexes;
 mod holders;
 pub(crate) mod physical;
 pub mod query;
 pub mod read;
-mod records;
+pub mod records;
 mod registry;
 pub mod rewrite;
 

@@ -1,14 +1,16 @@
 //! Record events, applied in batches: the changes of one batch are folded per
 //! record in memory, then written to the table's physical table with one DELETE, one
-//! INSERT and one UPDATE, each taking every row as one JSON array. Cells pass through
-//! the lenient converters, so a value written against an older schema lands as the
-//! column's current type or as an empty cell, never as a failed projection.
+//! INSERT and one UPDATE, each taking every column as typed arrays (`cells.rs`).
+//! Cells convert as the lenient converters do, so a value written against an older
+//! schema lands as the column's current type or as an empty cell, never as a failed
+//! projection.
 
-use super::physical::{converter, ident, table_name};
+use super::cells::ColumnCells;
+use super::physical::{ident, table_name};
 use chrono::{DateTime, Utc};
 use domain::tables::column::ColumnType;
 use domain::tables::record::{Cells, RecordEvent};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sqlx::PgConnection;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -89,8 +91,18 @@ impl Pending {
     }
 }
 
+/// A record to create.
+struct Create {
+    id: Uuid,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    created_by: String,
+    cells: Cells,
+}
+
 /// Writes a table's pending changes and returns the ids of the rows it created or
-/// updated. `columns` are the table's stored columns now.
+/// updated. `columns` are the table's stored columns now (cells of other keys, left
+/// by deleted columns, are dropped).
 pub async fn flush(
     conn: &mut PgConnection,
     table_id: Uuid,
@@ -110,19 +122,17 @@ pub async fn flush(
                 cells,
             }) => {
                 written.push(id);
-                let mut row = cells_object(cells, columns);
-                row.insert("id".into(), json!(id));
-                row.insert("created_at".into(), json!(created_at));
-                row.insert("updated_at".into(), json!(updated_at));
-                row.insert("created_by".into(), json!(created_by));
-                creates.push(Value::Object(row));
+                creates.push(Create {
+                    id,
+                    created_at,
+                    updated_at,
+                    created_by,
+                    cells,
+                });
             }
             Some(Change::Update { updated_at, cells }) => {
                 written.push(id);
-                let mut row = cells_object(cells, columns);
-                row.insert("id".into(), json!(id));
-                row.insert("updated_at".into(), json!(updated_at));
-                updates.push(Value::Object(row));
+                updates.push((id, updated_at, cells));
             }
             Some(Change::Delete) => deletes.push(id),
             None => {}
@@ -138,47 +148,10 @@ pub async fn flush(
             .rows_affected() as i64;
     }
     if !creates.is_empty() {
-        let mut names = vec!["id", "created_at", "updated_at", "created_by"];
-        let mut values = vec![
-            "(e->>'id')::uuid".to_string(),
-            "(e->>'created_at')::timestamptz".into(),
-            "(e->>'updated_at')::timestamptz".into(),
-            "e->>'created_by'".into(),
-        ];
-        for (key, t) in columns {
-            let key = ident(key)?;
-            names.push(key);
-            values.push(format!("{}(e->'{key}')", converter(*t)));
-        }
-        let sql = format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM jsonb_array_elements($1::jsonb) AS e ON CONFLICT (id) DO NOTHING",
-            names.join(", "),
-            values.join(", ")
-        );
-        let rows = Value::Array(creates).to_string();
-        delta += sqlx::query(&sql)
-            .bind(rows)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected() as i64;
+        delta += insert(conn, &table, creates, columns).await? as i64;
     }
     if !updates.is_empty() {
-        let mut sets = vec!["updated_at = (e->>'updated_at')::timestamptz".to_string()];
-        for (key, t) in columns {
-            let key = ident(key)?;
-            sets.push(format!(
-                "{key} = CASE WHEN e ? '{key}' THEN {}(e->'{key}') ELSE t.{key} END",
-                converter(*t)
-            ));
-        }
-        let sql = format!(
-            "UPDATE {table} AS t SET {} FROM jsonb_array_elements($1::jsonb) AS e WHERE t.id = (e->>'id')::uuid",
-            sets.join(", ")
-        );
-        sqlx::query(&sql)
-            .bind(Value::Array(updates).to_string())
-            .execute(&mut *conn)
-            .await?;
+        update(conn, &table, updates, columns).await?;
     }
     if delta != 0 {
         sqlx::query("UPDATE custom_tables SET record_count = record_count + $2 WHERE id = $1")
@@ -190,10 +163,126 @@ pub async fn flush(
     Ok(written)
 }
 
-/// The cells of columns that exist now (cells of deleted columns are dropped).
-fn cells_object(cells: Cells, columns: &[(String, ColumnType)]) -> Map<String, Value> {
-    cells
-        .into_iter()
-        .filter(|(key, _)| columns.iter().any(|(k, _)| k == key))
-        .collect()
+/// Inserts new rows with one statement; returns how many it inserted.
+async fn insert(
+    conn: &mut PgConnection,
+    table: &str,
+    creates: Vec<Create>,
+    columns: &[(String, ColumnType)],
+) -> anyhow::Result<u64> {
+    let mut cells = column_cells(columns);
+    let (mut ids, mut created, mut updated, mut by) = (vec![], vec![], vec![], vec![]);
+    for create in creates {
+        ids.push(create.id);
+        created.push(create.created_at);
+        updated.push(create.updated_at);
+        by.push(create.created_by);
+        for ((key, _), column) in columns.iter().zip(&mut cells) {
+            column.push(Some(create.cells.get(key).unwrap_or(&Value::Null)));
+        }
+    }
+    let fixed = [
+        ("id", "uuid[]"),
+        ("created_at", "timestamptz[]"),
+        ("updated_at", "timestamptz[]"),
+        ("created_by", "text[]"),
+    ];
+    let (from, values) = unnest_sql(&fixed, &cells, false);
+    let mut names: Vec<&str> = fixed.iter().map(|(name, _)| *name).collect();
+    let mut selected: Vec<String> = names.iter().map(|name| format!("u.{name}")).collect();
+    for ((key, _), (value, _)) in columns.iter().zip(values) {
+        names.push(ident(key)?);
+        selected.push(value);
+    }
+    let sql = format!(
+        "INSERT INTO {table} ({}) SELECT {} FROM {from} ON CONFLICT (id) DO NOTHING",
+        names.join(", "),
+        selected.join(", ")
+    );
+    let mut query = sqlx::query(&sql)
+        .bind(ids)
+        .bind(created)
+        .bind(updated)
+        .bind(by);
+    for column in cells {
+        query = column.bind(query, false);
+    }
+    Ok(query.execute(&mut *conn).await?.rows_affected())
+}
+
+/// Updates rows with one statement, each column only where the record's change
+/// has its cell.
+async fn update(
+    conn: &mut PgConnection,
+    table: &str,
+    updates: Vec<(Uuid, DateTime<Utc>, Cells)>,
+    columns: &[(String, ColumnType)],
+) -> anyhow::Result<()> {
+    let mut cells = column_cells(columns);
+    let (mut ids, mut updated) = (vec![], vec![]);
+    for (id, updated_at, changes) in updates {
+        ids.push(id);
+        updated.push(updated_at);
+        for ((key, _), column) in columns.iter().zip(&mut cells) {
+            column.push(changes.get(key));
+        }
+    }
+    let fixed = [("id", "uuid[]"), ("updated_at", "timestamptz[]")];
+    let (from, values) = unnest_sql(&fixed, &cells, true);
+    let mut sets = vec!["updated_at = u.updated_at".to_string()];
+    for ((key, _), (value, present)) in columns.iter().zip(values) {
+        let key = ident(key)?;
+        sets.push(format!(
+            "{key} = CASE WHEN {present} THEN {value} ELSE t.{key} END"
+        ));
+    }
+    let sql = format!(
+        "UPDATE {table} AS t SET {} FROM {from} WHERE t.id = u.id",
+        sets.join(", ")
+    );
+    let mut query = sqlx::query(&sql).bind(ids).bind(updated);
+    for column in cells {
+        query = column.bind(query, true);
+    }
+    query.execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// An empty [`ColumnCells`] per column.
+fn column_cells(columns: &[(String, ColumnType)]) -> Vec<ColumnCells> {
+    columns.iter().map(|(_, t)| ColumnCells::new(*t)).collect()
+}
+
+/// `unnest(<fixed arrays>, <each column's arrays>) AS u(...)`, parameters numbered
+/// in that order from `$1`, and per column its value expression and the name of its
+/// presence flag (meaningful `with_presence`).
+fn unnest_sql(
+    fixed: &[(&str, &str)],
+    cells: &[ColumnCells],
+    with_presence: bool,
+) -> (String, Vec<(String, String)>) {
+    let mut arrays = Vec::new();
+    let mut names = Vec::new();
+    for (name, array_type) in fixed {
+        arrays.push(format!("${}::{array_type}", arrays.len() + 1));
+        names.push(name.to_string());
+    }
+    let mut values = Vec::new();
+    for (i, column) in cells.iter().enumerate() {
+        let mut own = Vec::new();
+        for (j, array_type) in column
+            .parameter_types(with_presence)
+            .into_iter()
+            .enumerate()
+        {
+            arrays.push(format!("${}::{array_type}", arrays.len() + 1));
+            own.push(format!("c{i}_{j}"));
+        }
+        let qualified: Vec<String> = own.iter().map(|name| format!("u.{name}")).collect();
+        let present = qualified.last().cloned().unwrap_or_default();
+        values.push((column.value_sql(&qualified), present));
+        names.extend(own);
+    }
+    let from = format!("unnest({}) AS u({})", arrays.join(", "), names.join(", "));
+    (from, values)
 }
