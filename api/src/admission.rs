@@ -2,7 +2,7 @@
 //! environment limit, staging slots, upload rate, build and run queues).
 //!
 //! The check and the command run while a transaction-level advisory lock on
-//! (company, purpose) is held, so two concurrent requests cannot both pass a check
+//! (company, purpose) is held (waiters of one process queue in front of it), so two concurrent requests cannot both pass a check
 //! that only one of them may pass. The command waits for the read models before
 //! returning, so the next holder of the lock counts the first one's result. The
 //! lock's transaction writes nothing and takes no transaction id, so it never holds
@@ -10,21 +10,93 @@
 
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
+use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
+
+/// The queue of this process in front of each lock: requests of one node wait
+/// their turn here and are woken the moment the previous holder is done, instead
+/// of polling the database with growing pauses; only the head of the queue asks
+/// PostgreSQL (where it contends with other nodes only).
+static QUEUES: LazyLock<Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>> =
+    LazyLock::new(Default::default);
 
 /// A held admission lock; released when dropped.
 pub struct AdmissionLock {
-    _tx: Transaction<'static, Postgres>,
+    held: Option<(Transaction<'static, Postgres>, Turn)>,
+}
+
+impl Drop for AdmissionLock {
+    /// Rolls the lock's transaction back, which releases the database lock, and only
+    /// then wakes the next waiter of this process, whose first try then succeeds.
+    fn drop(&mut self) {
+        let Some((tx, turn)) = self.held.take() else {
+            return;
+        };
+        // Outside a runtime (at its shutdown) the pool closes the connection instead.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                // A failed rollback means a lost connection, whose session (and lock)
+                // PostgreSQL ends by itself.
+                if let Err(error) = tx.rollback().await {
+                    tracing::debug!(%error, "an admission lock's rollback failed");
+                }
+                drop(turn);
+            });
+        }
+    }
+}
+
+/// A place at the head of this process's queue of one lock.
+struct Turn {
+    guard: Option<OwnedMutexGuard<()>>,
+    key: i64,
+}
+
+impl Turn {
+    /// Waits until every earlier waiter of this process is done.
+    async fn take(key: i64) -> Turn {
+        let queue = QUEUES
+            .lock()
+            .expect("the admission queues are not poisoned")
+            .entry(key)
+            .or_default()
+            .clone();
+        Turn {
+            guard: Some(queue.lock_owned().await),
+            key,
+        }
+    }
+}
+
+impl Drop for Turn {
+    /// Gives the turn to the next waiter and forgets the queue once nobody else
+    /// holds or waits for it.
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut queues = QUEUES
+            .lock()
+            .expect("the admission queues are not poisoned");
+        if queues
+            .get(&self.key)
+            .is_some_and(|queue| Arc::strong_count(queue) == 1)
+        {
+            queues.remove(&self.key);
+        }
+    }
 }
 
 /// Waits for and takes the lock of `purpose` for `company`. A waiter holds no
-/// connection while it waits (it tries, gives its connection back and sleeps), so
-/// many requests queued behind one lock cannot take every connection of the pool
-/// from the holder, which needs more to finish.
+/// connection while it waits (it queues in this process, then tries, gives its
+/// connection back and sleeps while another node holds the lock), so many requests
+/// queued behind one lock cannot take every connection of the pool from the holder,
+/// which needs more to finish.
 pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<AdmissionLock> {
     let digest = Sha256::digest(format!("{company}/{purpose}"));
     let key = i64::from_be_bytes(digest[..8].try_into().expect("eight bytes"));
+    let turn = Turn::take(key).await;
     let mut pause = Duration::from_millis(2);
     loop {
         let mut tx = pool.begin().await?;
@@ -33,7 +105,9 @@ pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<A
             .fetch_one(&mut *tx)
             .await?;
         if taken {
-            return Ok(AdmissionLock { _tx: tx });
+            return Ok(AdmissionLock {
+                held: Some((tx, turn)),
+            });
         }
         tx.rollback().await?;
         tokio::time::sleep(pause).await;
