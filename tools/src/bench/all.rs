@@ -32,7 +32,7 @@ const PLAN: &[(&str, &str)] = &[
     ("migration", "--records 50000 --clients 4 --baseline 2s"),
     (
         "permissions",
-        "--tables 20 --records 20000 --small 100 --requests 100",
+        "--tables 60 --records 20000 --small 20 --requests 100",
     ),
     ("public", "--records 20000 --clients 8 --duration 3s"),
 ];
