@@ -1,6 +1,11 @@
 //! The loop of a claiming worker (the builder and the executor): every pass beats
 //! the heartbeat, recovers work of workers that are gone, passes cancels on and
 //! claims new work; at shutdown every job it still runs is told to stop.
+//!
+//! Between passes the worker is woken early, for cancels and claims only, when one
+//! of its jobs ended (a slot is free) and when this process's projector moved the
+//! read models on (new work may be queued), so a queued run or build does not wait
+//! for the next pass.
 
 use super::Runtime;
 use super::heartbeat;
@@ -8,11 +13,62 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// The jobs a worker runs in this process, each with the token that stops it.
-pub type Running = Arc<Mutex<HashMap<Uuid, CancellationToken>>>;
+/// The earliest a worker is woken again by the projector after a wake-up (a burst
+/// of cycles wakes it once).
+const WAKE_GAP: Duration = Duration::from_millis(20);
+
+/// The jobs a worker runs in this process, each with the token that stops it, and
+/// the wake-up of the worker's loop.
+#[derive(Clone, Default)]
+pub struct Running {
+    jobs: Arc<Mutex<HashMap<Uuid, CancellationToken>>>,
+    wake: Arc<Notify>,
+}
+
+impl Running {
+    /// The token of a running job.
+    pub fn token(&self, id: Uuid) -> Option<CancellationToken> {
+        self.jobs.lock().expect("running lock").get(&id).cloned()
+    }
+
+    /// Whether a job runs.
+    pub fn contains(&self, id: Uuid) -> bool {
+        self.jobs.lock().expect("running lock").contains_key(&id)
+    }
+
+    /// Runs `work` for job `id` in the background, stoppable through `token`,
+    /// holding `permit` (a slot) until it ends; then wakes the worker to claim.
+    pub fn launch<F>(
+        &self,
+        runtime: &Runtime,
+        id: Uuid,
+        token: CancellationToken,
+        permit: Option<OwnedSemaphorePermit>,
+        work: F,
+    ) where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.jobs.lock().expect("running lock").insert(id, token);
+        let running = self.clone();
+        runtime.spawn(async move {
+            work.await;
+            running.jobs.lock().expect("running lock").remove(&id);
+            drop(permit);
+            running.wake.notify_one();
+        });
+    }
+
+    /// Tells every job to stop.
+    fn cancel_all(&self) {
+        for token in self.jobs.lock().expect("running lock").values() {
+            token.cancel();
+        }
+    }
+}
 
 /// A worker that claims work from the read models through its aggregate.
 pub trait Worker: Clone + Send + Sync + 'static {
@@ -34,6 +90,14 @@ pub trait Worker: Clone + Send + Sync + 'static {
     /// Claims and starts new work.
     fn claim(&self) -> impl Future<Output = anyhow::Result<()>> + Send;
 
+    /// A pass between full ones: cancels and claims.
+    fn react(&self) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async move {
+            self.dispatch_cancels().await?;
+            self.claim().await
+        }
+    }
+
     /// One pass: heartbeat, recovery, cancels, claims.
     fn tick(&self) -> impl Future<Output = anyhow::Result<()>> + Send {
         async move {
@@ -49,24 +113,60 @@ pub trait Worker: Clone + Send + Sync + 'static {
 /// Runs the worker's passes until shutdown, then stops its jobs (their work is
 /// recovered by the next start).
 pub fn spawn<W: Worker>(worker: W) {
+    wake_on_cycles(&worker);
     let runtime = worker.runtime().clone();
     runtime.spawn(async move {
         let shutdown = worker.runtime().shutdown.clone();
-        loop {
+        let wake = Arc::clone(&worker.running().wake);
+        'passes: loop {
             if let Err(error) = worker.tick().await {
-                tracing::error!(
-                    worker = W::KIND,
-                    error = format!("{error:#}"),
-                    "worker pass failed"
-                );
+                failed::<W>(error);
             }
+            let next = tokio::time::Instant::now() + W::INTERVAL;
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break 'passes,
+                    _ = tokio::time::sleep_until(next) => break,
+                    _ = wake.notified() => {
+                        if let Err(error) = worker.react().await {
+                            failed::<W>(error);
+                        }
+                    }
+                }
+            }
+        }
+        worker.running().cancel_all();
+    })
+}
+
+fn failed<W: Worker>(error: anyhow::Error) {
+    tracing::error!(
+        worker = W::KIND,
+        error = format!("{error:#}"),
+        "worker pass failed"
+    );
+}
+
+/// Wakes the worker when a cycle of this process's projector moved the read
+/// models on, at most once per [`WAKE_GAP`].
+fn wake_on_cycles<W: Worker>(worker: &W) {
+    let runtime = worker.runtime();
+    let mut cycles = runtime.bus.pump().cycles();
+    let wake = Arc::clone(&worker.running().wake);
+    let shutdown = runtime.shutdown.clone();
+    runtime.spawn(async move {
+        let mut seen = cycles.borrow_and_update().projected;
+        loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(W::INTERVAL) => {}
+                changed = cycles.changed() => if changed.is_err() { break },
+            }
+            let projected = cycles.borrow_and_update().projected;
+            if projected > seen {
+                seen = projected;
+                wake.notify_one();
+                tokio::time::sleep(WAKE_GAP).await;
             }
         }
-        for token in worker.running().lock().expect("running lock").values() {
-            token.cancel();
-        }
-    })
+    });
 }

@@ -163,6 +163,12 @@ impl Pump {
         Ok(())
     }
 
+    /// The progress of this process's cycles, changing with each (workers wake on
+    /// it to claim work the read models have just come to show).
+    pub fn cycles(&self) -> watch::Receiver<Progress> {
+        self.progress.subscribe()
+    }
+
     /// Asks the loop to run a cycle now.
     pub fn kick(&self) {
         self.kick.notify_one();

@@ -19,8 +19,7 @@ use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
 };
 use domain::principal::{Actor, EventMetadata};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -63,7 +62,7 @@ impl Builder {
             worker_id: heartbeat::worker_id("builder"),
             buildah,
             slots,
-            running: Arc::new(Mutex::new(HashMap::new())),
+            running: Running::default(),
         }
     }
 
@@ -213,8 +212,7 @@ impl Worker for Builder {
                     self.command(version_id, company, command).await;
                 }
                 Some(worker) if worker == self.worker_id => {
-                    if let Some(token) = self.running.lock().expect("running lock").get(&attempt_id)
-                    {
+                    if let Some(token) = self.running.token(attempt_id) {
                         token.cancel();
                     }
                 }
@@ -244,27 +242,19 @@ impl Worker for Builder {
                 continue;
             }
             let token = CancellationToken::new();
-            self.running
-                .lock()
-                .expect("running lock")
-                .insert(attempt.id, token.clone());
             let builder = self.clone();
-            self.state.spawn(async move {
-                job::run(
-                    &builder,
-                    attempt.id,
-                    attempt.version_id,
-                    attempt.company_id,
-                    token,
-                )
-                .await;
-                builder
-                    .running
-                    .lock()
-                    .expect("running lock")
-                    .remove(&attempt.id);
-                drop(permit);
-            });
+            let stop = token.clone();
+            self.running
+                .launch(&self.state, attempt.id, token, Some(permit), async move {
+                    job::run(
+                        &builder,
+                        attempt.id,
+                        attempt.version_id,
+                        attempt.company_id,
+                        stop,
+                    )
+                    .await;
+                });
         }
         Ok(())
     }

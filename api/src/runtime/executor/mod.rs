@@ -30,11 +30,9 @@ use crate::runtime::worker::{Running, Worker};
 use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
 use limits::HostLimits;
-use std::collections::HashMap;
-use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -86,34 +84,11 @@ impl Executor {
             buildah: Buildah::new(&state.builder),
             slots: Arc::new(Semaphore::new(state.builder.run_slots)),
             worker_id: heartbeat::worker_id("executor"),
-            running: Arc::new(Mutex::new(HashMap::new())),
+            running: Running::default(),
             host,
             state,
             cluster,
         }
-    }
-
-    /// Runs `work` for `run_id` in the background, stoppable through `token`,
-    /// holding `permit` (a run slot) until it ends.
-    fn launch<F>(
-        &self,
-        run_id: Uuid,
-        token: CancellationToken,
-        permit: Option<OwnedSemaphorePermit>,
-        work: F,
-    ) where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        self.running
-            .lock()
-            .expect("running lock")
-            .insert(run_id, token);
-        let running = Arc::clone(&self.running);
-        self.state.spawn(async move {
-            work.await;
-            running.lock().expect("running lock").remove(&run_id);
-            drop(permit);
-        });
     }
 
     /// Takes over a started run whose worker is gone while its Job still runs in
@@ -140,9 +115,10 @@ impl Executor {
         }
         let executor = self.clone();
         let stop = token.clone();
-        self.launch(run_id, token, None, async move {
-            job::resume(&executor, &cluster, run_id, company, stop).await;
-        });
+        self.running
+            .launch(&self.state, run_id, token, None, async move {
+                job::resume(&executor, &cluster, run_id, company, stop).await;
+            });
         true
     }
 
@@ -225,12 +201,10 @@ impl Worker for Executor {
         .bind(&self.worker_id)
         .fetch_all(&self.state.pool)
         .await?;
-        let orphaned: Vec<(Uuid, Uuid, String)> = {
-            let running = self.running.lock().expect("running lock");
-            mine.into_iter()
-                .filter(|(id, ..)| !running.contains_key(id))
-                .collect()
-        };
+        let orphaned: Vec<(Uuid, Uuid, String)> = mine
+            .into_iter()
+            .filter(|(id, ..)| !self.running.contains(*id))
+            .collect();
         for (run_id, company, status) in orphaned {
             let (class, code) = if status == "cancel_requested" {
                 (TerminalClass::Cancelled, "cancelled")
@@ -276,9 +250,8 @@ impl Worker for Executor {
         .bind(&self.worker_id)
         .fetch_all(&self.state.pool)
         .await?;
-        let running = self.running.lock().expect("running lock");
         for run_id in requested {
-            if let Some(token) = running.get(&run_id) {
+            if let Some(token) = self.running.token(run_id) {
                 token.cancel();
             }
         }
@@ -316,9 +289,10 @@ impl Worker for Executor {
             let token = CancellationToken::new();
             let executor = self.clone();
             let stop = token.clone();
-            self.launch(run_id, token, Some(permit), async move {
-                job::run(&executor, run_id, company, stop).await;
-            });
+            self.running
+                .launch(&self.state, run_id, token, Some(permit), async move {
+                    job::run(&executor, run_id, company, stop).await;
+                });
         }
         Ok(())
     }
