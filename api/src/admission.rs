@@ -2,8 +2,8 @@
 //! environment limit, staging slots, upload rate, build and run queues).
 //!
 //! The check and the command run while a transaction-level advisory lock on
-//! (company, purpose) is held (waiters of one process queue in front of it), so two concurrent requests cannot both pass a check
-//! that only one of them may pass. The command waits for the read models before
+//! (company, purpose) is held (waiters of one process queue in front of it), so
+//! two concurrent requests cannot both pass a check that only one of them may pass. The command waits for the read models before
 //! returning, so the next holder of the lock counts the first one's result. The
 //! lock's transaction writes nothing and takes no transaction id, so it never holds
 //! back the sealer.

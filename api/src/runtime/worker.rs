@@ -40,26 +40,34 @@ impl Running {
         self.jobs.lock().expect("running lock").contains_key(&id)
     }
 
-    /// Runs `work` for job `id` in the background, stoppable through `token`,
-    /// holding `permit` (a slot) until it ends; then wakes the worker to claim.
-    pub fn launch<F>(
+    /// Runs `work` for job `id` in the background, holding `permit` (a slot) until
+    /// it ends; then wakes the worker to claim. Answers the token that stops the
+    /// job, which `work` is given.
+    pub fn launch<W, F>(
         &self,
         runtime: &Runtime,
         id: Uuid,
-        token: CancellationToken,
         permit: Option<OwnedSemaphorePermit>,
-        work: F,
-    ) where
+        work: W,
+    ) -> CancellationToken
+    where
+        W: FnOnce(CancellationToken) -> F,
         F: Future<Output = ()> + Send + 'static,
     {
-        self.jobs.lock().expect("running lock").insert(id, token);
+        let token = CancellationToken::new();
+        self.jobs
+            .lock()
+            .expect("running lock")
+            .insert(id, token.clone());
+        let job = work(token.clone());
         let running = self.clone();
         runtime.spawn(async move {
-            work.await;
+            job.await;
             running.jobs.lock().expect("running lock").remove(&id);
             drop(permit);
             running.wake.notify_one();
         });
+        token
     }
 
     /// Tells every job to stop.

@@ -84,40 +84,34 @@ impl Rebuild {
         projection: Arc<dyn Projection>,
         target: Target,
     ) -> anyhow::Result<Self> {
-        let (conn, (live, live_path, schema, until)) =
-            locked(pool, projection.name(), async |conn| {
-                begin(conn, &projection, target).await
-            })
-            .await?;
-        Ok(Self {
-            projection,
-            conn,
-            schema,
-            until,
-            position: 0,
-            live,
-            live_path,
-            batch: DEFAULT_BATCH,
+        let (conn, place) = locked(pool, projection.name(), async |conn| {
+            begin(conn, &projection, target).await
         })
+        .await?;
+        Ok(Self::at(projection, conn, place))
     }
 
     /// Takes up an interrupted rebuild where its checkpoint stands.
     pub async fn resume(pool: &PgPool, projection: Arc<dyn Projection>) -> anyhow::Result<Self> {
-        let (conn, (live, live_path, schema, until, position)) =
-            locked(pool, projection.name(), async |conn| {
-                take_up(conn, &projection).await
-            })
-            .await?;
-        Ok(Self {
+        let (conn, place) = locked(pool, projection.name(), async |conn| {
+            take_up(conn, &projection).await
+        })
+        .await?;
+        Ok(Self::at(projection, conn, place))
+    }
+
+    /// A rebuild working at `place` on `conn` (which holds its lock).
+    fn at(projection: Arc<dyn Projection>, conn: PgConnection, place: Place) -> Self {
+        Self {
             projection,
             conn,
-            schema,
-            until,
-            position,
-            live,
-            live_path,
+            schema: place.schema,
+            until: place.until,
+            position: place.position,
+            live: place.live,
+            live_path: place.live_path,
             batch: DEFAULT_BATCH,
-        })
+        }
     }
 
     /// Drops an interrupted rebuild's tables and checkpoint; `false` when there was
@@ -220,14 +214,27 @@ impl Rebuild {
     }
 }
 
+/// Where a rebuild stands when a process takes it (new or interrupted).
+struct Place {
+    /// The live schema.
+    live: String,
+    /// The session's normal `search_path`.
+    live_path: String,
+    /// The shadow schema.
+    schema: String,
+    /// The target position (`None`: the head, then the swap).
+    until: Option<i64>,
+    /// The checkpoint.
+    position: i64,
+}
+
 /// Under the lock: checks the target, creates the shadow tables and the rebuild's
-/// checkpoint; answers the live schema, its search path, the shadow schema and the
-/// target position.
+/// checkpoint.
 async fn begin(
     conn: &mut PgConnection,
     projection: &Arc<dyn Projection>,
     target: Target,
-) -> anyhow::Result<(String, String, String, Option<i64>)> {
+) -> anyhow::Result<Place> {
     let (live, live_path) = live_schema(conn).await?;
     let (schema, until) = match target {
         Target::Swap => (format!("rebuild_{}", projection.name()), None),
@@ -265,16 +272,21 @@ async fn begin(
             )
         })?;
     tx.commit().await?;
-    Ok((live, live_path, schema, until))
+    Ok(Place {
+        live,
+        live_path,
+        schema,
+        until,
+        position: 0,
+    })
 }
 
 /// Under the lock: reads an interrupted rebuild's checkpoint, starting it over when
-/// the server restarted since its last batch; answers the live schema, its search
-/// path, the shadow schema, the target and the position.
+/// the server restarted since its last batch.
 async fn take_up(
     conn: &mut PgConnection,
     projection: &Arc<dyn Projection>,
-) -> anyhow::Result<(String, String, String, Option<i64>, i64)> {
+) -> anyhow::Result<Place> {
     let (live, live_path) = live_schema(conn).await?;
     let row: Option<(String, i64, Option<i64>)> = sqlx::query_as(
         "SELECT shadow_schema, position, until_position FROM projection_rebuilds WHERE name = $1",
@@ -300,7 +312,13 @@ async fn take_up(
         tx.commit().await?;
         position = 0;
     }
-    Ok((live, live_path, schema, until, position))
+    Ok(Place {
+        live,
+        live_path,
+        schema,
+        until,
+        position,
+    })
 }
 
 /// Under the lock: removes an interrupted rebuild's checkpoint and shadow tables;

@@ -22,7 +22,6 @@ use domain::principal::{Actor, EventMetadata};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// The worker's shared parts.
@@ -241,11 +240,9 @@ impl Worker for Builder {
                 drop(permit);
                 continue;
             }
-            let token = CancellationToken::new();
             let builder = self.clone();
-            let stop = token.clone();
             self.running
-                .launch(&self.state, attempt.id, token, Some(permit), async move {
+                .launch(&self.state, attempt.id, Some(permit), |stop| async move {
                     job::run(
                         &builder,
                         attempt.id,

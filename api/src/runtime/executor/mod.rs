@@ -33,7 +33,6 @@ use limits::HostLimits;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// The claim pass's view of the queue: the oldest queued runs, each with its
@@ -109,16 +108,15 @@ impl Executor {
         if status == "starting" {
             self.command(run_id, company, RunCommand::Start).await;
         }
-        let token = CancellationToken::new();
+        let executor = self.clone();
+        let token = self
+            .running
+            .launch(&self.state, run_id, None, |stop| async move {
+                job::resume(&executor, &cluster, run_id, company, stop).await;
+            });
         if status == "cancel_requested" {
             token.cancel();
         }
-        let executor = self.clone();
-        let stop = token.clone();
-        self.running
-            .launch(&self.state, run_id, token, None, async move {
-                job::resume(&executor, &cluster, run_id, company, stop).await;
-            });
         true
     }
 
@@ -286,11 +284,9 @@ impl Worker for Executor {
                 drop(permit);
                 continue;
             }
-            let token = CancellationToken::new();
             let executor = self.clone();
-            let stop = token.clone();
             self.running
-                .launch(&self.state, run_id, token, Some(permit), async move {
+                .launch(&self.state, run_id, Some(permit), |stop| async move {
                     job::run(&executor, run_id, company, stop).await;
                 });
         }

@@ -41,12 +41,21 @@ pub struct ColumnCells {
     column_type: ColumnType,
     typed: Typed,
     json: Vec<Option<Value>>,
-    present: Vec<bool>,
+    present: Option<Vec<bool>>,
 }
 
 impl ColumnCells {
-    /// An empty column of type `t`.
-    pub fn new(t: ColumnType) -> Self {
+    /// The cells of new records: a record without the cell has it empty.
+    pub fn created(t: ColumnType) -> Self {
+        Self::new(t, None)
+    }
+
+    /// The cells of changes: a change without the cell keeps the stored one.
+    pub fn changed(t: ColumnType) -> Self {
+        Self::new(t, Some(Vec::new()))
+    }
+
+    fn new(t: ColumnType, present: Option<Vec<bool>>) -> Self {
         use ColumnType as T;
         let text = |convert: fn(&Value) -> Option<String>, cast| Typed::Text {
             values: Vec::new(),
@@ -71,28 +80,22 @@ impl ColumnCells {
             column_type: t,
             typed,
             json: Vec::new(),
-            present: Vec::new(),
+            present,
         }
     }
 
-    /// Adds the next record's cell; `None` when the record (an update) does not
-    /// touch it.
+    /// Adds the next record's cell; `None` when the record does not have it.
     pub fn push(&mut self, cell: Option<&Value>) {
-        self.present.push(cell.is_some());
+        if let Some(present) = &mut self.present {
+            present.push(cell.is_some());
+        }
         let cell = cell.filter(|v| !v.is_null());
-        let converted = match (&mut self.typed, cell) {
-            (Typed::SqlOnly, _) => false,
-            (typed, None) => {
-                typed.push_empty();
-                true
-            }
-            (typed, Some(value)) => typed.push(value),
-        };
+        let converted = self.typed.push(cell);
         self.json.push(cell.filter(|_| !converted).cloned());
     }
 
     /// The SQL array types of the parameters [`bind`](Self::bind) adds, in order.
-    pub fn parameter_types(&self, with_presence: bool) -> Vec<&'static str> {
+    pub fn parameter_types(&self) -> Vec<&'static str> {
         let mut types = match self.typed {
             Typed::Text { .. } => vec!["text[]"],
             Typed::BigInt(_) => vec!["bigint[]"],
@@ -104,10 +107,19 @@ impl ColumnCells {
             Typed::SqlOnly => vec![],
         };
         types.push("jsonb[]");
-        if with_presence {
+        if self.present.is_some() {
             types.push("boolean[]");
         }
         types
+    }
+
+    /// Whether the change has the cell, in SQL (changes only), given the names of
+    /// its `unnest` columns in the order of [`parameter_types`](Self::parameter_types).
+    pub fn present_sql<'n>(&self, names: &'n [String]) -> Option<&'n str> {
+        self.present
+            .as_ref()
+            .and_then(|_| names.last())
+            .map(String::as_str)
     }
 
     /// The cell's value in SQL, given the names of its `unnest` columns in the
@@ -131,7 +143,6 @@ impl ColumnCells {
     pub fn bind<'q>(
         self,
         query: Query<'q, Postgres, PgArguments>,
-        with_presence: bool,
     ) -> Query<'q, Postgres, PgArguments> {
         let query = match self.typed {
             Typed::Text { values, .. } => query.bind(values),
@@ -144,47 +155,38 @@ impl ColumnCells {
             Typed::SqlOnly => query,
         };
         let query = query.bind(self.json);
-        if with_presence {
-            query.bind(self.present)
-        } else {
-            query
+        match self.present {
+            Some(present) => query.bind(present),
+            None => query,
         }
     }
 }
 
 impl Typed {
-    /// Adds an empty cell.
-    fn push_empty(&mut self) {
-        match self {
-            Typed::Text { values, .. } => values.push(None),
-            Typed::BigInt(values) => values.push(None),
-            Typed::Float(values) => values.push(None),
-            Typed::Boolean(values) => values.push(None),
-            Typed::Date(values) => values.push(None),
-            Typed::Instant(values) => values.push(None),
-            Typed::Json(values) => values.push(None),
-            Typed::SqlOnly => {}
-        }
-    }
-
-    /// Adds a non-null cell; false when it is left to the SQL converter (an empty
-    /// typed value stands in).
-    fn push(&mut self, value: &Value) -> bool {
-        fn put<T>(values: &mut Vec<Option<T>>, converted: Option<T>) -> bool {
-            let done = converted.is_some();
-            values.push(converted);
+    /// Adds a cell (`None`: empty); false when it is left to the SQL converter (an
+    /// empty typed value stands in).
+    fn push(&mut self, cell: Option<&Value>) -> bool {
+        /// Pushes the conversion of the cell; false when a cell did not convert.
+        fn put<T>(
+            values: &mut Vec<Option<T>>,
+            cell: Option<&Value>,
+            convert: impl Fn(&Value) -> Option<T>,
+        ) -> bool {
+            let converted = cell.map(convert);
+            let done = !matches!(converted, Some(None));
+            values.push(converted.flatten());
             done
         }
         match self {
             Typed::Text {
                 values, convert, ..
-            } => put(values, convert(value)),
-            Typed::BigInt(values) => put(values, bigint(value)),
-            Typed::Float(values) => put(values, float(value)),
-            Typed::Boolean(values) => put(values, boolean(value)),
-            Typed::Date(values) => put(values, value.as_str().and_then(date)),
-            Typed::Instant(values) => put(values, value.as_str().and_then(instant)),
-            Typed::Json(values) => put(values, Some(value.clone())),
+            } => put(values, cell, *convert),
+            Typed::BigInt(values) => put(values, cell, bigint),
+            Typed::Float(values) => put(values, cell, float),
+            Typed::Boolean(values) => put(values, cell, boolean),
+            Typed::Date(values) => put(values, cell, |v| v.as_str().and_then(date)),
+            Typed::Instant(values) => put(values, cell, |v| v.as_str().and_then(instant)),
+            Typed::Json(values) => put(values, cell, |v| Some(v.clone())),
             Typed::SqlOnly => false,
         }
     }
@@ -266,51 +268,41 @@ fn date(s: &str) -> Option<NaiveDate> {
 }
 
 /// `ct_as_timestamptz` of a date (midnight UTC) or
-/// `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)`; more fraction digits are left to
-/// PostgreSQL's rounding.
+/// `YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|±HH:MM)` with an offset up to 14 hours: the
+/// shape the converter's pattern accepts, checked here, then read by chrono. More
+/// fraction digits are left to PostgreSQL's rounding; PostgreSQL refuses offsets
+/// past 15 hours, and real ones stop at 14.
 fn instant(s: &str) -> Option<DateTime<Utc>> {
     let day = date(s)?;
     let b = s.as_bytes();
     if b.len() == 10 {
         return Some(Utc.from_utc_datetime(&day.and_time(NaiveTime::MIN)));
     }
-    if b.len() < 20 || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (hour, minute, second) = (two_digits(b, 11)?, two_digits(b, 14)?, two_digits(b, 17)?);
-    if hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let mut at = 19;
-    let mut micros = 0;
-    if b[at] == b'.' {
-        let digits = b[at + 1..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        if !(1..=6).contains(&digits) {
-            return None;
-        }
-        let fraction = std::str::from_utf8(&b[at + 1..at + 1 + digits]).ok()?;
-        micros = fraction.parse::<u32>().ok()? * 10u32.pow(6 - digits as u32);
-        at += 1 + digits;
-    }
-    let offset_seconds = match &b[at..] {
-        [b'Z'] => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let (h, m) = (two_digits(b, at + 1)?, two_digits(b, at + 4)?);
-            // PostgreSQL refuses offsets past 15 hours; real ones stop at 14.
-            if h > 14 || m > 59 {
-                return None;
-            }
-            let seconds = (h * 3600 + m * 60) as i32;
-            if *sign == b'-' { -seconds } else { seconds }
-        }
-        _ => return None,
+    let fraction = match b.get(19) {
+        Some(b'.') => b[20..].iter().take_while(|c| c.is_ascii_digit()).count() + 1,
+        _ => 0,
     };
-    let local = day.and_time(NaiveTime::from_hms_micro_opt(hour, minute, second, micros)?);
-    let utc = local - chrono::Duration::seconds(i64::from(offset_seconds));
-    Some(Utc.from_utc_datetime(&utc))
+    let offset = b.get(19 + fraction..)?;
+    let shaped = b.len() >= 20
+        && b[13] == b':'
+        && b[16] == b':'
+        && two_digits(b, 11).is_some_and(|h| h <= 23)
+        && two_digits(b, 14).is_some_and(|m| m <= 59)
+        && two_digits(b, 17).is_some_and(|s| s <= 59)
+        && fraction != 1
+        && fraction <= 7
+        && match offset {
+            [b'Z'] => true,
+            [b'+' | b'-', _, _, b':', _, _] => {
+                two_digits(offset, 1).is_some_and(|h| h <= 14)
+                    && two_digits(offset, 4).is_some_and(|m| m <= 59)
+            }
+            _ => false,
+        };
+    shaped
+        .then(|| DateTime::parse_from_rfc3339(s).ok())
+        .flatten()
+        .map(|at| at.with_timezone(&Utc))
 }
 
 /// `ct_as_text_array` of a list of strings (empty items skipped) or of a

@@ -7,10 +7,10 @@
 
 use super::cells::ColumnCells;
 use super::physical::{ident, table_name};
+use anyhow::Context;
 use chrono::{DateTime, Utc};
 use domain::tables::column::ColumnType;
 use domain::tables::record::{Cells, RecordEvent};
-use serde_json::Value;
 use sqlx::PgConnection;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -170,7 +170,10 @@ async fn insert(
     creates: Vec<Create>,
     columns: &[(String, ColumnType)],
 ) -> anyhow::Result<u64> {
-    let mut cells = column_cells(columns);
+    let mut cells: Vec<ColumnCells> = columns
+        .iter()
+        .map(|(_, t)| ColumnCells::created(*t))
+        .collect();
     let (mut ids, mut created, mut updated, mut by) = (vec![], vec![], vec![], vec![]);
     for create in creates {
         ids.push(create.id);
@@ -178,7 +181,7 @@ async fn insert(
         updated.push(create.updated_at);
         by.push(create.created_by);
         for ((key, _), column) in columns.iter().zip(&mut cells) {
-            column.push(Some(create.cells.get(key).unwrap_or(&Value::Null)));
+            column.push(create.cells.get(key));
         }
     }
     let fixed = [
@@ -187,12 +190,12 @@ async fn insert(
         ("updated_at", "timestamptz[]"),
         ("created_by", "text[]"),
     ];
-    let (from, values) = unnest_sql(&fixed, &cells, false);
+    let (from, params) = unnest_sql(&fixed, &cells);
     let mut names: Vec<&str> = fixed.iter().map(|(name, _)| *name).collect();
     let mut selected: Vec<String> = names.iter().map(|name| format!("u.{name}")).collect();
-    for ((key, _), (value, _)) in columns.iter().zip(values) {
+    for (((key, _), column), params) in columns.iter().zip(&cells).zip(params) {
         names.push(ident(key)?);
-        selected.push(value);
+        selected.push(column.value_sql(&params));
     }
     let sql = format!(
         "INSERT INTO {table} ({}) SELECT {} FROM {from} ON CONFLICT (id) DO NOTHING",
@@ -205,7 +208,7 @@ async fn insert(
         .bind(updated)
         .bind(by);
     for column in cells {
-        query = column.bind(query, false);
+        query = column.bind(query);
     }
     Ok(query.execute(&mut *conn).await?.rows_affected())
 }
@@ -218,7 +221,10 @@ async fn update(
     updates: Vec<(Uuid, DateTime<Utc>, Cells)>,
     columns: &[(String, ColumnType)],
 ) -> anyhow::Result<()> {
-    let mut cells = column_cells(columns);
+    let mut cells: Vec<ColumnCells> = columns
+        .iter()
+        .map(|(_, t)| ColumnCells::changed(*t))
+        .collect();
     let (mut ids, mut updated) = (vec![], vec![]);
     for (id, updated_at, changes) in updates {
         ids.push(id);
@@ -228,10 +234,14 @@ async fn update(
         }
     }
     let fixed = [("id", "uuid[]"), ("updated_at", "timestamptz[]")];
-    let (from, values) = unnest_sql(&fixed, &cells, true);
+    let (from, params) = unnest_sql(&fixed, &cells);
     let mut sets = vec!["updated_at = u.updated_at".to_string()];
-    for ((key, _), (value, present)) in columns.iter().zip(values) {
+    for (((key, _), column), params) in columns.iter().zip(&cells).zip(params) {
         let key = ident(key)?;
+        let present = column
+            .present_sql(&params)
+            .context("the cells of changes carry their presence")?;
+        let value = column.value_sql(&params);
         sets.push(format!(
             "{key} = CASE WHEN {present} THEN {value} ELSE t.{key} END"
         ));
@@ -242,47 +252,31 @@ async fn update(
     );
     let mut query = sqlx::query(&sql).bind(ids).bind(updated);
     for column in cells {
-        query = column.bind(query, true);
+        query = column.bind(query);
     }
     query.execute(&mut *conn).await?;
     Ok(())
 }
 
-/// An empty [`ColumnCells`] per column.
-fn column_cells(columns: &[(String, ColumnType)]) -> Vec<ColumnCells> {
-    columns.iter().map(|(_, t)| ColumnCells::new(*t)).collect()
-}
-
 /// `unnest(<fixed arrays>, <each column's arrays>) AS u(...)`, parameters numbered
-/// in that order from `$1`, and per column its value expression and the name of its
-/// presence flag (meaningful `with_presence`).
-fn unnest_sql(
-    fixed: &[(&str, &str)],
-    cells: &[ColumnCells],
-    with_presence: bool,
-) -> (String, Vec<(String, String)>) {
+/// in that order from `$1`, and the qualified names of each column's parameters.
+fn unnest_sql(fixed: &[(&str, &str)], cells: &[ColumnCells]) -> (String, Vec<Vec<String>>) {
     let mut arrays = Vec::new();
     let mut names = Vec::new();
     for (name, array_type) in fixed {
         arrays.push(format!("${}::{array_type}", arrays.len() + 1));
         names.push(name.to_string());
     }
-    let mut values = Vec::new();
+    let mut params = Vec::new();
     for (i, column) in cells.iter().enumerate() {
         let mut own = Vec::new();
-        for (j, array_type) in column
-            .parameter_types(with_presence)
-            .into_iter()
-            .enumerate()
-        {
+        for (j, array_type) in column.parameter_types().into_iter().enumerate() {
             arrays.push(format!("${}::{array_type}", arrays.len() + 1));
-            own.push(format!("c{i}_{j}"));
+            names.push(format!("c{i}_{j}"));
+            own.push(format!("u.c{i}_{j}"));
         }
-        let qualified: Vec<String> = own.iter().map(|name| format!("u.{name}")).collect();
-        let present = qualified.last().cloned().unwrap_or_default();
-        values.push((column.value_sql(&qualified), present));
-        names.extend(own);
+        params.push(own);
     }
     let from = format!("unnest({}) AS u({})", arrays.join(", "), names.join(", "));
-    (from, values)
+    (from, params)
 }
