@@ -117,6 +117,8 @@ pub struct Pump {
     leading: AtomicBool,
     /// Woken when the leader (maybe another process) committed a cycle.
     elsewhere: Notify,
+    /// This process's name in append signals (see `signal.rs`).
+    origin: String,
     /// When another process last signalled an append (ms since `born`; 0: never).
     heard_append_at: AtomicU64,
     born: Instant,
@@ -142,6 +144,7 @@ impl Pump {
             leader: tokio::sync::Mutex::new(Leader::default()),
             leading: AtomicBool::new(false),
             elsewhere: Notify::new(),
+            origin: uuid::Uuid::new_v4().simple().to_string(),
             heard_append_at: AtomicU64::new(0),
             born: Instant::now(),
         })
@@ -204,11 +207,17 @@ impl Pump {
         let ticket = self.ticket();
         self.kick();
         if !self.is_leader()
-            && let Err(error) = signal::appended(&self.pool).await
+            && let Err(error) = signal::appended(&self.pool, &self.origin).await
         {
             tracing::warn!(%error, "cannot signal the leader; it finds the append at its next poll");
         }
         ticket
+    }
+
+    /// Whether a cycle of this process has started since `ticket` was taken (so it
+    /// sees the ticket's append).
+    fn started_since(&self, ticket: Ticket) -> bool {
+        self.cycles_started.load(Ordering::SeqCst) > ticket.0
     }
 
     /// Numbers a cycle that is about to read the log.
@@ -292,11 +301,17 @@ impl Pump {
                     Err(error) => tracing::warn!(%error, "cannot read projection progress"),
                 }
             }
-            self.kick();
             tokio::select! {
                 _ = progress.changed() => {}
                 _ = self.elsewhere.notified() => signalled = !self.is_leader(),
-                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                // The append kicked the loop itself; a kick after the cycle that saw
+                // it started would only queue an empty cycle. Kicked again, the loop
+                // of a process that does not pump tries to take over.
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if !ticket.is_some_and(|ticket| self.started_since(ticket)) {
+                        self.kick();
+                    }
+                }
                 _ = tokio::time::sleep_until(deadline) => {
                     metrics::counter!("sandbox_read_your_writes_timeouts_total").increment(1);
                     tracing::error!(?key, "read models did not reach the command's events in time");

@@ -15,14 +15,26 @@ use tokio_util::sync::CancellationToken;
 
 /// The channel every process listens on.
 const CHANNEL: &str = "sandbox_pump";
-/// Payload: events were appended by a process that does not pump.
+/// Payload: events were appended by a process that does not pump; followed by
+/// `:` and the sending pump's origin, so a process ignores its own signal (it
+/// kicked its pump directly, and hearing itself would make it believe another
+/// process waits for its cycles).
 const APPENDED: &str = "appended";
 /// Payload: a cycle sealed or projected events.
 const PROJECTED: &str = "projected";
 
-/// Tells the leader that events were appended (sent by a process that is not it).
-pub(super) async fn appended(pool: &PgPool) -> sqlx::Result<()> {
-    notify(pool, APPENDED).await
+/// Tells the leader that events were appended (sent by a process that is not it,
+/// or not yet sure it is).
+pub(super) async fn appended(pool: &PgPool, origin: &str) -> sqlx::Result<()> {
+    notify(pool, &format!("{APPENDED}:{origin}")).await
+}
+
+/// Whether a payload is an append signal sent by another process than `origin`
+/// (a bare `appended`, from a node of an older release, counts as another's).
+fn appended_elsewhere(payload: &str, origin: &str) -> bool {
+    payload
+        .strip_prefix(APPENDED)
+        .is_some_and(|sender| sender.strip_prefix(':') != Some(origin))
 }
 
 /// Tells every process that a cycle committed; sent inside the cycle's transaction,
@@ -67,11 +79,11 @@ pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationT
             let Some(pump) = pump.upgrade() else { return };
             match received {
                 Ok(Some(notification)) => match notification.payload() {
-                    APPENDED => {
+                    PROJECTED => pump.elsewhere.notify_waiters(),
+                    payload if appended_elsewhere(payload, &pump.origin) => {
                         pump.heard_append();
                         pump.kick();
                     }
-                    PROJECTED => pump.elsewhere.notify_waiters(),
                     _ => {}
                 },
                 // The connection was lost and is re-established by the listener:
@@ -90,4 +102,17 @@ async fn connect(pool: &PgPool) -> sqlx::Result<PgListener> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen(CHANNEL).await?;
     Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::appended_elsewhere;
+
+    #[test]
+    fn a_process_does_not_hear_its_own_append_signal() {
+        assert!(!appended_elsewhere("appended:a1", "a1"));
+        assert!(appended_elsewhere("appended:b2", "a1"));
+        assert!(appended_elsewhere("appended", "a1"));
+        assert!(!appended_elsewhere("projected", "a1"));
+    }
 }
