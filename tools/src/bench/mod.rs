@@ -20,6 +20,7 @@ mod report;
 mod runs;
 mod server;
 mod stats;
+mod steps;
 mod tables;
 
 use crate::connection::Target;

@@ -11,6 +11,7 @@
 use super::report::{Figure, Report};
 use super::server::{Server, with_workers};
 use super::stats::percentile;
+use super::steps::{self, StepTotals};
 use anyhow::Context;
 use api::runtime::buildah::Buildah;
 use clap::Args;
@@ -176,12 +177,39 @@ pub(super) fn ids(runs: &[Value]) -> anyhow::Result<Vec<uuid::Uuid>> {
         .collect()
 }
 
+/// A step's name, its mean and how many runs it covers.
+type Steps = Vec<(String, Duration, u64)>;
+
 struct Figures {
     submit: Vec<Duration>,
     to_running: Vec<Duration>,
     ours: Vec<Duration>,
+    /// The executor's steps of (b)'s runs.
+    ours_steps: Steps,
     bare: Vec<Duration>,
+    /// The bare run's `buildah from`, `run` and `rm`.
+    bare_steps: Steps,
     per_minute: f64,
+    /// The executor's steps of (c)'s runs.
+    burst_steps: Steps,
+}
+
+/// Times `step` and adds it to `into` (a bare run's steps, one run each).
+async fn timed<T>(
+    into: &mut Steps,
+    name: &str,
+    step: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let result = step.await?;
+    match into.iter_mut().find(|(step, _, _)| step == name) {
+        Some((_, total, count)) => {
+            *total += started.elapsed();
+            *count += 1;
+        }
+        None => into.push((name.to_string(), started.elapsed(), 1)),
+    }
+    Ok(result)
 }
 
 async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
@@ -209,6 +237,7 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
     to_running.sort();
 
     // (b) one run at a time, ours then bare.
+    let before = StepTotals::now();
     let mut ours = Vec::new();
     for _ in 0..args.repeats {
         let started = Instant::now();
@@ -216,33 +245,45 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
         let finished = until_terminal(server, &ids(&[run])?).await?;
         ours.push(finished - started);
     }
+    let ours_steps = StepTotals::now().since(&before);
     let buildah = Buildah::new(&server.state.builder);
     let mut bare = Vec::new();
+    let mut bare_steps = Vec::new();
     for _ in 0..args.repeats {
         let started = Instant::now();
-        let container = buildah.from_image(&image).await?;
-        let output = buildah
-            .command()
-            .args([
-                "run",
-                "--isolation",
-                "chroot",
-                &container,
-                "--",
-                "/bin/sh",
-                "-c",
-                SCRIPT,
-            ])
-            .output()
-            .await?;
+        let container = timed(&mut bare_steps, "container", buildah.from_image(&image)).await?;
+        let mut command = buildah.command();
+        command.args([
+            "run",
+            "--isolation",
+            "chroot",
+            &container,
+            "--",
+            "/bin/sh",
+            "-c",
+            SCRIPT,
+        ]);
+        let output = timed(&mut bare_steps, "work", async {
+            Ok(command.output().await?)
+        })
+        .await?;
         anyhow::ensure!(output.status.success(), "the bare run failed");
-        buildah.remove(&container).await?;
+        timed(
+            &mut bare_steps,
+            "container_removal",
+            buildah.remove(&container),
+        )
+        .await?;
         bare.push(started.elapsed());
+    }
+    for (_, total, count) in &mut bare_steps {
+        *total /= *count as u32;
     }
     ours.sort();
     bare.sort();
 
     // (c) a burst of runs with the default concurrency.
+    let before = StepTotals::now();
     let started = Instant::now();
     let burst =
         futures::future::try_join_all((0..args.runs).map(|_| submit(server, &client, &version)))
@@ -254,8 +295,11 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
         submit: submit_latency,
         to_running,
         ours,
+        ours_steps,
         bare,
+        bare_steps,
         per_minute,
+        burst_steps: StepTotals::now().since(&before),
     })
 }
 
@@ -285,10 +329,13 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
         bare,
         ours / bare
     );
+    steps::print("(b) our run's steps on the worker", &f.ours_steps);
+    steps::print("(b) the bare run's steps", &f.bare_steps);
     println!(
         "(c) {} runs submitted at once: {:.1} runs completed per minute",
         args.runs, f.per_minute
     );
+    steps::print("(c) the burst's steps on the worker", &f.burst_steps);
     let submitters = args.submitters;
     Ok(vec![
         Figure::new(

@@ -7,6 +7,7 @@ use super::collect::{Collected, collect};
 use super::in_cluster;
 use super::limits::RunCgroups;
 use super::network::RunNetwork;
+use super::steps::StepClock;
 use super::{secrets, writeback};
 use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
@@ -150,6 +151,7 @@ async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path
         let _ = tokio::fs::remove_dir_all(workdir).await;
         return;
     }
+    let mut clock = StepClock::start();
     let collected = match collect(&executor.state, company, run_id, workdir, &ending.log).await {
         Ok(collected) => collected,
         Err(error) => {
@@ -158,6 +160,7 @@ async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path
         }
     };
     let _ = tokio::fs::remove_dir_all(workdir).await;
+    clock.lap("collect");
     let command = RunCommand::Finish(Box::new(RunEnded {
         terminal_class: ending.class,
         error_code: ending.error_code,
@@ -168,6 +171,7 @@ async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path
         artifacts: collected.artifacts,
     }));
     executor.command(run_id, company, command).await;
+    clock.lap("finish");
 }
 
 async fn execute(
@@ -178,6 +182,7 @@ async fn execute(
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
+    let mut clock = StepClock::start();
     let mut facts: RunFacts = sqlx::query_as(
         "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
                 r.slot_sources, r.task_version_id, t.owner_scope, t.owner_id,
@@ -191,6 +196,7 @@ async fn execute(
     .bind(run_id)
     .fetch_one(&state.pool)
     .await?;
+    clock.lap("facts");
     let Some(image) = facts.image.take() else {
         return Ok(ending(
             TerminalClass::PlatformFailed,
@@ -212,6 +218,7 @@ async fn execute(
             ));
         }
     };
+    clock.lap("secrets");
     if let Some(cluster) = &executor.cluster {
         return in_cluster::start(
             executor, cluster, run_id, company, workdir, image, &facts, secrets, cancel,
@@ -229,6 +236,7 @@ async fn execute(
         ));
     }
     let mut network = RunNetwork::create(has_output_policy).await?;
+    clock.lap("network");
     let metadata = super::metadata(&executor.worker_id, company);
     let grant = writeback::Grant {
         run_id,
@@ -250,13 +258,16 @@ async fn execute(
         network.open_door(state.builder.service_address, stop_door.clone());
     }
     let _closed = stop_door.drop_guard();
+    clock.lap("writeback");
     let ended = work(
         executor, run_id, company, workdir, &facts, &image, &network, secrets, cancel,
     )
     .await;
+    let mut clock = StepClock::start();
     if let Some(credential) = &credential {
         writeback::revoke(state, credential, &metadata).await?;
     }
+    clock.lap("writeback_revoke");
     ended
 }
 
@@ -275,10 +286,12 @@ async fn work(
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
+    let mut clock = StepClock::start();
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
     secrets::write(&workspace, &secrets).await?;
     drop(secrets);
+    clock.lap("workspace");
     let buildah = &executor.buildah;
     let container = match buildah.from_image(image).await {
         Ok(container) => container,
@@ -292,10 +305,14 @@ async fn work(
             ));
         }
     };
+    clock.lap("container");
     let profile = facts.profile();
     let result = async {
         let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
-        if !executor.command(run_id, company, RunCommand::Start).await {
+        clock.lap("cgroups");
+        let started = executor.command(run_id, company, RunCommand::Start).await;
+        clock.lap("start");
+        if !started {
             return Ok(ending(
                 TerminalClass::Cancelled,
                 "cancelled",
@@ -313,12 +330,17 @@ async fn work(
             &facts.contents,
         );
         let outcome = capture(command, timeout, cancel).await;
-        Ok::<_, anyhow::Error>(classify(outcome, cgroups.oom_killed()))
+        clock.lap("work");
+        let oom_killed = cgroups.oom_killed();
+        drop(cgroups);
+        clock.lap("cgroups_removal");
+        Ok::<_, anyhow::Error>(classify(outcome, oom_killed))
     }
     .await;
     if let Err(error) = buildah.remove(&container).await {
         tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
     }
+    clock.lap("container_removal");
     result
 }
 

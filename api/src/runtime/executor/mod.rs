@@ -18,7 +18,10 @@ mod job;
 pub mod limits;
 mod network;
 mod secrets;
+mod steps;
 mod writeback;
+
+pub use steps::STEP_SECONDS;
 
 use crate::admission;
 use crate::limits::company_limits;
@@ -279,7 +282,10 @@ impl Worker for Executor {
             let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
                 break;
             };
-            if !self.claim_one(run_id, company).await? {
+            let mut clock = steps::StepClock::start();
+            let claimed = self.claim_one(run_id, company).await?;
+            clock.lap("claim");
+            if !claimed {
                 saturated.insert(company);
                 drop(permit);
                 continue;
