@@ -156,3 +156,45 @@ async fn a_budget_holds_each_run_s_envelope_and_refuses_what_does_not_fit() {
     let (_, settings) = boss.get("/settings").await;
     assert_eq!(settings["pricing"]["budget"], json!(null));
 }
+
+#[tokio::test]
+async fn concurrent_submissions_never_hold_more_than_the_budget() {
+    // However submissions arriving together are serialized or grouped, each
+    // hold counts against the next one's check.
+    let app = TestApp::without_executor().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let (_, version) = runnable(&boss, &ready, "true\n", json!({})).await;
+    let company: Uuid = boss.get("/me").await.1["company_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // 1 USD; a 60-second standard run holds 0.06, so 16 fit and the 17th does not.
+    let budget = PricingCommand::SetBudget(Budget {
+        company_id: company,
+        currency: "USD".into(),
+        amount_micros: 1_000_000,
+        window_days: 30,
+        starts_at: Utc::now() - Duration::hours(1),
+    });
+    operator(&app, &company.to_string(), budget).await;
+    operator(&app, PRICE_LIST, price("USD", 1000)).await;
+    let run = json!({"task_version_id": version, "input": {}});
+    let keys: Vec<String> = (0..30).map(|i| format!("together-{i}")).collect();
+    let attempts = futures::future::join_all(
+        keys.iter()
+            .map(|key| submit(&member, &lab, key, run.clone())),
+    )
+    .await;
+    let accepted = attempts.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(accepted, 16, "{attempts:?}");
+    for attempt in attempts.iter().filter(|(s, _)| *s != 200) {
+        assert_code(attempt, 403, "budget_reservation_exceeded");
+    }
+    assert_eq!(runs_of(&app, company).await, 16);
+    let (_, settings) = boss.get("/settings").await;
+    let reserved = settings["pricing"]["budget"]["reserved"].as_f64().unwrap();
+    assert!((reserved - 0.96).abs() < 1e-9, "{settings}");
+}
