@@ -13,9 +13,11 @@ use super::server::{Server, with_workers};
 use super::stats::percentile;
 use super::steps::{self, StepTotals};
 use anyhow::Context;
+use api::admin::operator_metadata;
 use api::runtime::buildah::Buildah;
 use clap::Args;
 use domain::environments::archive::ArchiveFormat;
+use domain::settings::{CompanySettings, SettingsCommand};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -181,6 +183,8 @@ pub(super) fn ids(runs: &[Value]) -> anyhow::Result<Vec<uuid::Uuid>> {
 type Steps = Vec<(String, Duration, u64)>;
 
 struct Figures {
+    /// (a) with no run starting meanwhile (the write path alone).
+    submit_alone: Vec<Duration>,
     submit: Vec<Duration>,
     to_running: Vec<Duration>,
     ours: Vec<Duration>,
@@ -216,7 +220,18 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
     let client = reqwest::Client::new();
     let (version, image) = prepare(server, &client).await?;
 
-    // (a) 20 submitters at once.
+    // (a) first while no run may start (the company's run concurrency is 0),
+    // then again with the executor starting runs as they come.
+    let concurrency = set_run_concurrency(server, 0).await?;
+    let held = futures::future::try_join_all(
+        (0..args.submitters).map(|_| submit(server, &client, &version)),
+    )
+    .await?;
+    let (held, mut submit_alone): (Vec<Value>, Vec<Duration>) = held.into_iter().unzip();
+    submit_alone.sort();
+    set_run_concurrency(server, concurrency).await?;
+    until_terminal(server, &ids(&held)?).await?;
+
     let submissions = futures::future::try_join_all(
         (0..args.submitters).map(|_| submit(server, &client, &version)),
     )
@@ -292,6 +307,7 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
     let finished = until_terminal(server, &ids(&burst)?).await?;
     let per_minute = args.runs as f64 * 60.0 / (finished - started).as_secs_f64();
     Ok(Figures {
+        submit_alone,
         submit: submit_latency,
         to_running,
         ours,
@@ -301,6 +317,22 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
         per_minute,
         burst_steps: StepTotals::now().since(&before),
     })
+}
+
+/// Sets the bench company's run concurrency (0: no run of it starts); returns
+/// the one it replaced.
+async fn set_run_concurrency(server: &Server, limit: i64) -> anyhow::Result<i64> {
+    let company = server.company_id.to_string();
+    let bus = &server.state.bus;
+    let mut limits = bus.load::<CompanySettings>(&company).await?.limits;
+    let replaced = std::mem::replace(&mut limits.run_concurrency_limit, limit);
+    let command = SettingsCommand::SetOperatorLimits {
+        company_id: server.company_id,
+        limits,
+    };
+    bus.execute::<CompanySettings>(&company, command, &operator_metadata("bench"))
+        .await?;
+    Ok(replaced)
 }
 
 /// Runs the benchmark on a scratch database next to the target.
@@ -313,6 +345,12 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
     println!(
         "bench runs: a trivial script (`{SCRIPT}`) in a busybox image, {} run slots",
         4
+    );
+    println!(
+        "(a) {} concurrent submitters while no run starts: HTTP submission p50 {:.1} ms, p99 {:.1} ms",
+        args.submitters,
+        ms(&f.submit_alone, 0.5),
+        ms(&f.submit_alone, 0.99)
     );
     println!(
         "(a) {} concurrent submitters: HTTP submission p50 {:.1} ms, p99 {:.1} ms; submission to `running` (queue wait and container preparation, before `buildah run`) p50 {:.1} ms, p99 {:.1} ms",
@@ -338,6 +376,16 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
     steps::print("(c) the burst's steps on the worker", &f.burst_steps);
     let submitters = args.submitters;
     Ok(vec![
+        Figure::new(
+            format!("runs (a) HTTP submission, {submitters} submitters, no run starting, p50"),
+            format!("{:.1} ms", ms(&f.submit_alone, 0.5)),
+            "-",
+        ),
+        Figure::new(
+            format!("runs (a) HTTP submission, {submitters} submitters, no run starting, p99"),
+            format!("{:.1} ms", ms(&f.submit_alone, 0.99)),
+            "-",
+        ),
         Figure::new(
             format!("runs (a) HTTP submission, {submitters} submitters, p50"),
             format!("{:.1} ms", ms(&f.submit, 0.5)),
