@@ -211,6 +211,74 @@ impl CommandBus {
     where
         A: AggregateExt<Services = ()>,
     {
+        let decided = self.decide::<A>(aggregate_id, command, metadata).await?;
+        if decided.serialized.is_empty() {
+            return Ok(decided.unchanged());
+        }
+        self.repo
+            .append(&decided.serialized)
+            .await
+            .map_err(|e| map_error(e.into()))?;
+        let ticket = self.pump.appended().await;
+        Ok(decided.appended(&self.repo, ticket).await)
+    }
+
+    /// Appends commands on several aggregates of one type, each with its own
+    /// metadata, in one statement (one transaction, one commit): the events of
+    /// every command that was decided, or none. The outer error is the append's
+    /// (`Conflict` when another writer changed one of the aggregates meanwhile, or
+    /// two commands name the same one: nothing was appended); the inner results are
+    /// each command's decision (a rejected command appends nothing and the others
+    /// go on). Nothing waits for the read models.
+    pub async fn append_together<A>(
+        &self,
+        commands: Vec<(String, A::Command, EventMetadata)>,
+    ) -> Result<Vec<Result<Committed<A>, CommandError<A::Error>>>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
+        let mut decisions = Vec::with_capacity(commands.len());
+        for (aggregate_id, command, metadata) in commands {
+            decisions.push(self.decide::<A>(&aggregate_id, command, &metadata).await);
+        }
+        let serialized: Vec<SerializedEvent> = decisions
+            .iter()
+            .flatten()
+            .flat_map(|decided| decided.serialized.iter().cloned())
+            .collect();
+        let ticket = if serialized.is_empty() {
+            None
+        } else {
+            self.repo
+                .append(&serialized)
+                .await
+                .map_err(|e| map_error(e.into()))?;
+            Some(self.pump.appended().await)
+        };
+        let mut outcomes = Vec::with_capacity(decisions.len());
+        for decision in decisions {
+            outcomes.push(match (decision, ticket) {
+                (Ok(decided), Some(ticket)) if !decided.serialized.is_empty() => {
+                    Ok(decided.appended(&self.repo, ticket).await)
+                }
+                (Ok(decided), _) => Ok(decided.unchanged()),
+                (Err(error), _) => Err(error),
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// Loads an aggregate and lets it decide a command: its events, serialized with
+    /// their sequences and `metadata`, not appended yet.
+    async fn decide<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<Decided<A>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
         let mut context = load_context::<A>(&self.repo, aggregate_id)
             .await
             .map_err(map_error)?;
@@ -222,21 +290,6 @@ impl CommandBus {
             .await
             .map_err(CommandError::Rejected)?;
         let events = sink.collect().await;
-        let state = context.aggregate;
-        let key = |sequence: usize| EventKey {
-            aggregate_type: A::TYPE.to_string(),
-            aggregate_id: aggregate_id.to_string(),
-            sequence: sequence as i64,
-        };
-        if events.is_empty() {
-            let last = (before > 0).then(|| key(before));
-            return Ok(Committed {
-                state,
-                events,
-                last,
-                ticket: None,
-            });
-        }
         let metadata = metadata.to_map();
         let serialized = events
             .iter()
@@ -252,19 +305,54 @@ impl CommandBus {
             })
             .collect::<Result<Vec<_>, PersistenceError>>()
             .map_err(|e| map_error(e.into()))?;
-        self.repo
-            .append(&serialized)
-            .await
-            .map_err(|e| map_error(e.into()))?;
-        let ticket = self.pump.appended().await;
-        let after = before + events.len();
-        maybe_snapshot(&self.repo, aggregate_id, before, after, &state).await;
-        Ok(Committed {
-            state,
-            last: Some(key(after)),
-            ticket: Some(ticket),
+        Ok(Decided {
+            aggregate_id: aggregate_id.to_string(),
+            before,
+            state: context.aggregate,
             events,
+            serialized,
         })
+    }
+}
+
+/// A command decided on its aggregate, its events not appended yet.
+struct Decided<A: Aggregate> {
+    aggregate_id: String,
+    before: usize,
+    state: A,
+    events: Vec<A::Event>,
+    serialized: Vec<SerializedEvent>,
+}
+
+impl<A: AggregateExt> Decided<A> {
+    fn key(&self, sequence: usize) -> EventKey {
+        EventKey {
+            aggregate_type: A::TYPE.to_string(),
+            aggregate_id: self.aggregate_id.clone(),
+            sequence: sequence as i64,
+        }
+    }
+
+    /// The outcome of a command that changed nothing.
+    fn unchanged(self) -> Committed<A> {
+        Committed {
+            last: (self.before > 0).then(|| self.key(self.before)),
+            state: self.state,
+            events: self.events,
+            ticket: None,
+        }
+    }
+
+    /// The outcome once its events were appended (and the pump's `ticket` taken).
+    async fn appended(self, repo: &LogRepository, ticket: Ticket) -> Committed<A> {
+        let after = self.before + self.events.len();
+        maybe_snapshot(repo, &self.aggregate_id, self.before, after, &self.state).await;
+        Committed {
+            last: Some(self.key(after)),
+            state: self.state,
+            events: self.events,
+            ticket: Some(ticket),
+        }
     }
 }
 

@@ -1,27 +1,25 @@
 //! Admitting a run: the input is bounded, canonicalized and staged before anything
 //! else (spec rule 3); then the room, the version, the live share and the input
 //! schema are checked; then, under the company's admission lock, the queue limits
-//! and the budget (the pricing envelope, `budget.rs`); and only then is the run
+//! and the budget (the pricing envelope, `budget.rs`), together with the
+//! company's other waiting submissions (`together.rs`); and only then is the run
 //! queued. The lock covers the decision and the append, not the wait for the read
 //! models (the counts include submissions not projected yet). Submission and retry
 //! share this path.
 
-use super::budget;
 use super::detail::detail_of;
+use super::together::{self, Candidate};
 use super::views::SandboxRunDetailResponse;
 use crate::access::Room;
-use crate::admission;
 use crate::error::{ApiError, ApiResult};
-use crate::limits::company_limits;
 use crate::request::Caller;
 use crate::routes::sandbox::tasks::output_policy;
 use crate::secrets::slots;
 use crate::state::AppState;
-use axum::http::{HeaderValue, header};
 use bytes::Bytes;
 use domain::catalog::{Provider, ResourceProfile};
 use domain::error::Code;
-use domain::runs::run::{Run, RunCommand, RunSubmitted, StoredObject, SubmissionSource};
+use domain::runs::run::{RunSubmitted, StoredObject, SubmissionSource};
 use domain::sharing::binding::SlotAssignment;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
@@ -158,16 +156,6 @@ pub struct Admission<'a> {
     pub request_facts: Option<String>,
 }
 
-fn queue_full(limit: i64) -> ApiError {
-    ApiError::code(Code::QueueFull, "the run queue is full; try again later")
-        .with("limit", limit)
-        .with("retry_after_seconds", QUEUE_RETRY_AFTER_SECONDS)
-        .with_header(
-            header::RETRY_AFTER,
-            HeaderValue::from(QUEUE_RETRY_AFTER_SECONDS),
-        )
-}
-
 /// The run's resource profile: the one of the environment version the task version
 /// pins (it decides the run's CPU and memory limits, catalog `resource_profiles`).
 async fn resource_profile(caller: &Caller, version: &VersionRow) -> ApiResult<ResourceProfile> {
@@ -262,53 +250,14 @@ pub async fn admit(
         slot_sources,
         hold: None,
     };
-    let onprem = caller.state.deployment.provider == Provider::Onprem;
-    let committed = {
-        // The limits are decided and the run appended under the locks; the counts
-        // include submissions the read models do not show yet, so the locks are
-        // released before the wait for the projector.
-        let _fleet = if onprem {
-            Some(admission::lock(caller.pool(), Uuid::nil(), "run-queue").await?)
-        } else {
-            None
-        };
-        let _company =
-            admission::lock(caller.pool(), caller.principal.company_id, "run-queue").await?;
-        let mut submitted = submitted;
-        if !runs::exists(caller.pool(), run_id).await? {
-            // Quick Run is outside the queued-run limit; its retries are not.
-            let counted = source != SubmissionSource::QuickRun || retry_of_run_id.is_some();
-            check_queues(caller, counted, onprem).await?;
-            submitted.hold = budget::hold(caller, profile, timeout_seconds).await?;
-        }
-        let command = RunCommand::Submit(Box::new(submitted));
-        caller.append::<Run>(run_id, command).await?
+    let candidate = Candidate {
+        submitted,
+        profile,
+        // Quick Run is outside the queued-run limit; its retries are not.
+        counted: source != SubmissionSource::QuickRun || retry_of_run_id.is_some(),
+        onprem: caller.state.deployment.provider == Provider::Onprem,
     };
+    let committed = together::admit(caller, candidate).await?;
     caller.wait(&committed).await?;
     detail_of(&caller.state, run_id).await
-}
-
-/// The company's queued-run limit (`counted`: every submission but a Quick Run)
-/// and, on-prem, the company and fleet executor queues (`queued` and `starting`,
-/// Quick Run included).
-async fn check_queues(caller: &Caller, counted: bool, onprem: bool) -> ApiResult<()> {
-    let limits = company_limits(caller.pool(), caller.principal.company_id).await?;
-    let queued = runs::queue_counts(caller.pool(), caller.principal.company_id).await?;
-    if counted && queued.counted >= limits.queued_run_limit {
-        return Err(ApiError::code(
-            Code::SandboxQueuedRunLimit,
-            "the company has as many queued runs as its policy allows",
-        )
-        .with("limit", limits.queued_run_limit));
-    }
-    if onprem {
-        let company_cap = ONPREM_COMPANY_QUEUE.min(limits.queued_run_limit);
-        if queued.company >= company_cap {
-            return Err(queue_full(company_cap));
-        }
-        if queued.fleet >= ONPREM_FLEET_QUEUE {
-            return Err(queue_full(ONPREM_FLEET_QUEUE));
-        }
-    }
-    Ok(())
 }

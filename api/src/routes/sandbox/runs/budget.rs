@@ -16,11 +16,13 @@ fn units(micros: i64) -> f64 {
 }
 
 /// The hold a new run places, `None` when the company has no budget; the refusals
-/// of the spec's pricing rows otherwise.
+/// of the spec's pricing rows otherwise. `also_reserved` is held by runs admitted
+/// together with this one and not appended yet.
 pub async fn hold(
     caller: &Caller,
     profile: ResourceProfile,
     timeout_seconds: i64,
+    also_reserved: i64,
 ) -> ApiResult<Option<BudgetHold>> {
     let company = caller.principal.company_id;
     let Some(budget) = prices::budget(caller.pool(), company).await? else {
@@ -66,7 +68,7 @@ pub async fn hold(
     }
     let amount = pricing::cost(timeout_seconds, rate).ok_or_else(too_large)?;
     let committed = prices::committed(caller.pool(), company, start, end).await?;
-    let available = budget.amount_micros - committed.reserved - committed.spent;
+    let available = budget.amount_micros - committed.reserved - also_reserved - committed.spent;
     if amount > available {
         return Err(ApiError::code(
             Code::BudgetReservationExceeded,

@@ -10,6 +10,7 @@ mod lifecycle;
 mod links;
 mod quick_run;
 mod submit;
+mod together;
 pub mod views;
 
 use crate::middleware::body_limit;
