@@ -60,7 +60,8 @@ type ListKey = (usize, Uuid);
 
 /// The waiting lists of this process.
 static WAITING: LazyLock<Mutex<HashMap<ListKey, Vec<Waiting>>>> = LazyLock::new(Default::default);
-/// Numbers the candidates, so a request that gives up can take its own back.
+/// Numbers the candidates, so a task that could not take the locks can take its
+/// own candidate back.
 static NUMBER: AtomicU64 = AtomicU64::new(0);
 
 fn waiting() -> std::sync::MutexGuard<'static, HashMap<ListKey, Vec<Waiting>>> {
