@@ -3,10 +3,11 @@
 //!
 //! The check and the command run while a transaction-level advisory lock on
 //! (company, purpose) is held (waiters of one process queue in front of it), so
-//! two concurrent requests cannot both pass a check that only one of them may pass. The command waits for the read models before
-//! returning, so the next holder of the lock counts the first one's result. The
-//! lock's transaction writes nothing and takes no transaction id, so it never holds
-//! back the sealer.
+//! two concurrent requests cannot both pass a check that only one of them may
+//! pass. The next holder counts the first one's result: the command waits for the
+//! read models before releasing the lock, or the check counts what the log holds
+//! beyond them (run submissions). The lock's transaction writes nothing and takes
+//! no transaction id, so it never holds back the sealer.
 
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction};

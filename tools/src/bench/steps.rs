@@ -4,7 +4,7 @@
 //! counted.
 
 use api::middleware::observe::metrics_handle;
-use api::runtime::executor::STEP_SECONDS;
+use api::runtime::executor::{STEP_SECONDS, STEPS};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -61,30 +61,11 @@ impl StepTotals {
             })
             .collect();
         steps.sort_by_key(|(step, _, _)| {
-            ORDER.iter().position(|s| s == step).unwrap_or(ORDER.len())
+            STEPS.iter().position(|s| s == step).unwrap_or(STEPS.len())
         });
         steps
     }
 }
-
-/// The order of a run's steps on a worker.
-const ORDER: [&str; 15] = [
-    "claim",
-    "facts",
-    "secrets",
-    "network",
-    "writeback",
-    "workspace",
-    "container",
-    "cgroups",
-    "start",
-    "work",
-    "cgroups_removal",
-    "container_removal",
-    "writeback_revoke",
-    "collect",
-    "finish",
-];
 
 /// One line per step: its mean in milliseconds and how many runs it covers.
 pub fn print(title: &str, steps: &[(String, Duration, u64)]) {

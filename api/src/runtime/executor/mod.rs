@@ -21,7 +21,7 @@ mod secrets;
 mod steps;
 mod writeback;
 
-pub use steps::STEP_SECONDS;
+pub use steps::{STEP_SECONDS, STEPS};
 
 use crate::admission;
 use crate::limits::company_limits;

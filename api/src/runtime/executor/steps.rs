@@ -9,6 +9,25 @@ use std::time::Instant;
 /// The histogram of step durations, in seconds, labelled `step`.
 pub const STEP_SECONDS: &str = "sandbox_run_step_seconds";
 
+/// The steps, in the order a run goes through them on a worker.
+pub const STEPS: [&str; 15] = [
+    "claim",
+    "facts",
+    "secrets",
+    "network",
+    "writeback",
+    "workspace",
+    "container",
+    "cgroups",
+    "start",
+    "work",
+    "cgroups_removal",
+    "container_removal",
+    "writeback_revoke",
+    "collect",
+    "finish",
+];
+
 /// Times consecutive steps: each lap records the time since the previous one.
 pub(super) struct StepClock {
     last: Instant,

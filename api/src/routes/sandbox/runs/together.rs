@@ -27,7 +27,7 @@ use domain::principal::EventMetadata;
 use domain::runs::run::{Run, RunCommand, RunSubmitted};
 use projections::Committed;
 use projections::read_models::runs::query::{self as runs, QueueCounts};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 use tokio::sync::oneshot;
@@ -146,28 +146,25 @@ async fn decide(company: Uuid, batch: Vec<Waiting>) {
         Ok(read) => read,
         Err(error) => {
             let message = format!("the limits of a run admission could not be read: {error:?}");
-            for waiting in batch {
-                let _ = waiting
-                    .answer
-                    .send(Err(ApiError::internal(anyhow::anyhow!(message.clone()))));
-            }
+            refuse_all(batch, &message);
+            return;
+        }
+    };
+    let ids: Vec<Uuid> = batch.iter().map(|w| w.candidate.submitted.run_id).collect();
+    let mut seen = match runs::existing(&pool, &ids).await {
+        Ok(existing) => existing,
+        Err(error) => {
+            let message = format!("the runs of a run admission could not be read: {error}");
+            refuse_all(batch, &message);
             return;
         }
     };
     let mut admitted: Vec<(Waiting, RunSubmitted)> = Vec::new();
     let mut alone: Vec<Waiting> = Vec::new();
-    let mut seen = HashSet::new();
     let mut reserved = 0;
     for waiting in batch {
-        let run_id = waiting.candidate.submitted.run_id;
-        let exists = match runs::exists(&pool, run_id).await {
-            Ok(exists) => exists,
-            Err(error) => {
-                let _ = waiting.answer.send(Err(error.into()));
-                continue;
-            }
-        };
-        if exists || !seen.insert(run_id) {
+        // A replay, or the second submission of a run in this batch.
+        if !seen.insert(waiting.candidate.submitted.run_id) {
             alone.push(waiting);
             continue;
         }
@@ -204,6 +201,14 @@ async fn decide(company: Uuid, batch: Vec<Waiting>) {
         let run_id = waiting.candidate.submitted.run_id;
         let result = waiting.caller.append::<Run>(run_id, command).await;
         let _ = waiting.answer.send(result);
+    }
+}
+
+/// Answers every submission of a batch that could not be decided.
+fn refuse_all(batch: Vec<Waiting>, message: &str) {
+    for waiting in batch {
+        let error = ApiError::internal(anyhow::anyhow!(message.to_string()));
+        let _ = waiting.answer.send(Err(error));
     }
 }
 

@@ -13,7 +13,7 @@ mod objects;
 use domain::secrets::resolve::SlotSources;
 pub use history::*;
 pub use objects::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 /// A run (`runs`), as the routes, the executor and the janitor read it.
@@ -110,6 +110,19 @@ pub async fn exists(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
     .bind(id.to_string())
     .fetch_one(pool)
     .await
+}
+
+/// Which of these runs were submitted already ([`exists`] for a batch, in one
+/// query).
+pub async fn existing(pool: &PgPool, ids: &[Uuid]) -> sqlx::Result<HashSet<Uuid>> {
+    let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+    let found: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT aggregate_id FROM events WHERE aggregate_type = 'run' AND aggregate_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(found.iter().filter_map(|id| id.parse().ok()).collect())
 }
 
 /// The `RunSubmitted` payloads (as `s`) the `runs` read model does not show yet:
