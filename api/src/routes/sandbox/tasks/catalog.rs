@@ -154,7 +154,18 @@ async fn cancel_queued(caller: &Caller, run_id: Uuid) -> ApiResult<()> {
             .execute::<Run>(&id, RunCommand::Cancel, &metadata)
             .await
         {
-            Ok(_) | Err(CommandError::Rejected(_)) => return Ok(()),
+            Ok(_) => return Ok(()),
+            // Ended or claimed meanwhile (the executor cancels a queued run whose
+            // version was archived): answer once the read models show that.
+            Err(CommandError::Rejected(_)) => {
+                caller
+                    .state
+                    .bus
+                    .settle::<Run>(&id)
+                    .await
+                    .map_err(ApiError::from)?;
+                return Ok(());
+            }
             Err(CommandError::Conflict) if attempts < 5 => continue,
             Err(error) => return Err(error.into()),
         }
