@@ -226,8 +226,8 @@ impl TestApp {
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            let stopped = async move { shutdown.cancelled().await };
+            api::server::serve_router(listener, app, stopped)
                 .await
                 .unwrap();
         });

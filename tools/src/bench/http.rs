@@ -29,9 +29,9 @@ pub async fn commands(
     let state = started.state.clone();
     let server_cancel = cancel.clone();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, api::server::app(started.state))
-            .with_graceful_shutdown(async move { server_cancel.cancelled().await })
-            .await;
+        let app = api::server::app(started.state);
+        let stopped = async move { server_cancel.cancelled().await };
+        let _ = api::server::serve_router(listener, app, stopped).await;
     });
     let run = uuid::Uuid::new_v4().simple().to_string();
     let companies: Vec<_> = (0..clients)

@@ -8,6 +8,7 @@ mod append;
 mod catchup;
 mod chain;
 mod computed;
+mod connections;
 mod http;
 mod long_transaction;
 mod menu;
@@ -31,8 +32,8 @@ use std::time::Duration;
 /// Benchmark commands.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// The command path: raw Postgres cycle, HTTP commands, 10-event appends and
-    /// projector catch-up.
+    /// The command path: raw Postgres cycle, HTTP commands, 10-event appends,
+    /// projector catch-up and requests each on a new connection.
     Append(AppendArgs),
     /// Rebuild speed of every projection on a synthetic log.
     Rebuild(RebuildArgs),
@@ -217,6 +218,19 @@ async fn run_append_and_catch_up(target: &Target, args: &AppendArgs) -> anyhow::
             ">= 50,000 events/s",
         ));
     }
+    let fresh = server::on_scratch_server(&target.url()?, "", |server| {
+        Box::pin(connections::fresh(server, 1_000))
+    })
+    .await?;
+    println!(
+        "(e) GET /healthz on a new connection each time, 1 client: p50 {:.2} ms, p99 {:.2} ms",
+        fresh.p50_ms, fresh.p99_ms
+    );
+    figures.push(Figure::new(
+        "append (e) new connection + GET /healthz, p50",
+        format!("{:.2} ms", fresh.p50_ms),
+        "-",
+    ));
     Ok(figures)
 }
 

@@ -45,9 +45,9 @@ pub async fn start(scratch: &Scratch, prefix: &str) -> anyhow::Result<Server> {
     let state = started.state.clone();
     let server_cancel = cancel.clone();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, api::server::app(started.state))
-            .with_graceful_shutdown(async move { server_cancel.cancelled().await })
-            .await;
+        let app = api::server::app(started.state);
+        let stopped = async move { server_cancel.cancelled().await };
+        let _ = api::server::serve_router(listener, app, stopped).await;
     });
     let file: DirectoryFile =
         serde_json::from_value(json!({"companies": [{"ref": "bench", "name": "bench",
