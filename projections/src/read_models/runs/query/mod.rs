@@ -104,12 +104,7 @@ pub async fn run(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<RunRow>> {
 /// Whether the run was submitted (a submission with its key was already admitted):
 /// read from the log, so a submission the read models do not show yet counts.
 pub async fn exists(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE aggregate_type = 'run' AND aggregate_id = $1)",
-    )
-    .bind(id.to_string())
-    .fetch_one(pool)
-    .await
+    Ok(existing(pool, &[id]).await?.contains(&id))
 }
 
 /// Which of these runs were submitted already ([`exists`] for a batch, in one
