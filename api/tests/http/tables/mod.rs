@@ -11,6 +11,7 @@ mod deliveries;
 mod deployment;
 mod deployment_plans;
 mod deployment_roundtrip;
+mod filter_indexes;
 pub mod fixture;
 mod formulas;
 mod grant_refusals;

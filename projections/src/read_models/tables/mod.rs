@@ -8,7 +8,7 @@
 
 mod automation;
 mod cells;
-mod grant_indexes;
+mod filter_indexes;
 mod holders;
 pub(crate) mod physical;
 pub mod query;

@@ -4,7 +4,7 @@
 //! the same rows.
 
 use super::automation;
-use super::grant_indexes;
+use super::filter_indexes;
 use super::physical::{self, batch, ident, table_name};
 use super::rewrite::{self, Rewrite};
 use chrono::{DateTime, Utc};
@@ -121,7 +121,7 @@ pub async fn apply(
             ..
         } => {
             start_migration(conn, &event, migration, &column.key, "type_change", at).await?;
-            grant_indexes::sync(conn, *table_id).await
+            filter_indexes::sync(conn, *table_id).await
         }
         E::ColumnOptionsRenamed {
             ref migration,
@@ -137,7 +137,7 @@ pub async fn apply(
             touch(conn, table_id, at).await?;
             physical::drop_column(conn, table_id, &key).await?;
             // Dropping the column dropped every grant index holding it.
-            grant_indexes::sync(conn, table_id).await
+            filter_indexes::sync(conn, table_id).await
         }
         E::MigrationCompleted {
             table_id,
@@ -169,7 +169,7 @@ pub async fn apply(
             .execute(&mut *conn)
             .await?;
             // A type change applied now may have made an indexed column unbounded.
-            grant_indexes::sync(conn, table_id).await
+            filter_indexes::sync(conn, table_id).await
         }
         E::ViewCreated { table_id, view } | E::ViewUpdated { table_id, view } => {
             sqlx::query(
@@ -185,7 +185,7 @@ pub async fn apply(
             .bind(at)
             .execute(&mut *conn)
             .await?;
-            Ok(())
+            filter_indexes::sync(conn, table_id).await
         }
         E::ViewDeleted { table_id, view_id } => {
             sqlx::query("DELETE FROM custom_table_views WHERE table_id = $1 AND id = $2")
@@ -193,7 +193,7 @@ pub async fn apply(
                 .bind(view_id)
                 .execute(&mut *conn)
                 .await?;
-            Ok(())
+            filter_indexes::sync(conn, table_id).await
         }
         E::GrantSet {
             table_id,
@@ -213,7 +213,7 @@ pub async fn apply(
             .bind(at)
             .execute(&mut *conn)
             .await?;
-            grant_indexes::sync(conn, table_id).await
+            filter_indexes::sync(conn, table_id).await
         }
         E::GrantRevoked { table_id, subject } => {
             sqlx::query(
@@ -224,7 +224,7 @@ pub async fn apply(
             .bind(subject.id())
             .execute(&mut *conn)
             .await?;
-            grant_indexes::sync(conn, table_id).await
+            filter_indexes::sync(conn, table_id).await
         }
         E::ClientAccessSet { table_id, enabled } => {
             sqlx::query("UPDATE custom_tables SET client_access = $2 WHERE id = $1")
