@@ -4,12 +4,11 @@
 //! columns are read by the page's one statement; this measures what they add.
 
 use super::server::Server;
-use super::stats::percentile;
+use super::stats::p50_p95;
 use super::tables::{create_table, fill, fill_with};
 use anyhow::Context;
 use projections::read_models::tables::table_name;
 use serde_json::{Value, json};
-use std::time::Instant;
 use uuid::Uuid;
 
 /// Records of the linked table.
@@ -118,9 +117,7 @@ pub async fn measure(
     let search = json!({"filter": {"column": "qty", "op": "gte", "value": 10},
                         "sort": [{"column": "qty", "order": "asc"}], "limit": 50});
     let path = format!("/tables/{orders}/records/search");
-    let mut latencies = Vec::with_capacity(pages);
-    for i in 0..pages + 10 {
-        let sent = Instant::now();
+    let (p50_ms, p95_ms) = p50_p95(pages, || async {
         let page = server
             .call(client, reqwest::Method::POST, &path, search.clone())
             .await?;
@@ -130,13 +127,8 @@ pub async fn measure(
                 && first["part count"].as_i64() >= Some(1),
             "a page holds 50 records with their computed columns: {first}"
         );
-        if i >= 10 {
-            latencies.push(sent.elapsed());
-        }
-    }
-    latencies.sort();
-    Ok(Figures {
-        p50_ms: percentile(&latencies, 0.50),
-        p95_ms: percentile(&latencies, 0.95),
+        Ok(())
     })
+    .await?;
+    Ok(Figures { p50_ms, p95_ms })
 }

@@ -7,12 +7,11 @@
 
 use super::report::{Figure, Report};
 use super::server::{Server, on_scratch_server};
-use super::stats::percentile;
+use super::stats::p50_p95;
 use super::tables::{create_table, fill};
 use anyhow::Context;
 use clap::Args;
 use serde_json::{Value, json};
-use std::time::Instant;
 
 /// Options of `bench permissions`.
 #[derive(Debug, Clone, Args)]
@@ -29,24 +28,6 @@ pub struct PermissionsArgs {
     /// Requests measured per figure.
     #[arg(long, default_value_t = 300)]
     pub requests: usize,
-}
-
-/// p50 and p95 of `requests` calls (after 10 warm-up calls), each checked.
-async fn time<F, Fut>(requests: usize, mut call: F) -> anyhow::Result<(f64, f64)>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let mut latencies = Vec::with_capacity(requests);
-    for i in 0..requests + 10 {
-        let sent = Instant::now();
-        call().await?;
-        if i >= 10 {
-            latencies.push(sent.elapsed());
-        }
-    }
-    latencies.sort();
-    Ok((percentile(&latencies, 0.50), percentile(&latencies, 0.95)))
 }
 
 async fn read(request: reqwest::RequestBuilder, token: &str) -> anyhow::Result<Value> {
@@ -87,7 +68,7 @@ async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f6
     let (large_id, keys) = large.context("no table")?;
 
     let list_url = format!("{}/tables?limit=50", server.base);
-    let list = time(args.requests, || async {
+    let list = p50_p95(args.requests, || async {
         let page = read(client.get(&list_url), token).await?;
         let tables = page["tables"].as_array().context("tables")?;
         anyhow::ensure!(tables.len() == 50, "a page of 50 tables");
@@ -102,7 +83,7 @@ async fn measure(server: &Server, args: &PermissionsArgs) -> anyhow::Result<[(f6
     let search_url = format!("{}/tables/{large_id}/records/search", server.base);
     let search = json!({"filter": {"column": keys[1], "op": "lt", "value": 900},
                         "sort": [{"column": keys[1], "order": "asc"}], "limit": 50});
-    let page = time(args.requests, || async {
+    let page = p50_p95(args.requests, || async {
         let page = read(client.post(&search_url).json(&search), token).await?;
         let records = page["records"].as_array().context("records")?;
         anyhow::ensure!(records.len() == 50, "a page of 50 records");

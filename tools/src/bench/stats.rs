@@ -1,6 +1,6 @@
 //! Latency percentiles.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Throughput and latency of a run.
 #[derive(Debug, Clone, Copy)]
@@ -37,4 +37,23 @@ pub fn percentile(sorted: &[Duration], q: f64) -> f64 {
     }
     let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
     sorted[index].as_secs_f64() * 1000.0
+}
+
+/// p50 and p95, in milliseconds, of `requests` calls of `call` after ten unmeasured
+/// warm-up calls; every call must succeed (it checks its own answer).
+pub async fn p50_p95<F, Fut>(requests: usize, mut call: F) -> anyhow::Result<(f64, f64)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut latencies = Vec::with_capacity(requests);
+    for i in 0..requests + 10 {
+        let sent = Instant::now();
+        call().await?;
+        if i >= 10 {
+            latencies.push(sent.elapsed());
+        }
+    }
+    latencies.sort();
+    Ok((percentile(&latencies, 0.50), percentile(&latencies, 0.95)))
 }

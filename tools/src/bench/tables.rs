@@ -1,8 +1,9 @@
 //! `sandboxctl bench tables`: a custom table of 10 mixed columns filled with
 //! 100,000 records, then (a) a filtered, sorted page of 50 with its exact total over
 //! HTTP (p50, p95), (a') the same page through a saved view of that filter and sort
-//! (whose filter the projection indexes), (b) a full CSV export (rows/s), (d) a page of a table as large with computed
-//! columns (`computed.rs`) and (c) a type change of one column (rows/s).
+//! (whose filter the projection indexes), (b) a full CSV export (rows/s), (d) a page
+//! of a table as large with computed columns (`computed.rs`) and (c) a type change
+//! of one column (rows/s).
 //!
 //! The table and its columns are created through the HTTP API of an in-process
 //! server on a scratch database; the records are appended to the log directly (5,000
@@ -10,7 +11,7 @@
 
 use super::report::{Figure, Report};
 use super::server::{Server, on_scratch_server};
-use super::stats::percentile;
+use super::stats::p50_p95;
 use anyhow::Context;
 use clap::Args;
 use cqrs_es::DomainEvent;
@@ -191,36 +192,27 @@ pub(super) async fn create_table(
     Ok((table_id, keys))
 }
 
-/// Requests the search `body` `pages` times (after ten unmeasured ones) and returns
-/// the latencies, sorted; every answer must hold a full page of 50.
+/// p50 and p95 of `pages` requests of the search `body`; every answer must hold a
+/// full page of 50.
 async fn pages(
     server: &Server,
     client: &reqwest::Client,
     path: &str,
     body: &Value,
     pages: usize,
-) -> anyhow::Result<Vec<Duration>> {
-    let mut latencies = Vec::with_capacity(pages);
-    for i in 0..pages + 10 {
-        let sent = Instant::now();
+) -> anyhow::Result<(f64, f64)> {
+    let url = format!("{path}/records/search");
+    p50_p95(pages, || async {
         let page = server
-            .call(
-                client,
-                reqwest::Method::POST,
-                &format!("{path}/records/search"),
-                body.clone(),
-            )
+            .call(client, reqwest::Method::POST, &url, body.clone())
             .await?;
         anyhow::ensure!(
             page["records"].as_array().map(Vec::len) == Some(50),
             "a page holds 50 records"
         );
-        if i >= 10 {
-            latencies.push(sent.elapsed());
-        }
-    }
-    latencies.sort();
-    Ok(latencies)
+        Ok(())
+    })
+    .await
 }
 
 async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> {
@@ -234,7 +226,7 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
                                 {"column": "qty", "op": "gte", "value": 100}]});
     let sort = json!([{"column": "qty", "order": "asc"}]);
     let search = json!({"filter": filter, "sort": sort, "limit": 50});
-    let latencies = pages(server, &client, &path, &search, args.pages).await?;
+    let (page_p50_ms, page_p95_ms) = pages(server, &client, &path, &search, args.pages).await?;
     let view = server
         .call(
             &client,
@@ -245,7 +237,8 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
         .await?;
     let view_id = view["id"].as_str().context("view id")?;
     let through_view = json!({"view_id": view_id, "limit": 50});
-    let view_latencies = pages(server, &client, &path, &through_view, args.pages).await?;
+    let (view_page_p50_ms, view_page_p95_ms) =
+        pages(server, &client, &path, &through_view, args.pages).await?;
     let computed = super::computed::measure(server, &client, args.records, args.pages).await?;
 
     let started = Instant::now();
@@ -302,10 +295,10 @@ async fn measure(server: &Server, args: &TablesArgs) -> anyhow::Result<Figures> 
     Ok(Figures {
         computed,
         fill_rows_per_second,
-        page_p50_ms: percentile(&latencies, 0.50),
-        page_p95_ms: percentile(&latencies, 0.95),
-        view_page_p50_ms: percentile(&view_latencies, 0.50),
-        view_page_p95_ms: percentile(&view_latencies, 0.95),
+        page_p50_ms,
+        page_p95_ms,
+        view_page_p50_ms,
+        view_page_p95_ms,
         csv_rows_per_second,
         type_change_rows_per_second,
     })
