@@ -43,4 +43,34 @@ pub trait Projection: Send + Sync {
 
     /// Applies a batch of events in log order.
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()>;
+
+    /// A fold that holds the whole read model in memory, for a rebuild starting from
+    /// empty tables; `None` (the default) when the projection has none, or its rows
+    /// would not fit in memory. See [`MemoryFold`].
+    fn memory_fold(&self) -> Option<Box<dyn MemoryFold>> {
+        None
+    }
+}
+
+/// A rebuild's fold of many batches in memory, written to the (empty) shadow tables
+/// once.
+///
+/// Batch by batch, `apply` loads the rows a batch touches and writes them back, so a
+/// row touched in every batch is read and rewritten every time, and the tables' index
+/// churn grows with it. A rebuild from position 0 knows the tables are empty and only
+/// it writes them: folding the log into rows held in memory and writing each
+/// surviving row once does the same work in a fraction of the statements
+/// (`sandboxctl bench rebuild`: the directory at 1,000,000 events ~2.5x faster). The
+/// fold must give exactly the rows `apply` would have left.
+#[async_trait]
+pub trait MemoryFold: Send {
+    /// Folds a batch of events, in log order, into the rows held.
+    fn fold(&mut self, events: &[StoredEvent]) -> anyhow::Result<()>;
+
+    /// The rows held, which the rebuild bounds (past the bound it writes them and
+    /// goes on batch by batch).
+    fn rows(&self) -> usize;
+
+    /// Writes every row held into the projection's tables, which are empty.
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> anyhow::Result<()>;
 }

@@ -63,6 +63,11 @@ pub const HEAD_SQL: &str = "SELECT last.position, last.chain_hash
   LEFT JOIN LATERAL (SELECT position, chain_hash FROM events WHERE position IS NOT NULL
                       ORDER BY position DESC LIMIT 1) AS last ON true";
 
+/// Reads the first `$1` unsealed rows a pass sees, in append order: an ordered scan
+/// of the partial index `events_unsealed_order` that stops at the limit, whatever
+/// the planner's statistics say about the size of the backlog (migration 0534).
+pub const UNSEALED_SQL: &str = "SELECT * FROM events_unsealed($1)";
+
 impl Head {
     /// The head from the two columns of [`HEAD_SQL`].
     pub fn from_columns(position: Option<i64>, hash: Option<Vec<u8>>) -> Self {
@@ -96,17 +101,10 @@ pub async fn seal_with(
     limit: i64,
     chain: Chain,
 ) -> anyhow::Result<Sealed> {
-    let rows: Vec<Unsealed> = sqlx::query_as(
-        "SELECT aggregate_type, aggregate_id, sequence, event_type, event_version,
-                payload::text AS payload, metadata::text AS metadata
-           FROM events
-          WHERE position IS NULL
-          ORDER BY append_seq
-          LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows: Vec<Unsealed> = sqlx::query_as(UNSEALED_SQL)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
     let complete = (rows.len() as i64) < limit;
     let mut events = Vec::with_capacity(rows.len());
     let mut hashes: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());

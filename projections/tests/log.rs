@@ -117,6 +117,74 @@ async fn foreign_transactions_do_not_hold_sealing() {
     here.rollback().await.unwrap();
 }
 
+/// A backlog the planner's statistics do not know of (a bulk import that outran
+/// autoanalyze) is still read in append order straight from the ordered index: the
+/// sealer never fetches and sorts every unsealed row to take the first few. The
+/// body of `events_unsealed` is planned here under the settings the function
+/// declares, as PostgreSQL plans it inside the function.
+#[tokio::test]
+async fn the_unsealed_read_stays_an_ordered_index_scan_without_statistics() {
+    let db = TestDatabase::fresh().await;
+    sqlx::query("ALTER TABLE events SET (autovacuum_enabled = off)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    for (kind, rows, sealed) in [("sealed", 3_000, true), ("backlog", 20_000, false)] {
+        sqlx::query(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
+                                 payload, metadata, position)
+             SELECT $1, g::text, 1, 'Probed', '1', '{}', '{}', CASE WHEN $3 THEN g END
+               FROM generate_series(1, $2) g",
+        )
+        .bind(kind)
+        .bind(rows)
+        .bind(sealed)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    let (body, settings): (String, Vec<String>) = sqlx::query_as(
+        "SELECT prosrc, coalesce(proconfig, '{}') FROM pg_proc WHERE proname = 'events_unsealed'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let mut tx = db.pool.begin().await.unwrap();
+    for setting in &settings {
+        let (name, value) = setting.split_once('=').unwrap();
+        sqlx::query("SELECT set_config($1, $2, true)")
+            .bind(name)
+            .bind(value)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN {}",
+        body.replace("LIMIT first", "LIMIT 5000")
+    ))
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan using events_unsealed_order") && !plan.contains("Sort"),
+        "the sealer's read is planned as:\n{plan}"
+    );
+    let unsealed: Vec<(String, String, i64, String, String, String, String)> =
+        sqlx::query_as(projections::sealer::UNSEALED_SQL)
+            .bind(3_i64)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    let ids: Vec<&str> = unsealed.iter().map(|row| row.1.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["1", "2", "3"],
+        "the first unsealed rows, in append order"
+    );
+}
+
 /// Many concurrent appenders: positions are gap-free, unique and cover every event.
 #[tokio::test]
 async fn concurrent_appends_get_gap_free_positions() {

@@ -6,11 +6,13 @@
 
 use domain::directory::chatroom::Chatroom;
 use projections::pump::PumpConfig;
+use projections::rebuild::{MEMORY_FOLD_ROWS, Outcome, Rebuild, Target};
 use projections::store::LogRepository;
 use projections::testing::TestDatabase;
 use projections::{CommandBus, Pump};
 use replay_tests::{digests, expected_dir, logs_dir, read_log, read_models, recorded_logs, replay};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 async fn replayed(events: &[projections::audit::ExportedEvent], batch: i64) -> TestDatabase {
     let db = TestDatabase::fresh().await;
@@ -49,6 +51,39 @@ async fn replay_is_deterministic() {
         let one_by_one = digests(&replayed(&events, 1).await.pool).await.unwrap();
         assert_eq!(first, second, "{name} replayed twice");
         assert_eq!(first, one_by_one, "{name} replayed one event at a time");
+    }
+}
+
+/// A rebuild gives the read models the pump built: folded in memory from the first
+/// event to the last, and switching to batches once its memory holds one row.
+#[tokio::test]
+async fn a_rebuild_folded_in_memory_gives_the_read_models_the_pump_built() {
+    for (name, path) in recorded_logs().unwrap() {
+        let events = read_log(&path).unwrap();
+        let db = replayed(&events, 5_000).await;
+        let built = digests(&db.pool).await.unwrap();
+        let folding = projections::read_models::all()
+            .into_iter()
+            .filter(|projection| projection.memory_fold().is_some());
+        for projection in folding {
+            for memory_rows in [MEMORY_FOLD_ROWS, 1] {
+                let outcome = Rebuild::start(&db.pool, projection.clone(), Target::Swap)
+                    .await
+                    .unwrap()
+                    .with_batch(2)
+                    .with_memory_rows(memory_rows)
+                    .run(&CancellationToken::new(), |_, _| {})
+                    .await
+                    .unwrap();
+                assert!(matches!(outcome, Outcome::Swapped(_)), "{outcome:?}");
+                assert_eq!(
+                    digests(&db.pool).await.unwrap(),
+                    built,
+                    "{name}: {} rebuilt with a bound of {memory_rows} rows",
+                    projection.name()
+                );
+            }
+        }
     }
 }
 

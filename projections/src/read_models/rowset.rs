@@ -6,13 +6,23 @@
 //! changed rows back with one upsert and one delete per table.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::Hash;
 
-/// The working set of one table's rows during a batch.
+/// The working set of one table's rows during a batch (or, in a rebuild's
+/// [`crate::projection::MemoryFold`], during many).
 #[derive(Debug)]
 pub struct RowSet<K, R> {
-    rows: HashMap<K, Option<R>>,
+    rows: HashMap<K, Slot<R>>,
+    /// Keys changed, each once, in the order first changed.
     dirty: Vec<K>,
+}
+
+/// A row held: `None` once removed.
+#[derive(Debug)]
+struct Slot<R> {
+    row: Option<R>,
+    dirty: bool,
 }
 
 impl<K: Hash + Eq + Clone, R> Default for RowSet<K, R> {
@@ -27,43 +37,78 @@ impl<K: Hash + Eq + Clone, R> Default for RowSet<K, R> {
 impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
     /// A working set holding the loaded rows.
     pub fn loaded(rows: impl IntoIterator<Item = (K, R)>) -> Self {
+        let slot = |row| Slot {
+            row: Some(row),
+            dirty: false,
+        };
         Self {
-            rows: rows.into_iter().map(|(k, r)| (k, Some(r))).collect(),
+            rows: rows.into_iter().map(|(k, r)| (k, slot(r))).collect(),
             dirty: Vec::new(),
         }
     }
 
     /// The row, for change.
     pub fn get_mut(&mut self, key: &K) -> Option<&mut R> {
-        let row = self.rows.get_mut(key)?.as_mut()?;
-        self.dirty.push(key.clone());
+        let slot = self.rows.get_mut(key)?;
+        let row = slot.row.as_mut()?;
+        if !slot.dirty {
+            slot.dirty = true;
+            self.dirty.push(key.clone());
+        }
         Some(row)
     }
 
     /// The row, for reading (not marked changed).
     pub fn get(&self, key: &K) -> Option<&R> {
-        self.rows.get(key)?.as_ref()
+        self.rows.get(key)?.row.as_ref()
+    }
+
+    /// The rows held (loaded, made or removed), for bounding memory.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
     }
 
     /// Every live row (loaded or made, not removed), for reading.
     pub fn rows(&self) -> impl Iterator<Item = &R> {
-        self.rows.values().flatten()
+        self.rows.values().filter_map(|slot| slot.row.as_ref())
     }
 
     /// The row, or a new one made by `make`, for change.
     pub fn upsert_with(&mut self, key: K, make: impl FnOnce() -> R) -> &mut R {
-        self.dirty.push(key.clone());
-        self.rows
-            .entry(key)
-            .or_insert(None)
-            .get_or_insert_with(make)
+        let slot = match self.rows.entry(key) {
+            Entry::Occupied(entry) => {
+                let first_change = (!entry.get().dirty).then(|| entry.key().clone());
+                let slot = entry.into_mut();
+                if let Some(key) = first_change {
+                    slot.dirty = true;
+                    self.dirty.push(key);
+                }
+                slot
+            }
+            Entry::Vacant(entry) => {
+                self.dirty.push(entry.key().clone());
+                entry.insert(Slot {
+                    row: None,
+                    dirty: true,
+                })
+            }
+        };
+        slot.row.get_or_insert_with(make)
     }
 
     /// Marks the row deleted.
     pub fn remove(&mut self, key: &K) {
         if let Some(slot) = self.rows.get_mut(key) {
-            *slot = None;
-            self.dirty.push(key.clone());
+            slot.row = None;
+            if !slot.dirty {
+                slot.dirty = true;
+                self.dirty.push(key.clone());
+            }
         }
     }
 
@@ -72,7 +117,7 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
         let mut upserts = Vec::new();
         let mut deletes = Vec::new();
         for key in self.dirty {
-            match self.rows.remove(&key) {
+            match self.rows.remove(&key).map(|slot| slot.row) {
                 Some(Some(row)) => upserts.push(row),
                 Some(None) => deletes.push(key),
                 None => {}

@@ -15,6 +15,11 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use std::hash::Hash;
 
+/// Rows written per statement: a batch's changes fit in one; a rebuild's
+/// [`crate::projection::MemoryFold`] writing a whole read model sends several, so
+/// neither side holds every row's text at once.
+pub const ROWS_PER_STATEMENT: usize = 50_000;
+
 /// A read-model table: its name, primary-key columns and every column with its SQL
 /// type.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +83,8 @@ impl Table {
             .collect()
     }
 
-    /// Writes the changes of a working set: one delete, one upsert.
+    /// Writes the changes of a working set: deletes, then upserts, one statement per
+    /// [`ROWS_PER_STATEMENT`] rows.
     pub async fn store<K, R>(
         &self,
         conn: &mut PgConnection,
@@ -89,8 +95,13 @@ impl Table {
         R: Serialize,
     {
         let (upserts, deletes) = rows.into_changes();
-        self.delete(conn, &deletes).await?;
-        self.upsert(conn, &upserts).await
+        for keys in deletes.chunks(ROWS_PER_STATEMENT) {
+            self.delete(conn, keys).await?;
+        }
+        for rows in upserts.chunks(ROWS_PER_STATEMENT) {
+            self.upsert(conn, rows).await?;
+        }
+        Ok(())
     }
 
     /// Inserts or replaces rows.

@@ -9,7 +9,7 @@
 
 use crate::digest::quote;
 use crate::log;
-use crate::projection::Projection;
+use crate::projection::{MemoryFold, Projection};
 use sqlx::PgConnection;
 
 /// Where a rebuild writes.
@@ -35,15 +35,41 @@ impl Shadow<'_> {
         let events =
             log::read_range_of(tx, after, until, self.projection.aggregate_types()).await?;
         if !events.is_empty() {
-            let path = if self.projection.calls_live_functions() {
-                format!("{}, {}", quote(self.schema), self.live_path)
-            } else {
-                quote(self.schema)
-            };
-            set_search_path(tx, &path).await?;
+            self.enter(tx).await?;
             self.projection.apply(tx, &events).await?;
             set_search_path(tx, self.live_path).await?;
         }
+        self.checkpoint(tx, until).await?;
+        Ok(events.len())
+    }
+
+    /// Writes the rows a [`MemoryFold`] holds (the log up to `until`) into the empty
+    /// shadow tables and moves the shadow checkpoint to `until`, inside the caller's
+    /// transaction.
+    pub async fn write(
+        &self,
+        tx: &mut PgConnection,
+        fold: Box<dyn MemoryFold>,
+        until: i64,
+    ) -> anyhow::Result<()> {
+        self.enter(tx).await?;
+        fold.write(tx).await?;
+        set_search_path(tx, self.live_path).await?;
+        self.checkpoint(tx, until).await
+    }
+
+    /// Aims the transaction's unqualified names at the shadow tables.
+    async fn enter(&self, tx: &mut PgConnection) -> sqlx::Result<()> {
+        let path = if self.projection.calls_live_functions() {
+            format!("{}, {}", quote(self.schema), self.live_path)
+        } else {
+            quote(self.schema)
+        };
+        set_search_path(tx, &path).await
+    }
+
+    /// Records that the shadow reflects the log up to `until`.
+    async fn checkpoint(&self, tx: &mut PgConnection, until: i64) -> anyhow::Result<()> {
         sqlx::query(
             "UPDATE projection_rebuilds SET position = $2, updated_at = now() WHERE name = $1",
         )
@@ -51,7 +77,7 @@ impl Shadow<'_> {
         .bind(until)
         .execute(&mut *tx)
         .await?;
-        Ok(events.len())
+        Ok(())
     }
 }
 

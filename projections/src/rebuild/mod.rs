@@ -19,7 +19,7 @@ pub use shadow::check_schema_name;
 pub use status::{ProjectionStatus, RebuildStatus, status};
 
 use crate::log;
-use crate::projection::Projection;
+use crate::projection::{MemoryFold, Projection};
 use anyhow::Context;
 use apply::Shadow;
 use chrono::{DateTime, Utc};
@@ -33,6 +33,10 @@ const LOCK_CLASS: i32 = 0x5A4D;
 
 /// Events read and applied per transaction by default.
 pub const DEFAULT_BATCH: i64 = 20_000;
+
+/// The rows a [`MemoryFold`] may hold by default before the rebuild writes them and
+/// goes on batch by batch (a directory row takes ~200 bytes in memory).
+pub const MEMORY_FOLD_ROWS: usize = 2_000_000;
 
 /// What a new rebuild produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +78,7 @@ pub struct Rebuild {
     live: String,
     live_path: String,
     batch: i64,
+    memory_rows: usize,
 }
 
 impl Rebuild {
@@ -111,6 +116,7 @@ impl Rebuild {
             live: place.live,
             live_path: place.live_path,
             batch: DEFAULT_BATCH,
+            memory_rows: MEMORY_FOLD_ROWS,
         }
     }
 
@@ -128,6 +134,13 @@ impl Rebuild {
     /// Sets the number of events per transaction.
     pub fn with_batch(mut self, batch: i64) -> Self {
         self.batch = batch.max(1);
+        self
+    }
+
+    /// Sets the rows a [`MemoryFold`] may hold before they are written and the
+    /// rebuild goes on batch by batch.
+    pub fn with_memory_rows(mut self, rows: usize) -> Self {
+        self.memory_rows = rows;
         self
     }
 
@@ -159,30 +172,22 @@ impl Rebuild {
         cancel: &CancellationToken,
         mut progress: impl FnMut(i64, i64),
     ) -> anyhow::Result<Outcome> {
-        loop {
-            let target = match self.until {
-                Some(until) => until,
-                None => log::head(&mut self.conn).await?,
-            };
-            // A swap catches up the last stretch under its lock.
-            let close_enough = if self.until.is_some() { 0 } else { self.batch };
-            if target - self.position <= close_enough {
-                break;
-            }
+        if self.position == 0
+            && let Some(fold) = self.projection.memory_fold()
+            && let Some(outcome) = self.fold_in_memory(fold, cancel, &mut progress).await?
+        {
+            return Ok(outcome);
+        }
+        while let Some((until, target)) = self.next_batch(self.position).await? {
             if cancel.is_cancelled() {
                 return Ok(Outcome::Interrupted(self.position));
             }
-            let until = target.min(self.position + self.batch);
             let shadow = Shadow {
                 projection: self.projection.as_ref(),
                 schema: &self.schema,
                 live_path: &self.live_path,
             };
-            let mut tx = self.conn.begin().await?;
-            // A lost commit only costs a batch that is replayed on resume.
-            sqlx::query("SET LOCAL synchronous_commit = off")
-                .execute(&mut *tx)
-                .await?;
+            let mut tx = begin_unsynced(&mut self.conn).await?;
             shadow.apply(&mut tx, self.position, until).await?;
             tx.commit().await?;
             self.position = until;
@@ -212,6 +217,75 @@ impl Rebuild {
             }
         }
     }
+}
+
+impl Rebuild {
+    /// The end of the batch after `from` and the target it heads for (the given
+    /// position, or the head); `None` once there is nothing left to do before the
+    /// end (a swap catches up the last stretch under its lock).
+    async fn next_batch(&mut self, from: i64) -> anyhow::Result<Option<(i64, i64)>> {
+        let target = match self.until {
+            Some(until) => until,
+            None => log::head(&mut self.conn).await?,
+        };
+        let close_enough = if self.until.is_some() { 0 } else { self.batch };
+        if target - from <= close_enough {
+            return Ok(None);
+        }
+        Ok(Some((target.min(from + self.batch), target)))
+    }
+
+    /// From empty shadow tables: folds batches in memory until the end, until the
+    /// fold holds its bound of rows or until `cancel` fires, then writes its rows in
+    /// one transaction; batch-by-batch application goes on from there (answers
+    /// `Interrupted` when cancelled).
+    async fn fold_in_memory(
+        &mut self,
+        mut fold: Box<dyn MemoryFold>,
+        cancel: &CancellationToken,
+        progress: &mut impl FnMut(i64, i64),
+    ) -> anyhow::Result<Option<Outcome>> {
+        let mut folded = self.position;
+        let mut interrupted = false;
+        while fold.rows() < self.memory_rows {
+            let Some((until, target)) = self.next_batch(folded).await? else {
+                break;
+            };
+            if cancel.is_cancelled() {
+                interrupted = true;
+                break;
+            }
+            let types = self.projection.aggregate_types();
+            let events = log::read_range_of(&mut self.conn, folded, until, types).await?;
+            fold.fold(&events)?;
+            folded = until;
+            progress(folded, target);
+        }
+        if folded > self.position {
+            let shadow = Shadow {
+                projection: self.projection.as_ref(),
+                schema: &self.schema,
+                live_path: &self.live_path,
+            };
+            let mut tx = begin_unsynced(&mut self.conn).await?;
+            shadow.write(&mut tx, fold, folded).await?;
+            tx.commit().await?;
+            self.position = folded;
+        }
+        Ok(interrupted.then_some(Outcome::Interrupted(self.position)))
+    }
+}
+
+/// A rebuild transaction that does not wait for its commit to be flushed: a lost
+/// commit only costs a batch that is replayed on resume.
+async fn begin_unsynced(
+    conn: &mut PgConnection,
+) -> sqlx::Result<sqlx::Transaction<'_, sqlx::Postgres>> {
+    let mut tx = conn.begin().await?;
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
 }
 
 /// Where a rebuild stands when a process takes it (new or interrupted).

@@ -8,7 +8,7 @@ pub mod query;
 mod rows;
 
 use crate::log::StoredEvent;
-use crate::projection::Projection;
+use crate::projection::{MemoryFold, Projection};
 use crate::read_models::RowSet;
 use async_trait::async_trait;
 use change::*;
@@ -99,6 +99,18 @@ impl Workset {
                 |r| r.id,
             ),
         })
+    }
+
+    /// The rows held, over every table.
+    fn rows(&self) -> usize {
+        self.companies.len()
+            + self.departments.len()
+            + self.users.len()
+            + self.social_clients.len()
+            + self.chatrooms.len()
+            + self.department_members.len()
+            + self.chatroom_members.len()
+            + self.api_keys.len()
     }
 
     fn fold(&mut self, change: Change) {
@@ -351,6 +363,31 @@ impl Workset {
     }
 }
 
+/// The whole directory folded in memory by a rebuild from empty tables: one
+/// working set over every batch, written once.
+#[derive(Default)]
+struct DirectoryFold(Workset);
+
+#[async_trait]
+impl MemoryFold for DirectoryFold {
+    fn fold(&mut self, events: &[StoredEvent]) -> anyhow::Result<()> {
+        for event in events {
+            if let Some(change) = decode(event)? {
+                self.0.fold(change);
+            }
+        }
+        Ok(())
+    }
+
+    fn rows(&self) -> usize {
+        self.0.rows()
+    }
+
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> anyhow::Result<()> {
+        self.0.store(conn).await
+    }
+}
+
 fn by_id<R>(rows: Vec<R>, id: impl Fn(&R) -> Uuid) -> RowSet<Id, R> {
     RowSet::loaded(rows.into_iter().map(move |row| (Id { id: id(&row) }, row)))
 }
@@ -383,6 +420,10 @@ impl Projection for DirectoryProjection {
             "chatroom",
             "api_key",
         ]
+    }
+
+    fn memory_fold(&self) -> Option<Box<dyn MemoryFold>> {
+        Some(Box::<DirectoryFold>::default())
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
