@@ -15,7 +15,7 @@ use super::repository::LogRepository;
 use super::snapshot::{load_context, maybe_snapshot};
 use crate::pump::{NotYetVisible, Pump, Ticket};
 use cqrs_es::event_sink::EventSink;
-use cqrs_es::persist::{PersistenceError, SerializedEvent};
+use cqrs_es::persist::{EventStoreAggregateContext, PersistenceError, SerializedEvent};
 use cqrs_es::{Aggregate, AggregateError, EventEnvelope};
 use domain::AggregateExt;
 use domain::principal::EventMetadata;
@@ -241,6 +241,42 @@ impl CommandBus {
         for (aggregate_id, command, metadata) in commands {
             decisions.push(self.decide::<A>(&aggregate_id, command, &metadata).await);
         }
+        self.append_decided(decisions).await
+    }
+
+    /// [`CommandBus::append_together`] for aggregates the caller found to have no
+    /// events yet: each command is decided on an empty aggregate without reading
+    /// the log (one round trip less per command). When one had events after all,
+    /// its first event collides with them and the append fails with `Conflict`,
+    /// nothing appended, as when another writer got there first.
+    pub async fn append_new_together<A>(
+        &self,
+        commands: Vec<(String, A::Command, EventMetadata)>,
+    ) -> Result<Vec<Result<Committed<A>, CommandError<A::Error>>>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
+        let mut decisions = Vec::with_capacity(commands.len());
+        for (aggregate_id, command, metadata) in commands {
+            let empty = EventStoreAggregateContext {
+                aggregate_id: aggregate_id.clone(),
+                aggregate: A::default(),
+                current_sequence: 0,
+                current_snapshot: None,
+            };
+            decisions.push(Self::decide_on(empty, command, &metadata).await);
+        }
+        self.append_decided(decisions).await
+    }
+
+    /// Appends the events of every decided command in one statement.
+    async fn append_decided<A>(
+        &self,
+        decisions: Vec<Result<Decided<A>, CommandError<A::Error>>>,
+    ) -> Result<Vec<Result<Committed<A>, CommandError<A::Error>>>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
         let serialized: Vec<SerializedEvent> = decisions
             .iter()
             .flatten()
@@ -279,9 +315,22 @@ impl CommandBus {
     where
         A: AggregateExt<Services = ()>,
     {
-        let mut context = load_context::<A>(&self.repo, aggregate_id)
+        let context = load_context::<A>(&self.repo, aggregate_id)
             .await
             .map_err(map_error)?;
+        Self::decide_on(context, command, metadata).await
+    }
+
+    /// Lets the aggregate as loaded (or known empty) decide a command.
+    async fn decide_on<A>(
+        mut context: EventStoreAggregateContext<A>,
+        command: A::Command,
+        metadata: &EventMetadata,
+    ) -> Result<Decided<A>, CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+    {
+        let aggregate_id = context.aggregate_id.clone();
         let before = context.current_sequence;
         let sink = EventSink::<A>::default();
         context

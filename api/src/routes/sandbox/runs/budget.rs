@@ -8,27 +8,29 @@ use crate::request::Caller;
 use crate::routes::sandbox::pricing::placeable_regions;
 use domain::catalog::ResourceProfile;
 use domain::error::Code;
-use domain::pricing::{self, BudgetHold, MICROS};
+use domain::pricing::{self, Budget, BudgetHold, MICROS};
 use projections::read_models::pricing::query as prices;
 
 fn units(micros: i64) -> f64 {
     micros as f64 / MICROS as f64
 }
 
-/// The hold a new run places, `None` when the company has no budget; the refusals
-/// of the spec's pricing rows otherwise. `also_reserved` is held by runs admitted
-/// together with this one and not appended yet.
+/// The hold a new run places under the company's `budget` (read once for the
+/// runs admitted together; `None`: no budget, no hold); the refusals of the spec's
+/// pricing rows otherwise. `also_reserved` is held by runs admitted together with
+/// this one and not appended yet.
 pub async fn hold(
     caller: &Caller,
+    budget: Option<&Budget>,
     profile: ResourceProfile,
     timeout_seconds: i64,
     also_reserved: i64,
 ) -> ApiResult<Option<BudgetHold>> {
     let company = caller.principal.company_id;
-    let Some(budget) = prices::budget(caller.pool(), company).await? else {
+    let Some(budget) = budget else {
         return Ok(None);
     };
-    let Some((start, end)) = pricing::window(&budget, caller.ctx.time) else {
+    let Some((start, end)) = pricing::window(budget, caller.ctx.time) else {
         return Err(ApiError::code(
             Code::MissingWindow,
             format!(
@@ -85,7 +87,7 @@ pub async fn hold(
         .with("window_end", end.to_rfc3339()));
     }
     Ok(Some(BudgetHold {
-        currency: budget.currency,
+        currency: budget.currency.clone(),
         rate,
         amount_micros: amount,
     }))

@@ -1,8 +1,8 @@
 //! Run admissions of one company decided together: a submission joins its
 //! company's waiting list, then takes the company's admission lock (on-prem, the
 //! fleet's first); whoever holds it decides every submission waiting by then,
-//! in the order they arrived, against one read of the limits and the queue
-//! counts (each admitted run counted before the next is decided, each hold
+//! in the order they arrived, against one read of the limits, the queue counts
+//! and the budget (each admitted run counted before the next is decided, each hold
 //! reserved before the next budget check), and appends all the admitted runs in
 //! one statement: one commit under the lock instead of one per run. A
 //! submission another holder already decided finds its answer waiting and
@@ -26,6 +26,7 @@ use domain::error::Code;
 use domain::principal::EventMetadata;
 use domain::runs::run::{Run, RunCommand, RunSubmitted};
 use projections::Committed;
+use projections::read_models::pricing::query as prices;
 use projections::read_models::runs::query::{self as runs, QueueCounts};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -139,10 +140,11 @@ async fn decide(company: Uuid, batch: Vec<Waiting>) {
     let read = async {
         let limits = company_limits(&pool, company).await?;
         let counts = runs::queue_counts(&pool, company).await?;
-        Ok::<_, ApiError>((limits.queued_run_limit, counts))
+        let budget = prices::budget(&pool, company).await?;
+        Ok::<_, ApiError>((limits.queued_run_limit, counts, budget))
     }
     .await;
-    let (limit, mut counts) = match read {
+    let (limit, mut counts, company_budget) = match read {
         Ok(read) => read,
         Err(error) => {
             let message = format!("the limits of a run admission could not be read: {error:?}");
@@ -174,6 +176,7 @@ async fn decide(company: Uuid, batch: Vec<Waiting>) {
             let mut submitted = candidate.submitted.clone();
             submitted.hold = budget::hold(
                 &waiting.caller,
+                company_budget.as_ref(),
                 candidate.profile,
                 submitted.timeout_seconds,
                 reserved,
@@ -229,7 +232,10 @@ async fn append_admitted(admitted: Vec<(Waiting, RunSubmitted)>, alone: &mut Vec
             )
         })
         .collect();
-    match bus.append_together::<Run>(commands).await {
+    // Every admitted run was found absent (`runs::existing`), so none is loaded
+    // from the log; one that exists after all makes the append conflict and the
+    // batch go alone below.
+    match bus.append_new_together::<Run>(commands).await {
         Ok(outcomes) => {
             for ((waiting, _), outcome) in admitted.into_iter().zip(outcomes) {
                 let _ = waiting.answer.send(outcome.map_err(ApiError::from));
