@@ -2,6 +2,7 @@
 //! queries read them, their artifact files and their public links.
 
 pub mod query;
+mod submitted;
 
 use crate::log::StoredEvent;
 use crate::projection::Projection;
@@ -12,6 +13,7 @@ use domain::runs::link::{LinkEvent, PublicLink};
 use domain::runs::run::{Run, RunEnded, RunEvent, RunStatus, StoredObject, TerminalClass};
 use sqlx::PgConnection;
 use std::str::FromStr;
+use submitted::Pending;
 use uuid::Uuid;
 
 /// Projects [`Run`] and [`PublicLink`].
@@ -32,48 +34,20 @@ fn parts(object: &Option<StoredObject>) -> (Option<&str>, Option<i64>, Option<&s
     }
 }
 
+/// Applies a run's event; a submission waits in `pending` to be inserted with the
+/// ones next to it, and is inserted before any other event is applied.
 async fn fold_run(
     conn: &mut PgConnection,
+    pending: &mut Pending,
     id: Uuid,
     at: DateTime<Utc>,
     event: RunEvent,
 ) -> anyhow::Result<()> {
+    if !matches!(event, RunEvent::RunSubmitted(_)) {
+        pending.insert(conn).await?;
+    }
     match event {
-        RunEvent::RunSubmitted(s) => {
-            sqlx::query(
-                "INSERT INTO runs (id, company_id, chatroom_id, task_id, task_version_id, share_grant_id,
-                        principal_type, principal_id, auth_method, api_key_id, submission_source,
-                        input_digest, input_key, input_bytes, timeout_seconds, resource_profile,
-                        retry_of_run_id, status, artifact_count, content_state, queued_at, updated_at,
-                        slot_sources, hold_amount, hold_rate)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                         'queued', 0, 'active', $18, $18, $19, $20, $21)
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(s.company_id)
-            .bind(s.chatroom_id)
-            .bind(s.task_id)
-            .bind(s.task_version_id)
-            .bind(s.share_grant_id)
-            .bind(s.principal_type.as_str())
-            .bind(s.principal_id)
-            .bind(s.auth_method.as_str())
-            .bind(s.api_key_id)
-            .bind(super::wire(&s.submission_source))
-            .bind(&s.input_digest)
-            .bind(&s.input.key)
-            .bind(s.input.byte_size)
-            .bind(s.timeout_seconds)
-            .bind(&s.resource_profile)
-            .bind(s.retry_of_run_id)
-            .bind(at)
-            .bind(s.slot_sources.as_ref().map(sqlx::types::Json))
-            .bind(s.hold.as_ref().map(|h| h.amount_micros))
-            .bind(s.hold.as_ref().map(|h| h.rate))
-            .execute(conn)
-            .await?;
-        }
+        RunEvent::RunSubmitted(submitted) => pending.push(id, at, submitted),
         RunEvent::RunClaimed { worker_id } => {
             sqlx::query(
                 "UPDATE runs SET status = 'starting', worker_id = $2, updated_at = $3 WHERE id = $1",
@@ -245,15 +219,18 @@ impl Projection for RunsProjection {
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+        let mut pending = Pending::default();
         for event in events {
             let at = event.time();
             if let Some(e) = event.decode::<Run>()? {
                 let id = Uuid::from_str(&event.aggregate_id).context("aggregate id")?;
-                fold_run(conn, id, at, e).await?;
+                fold_run(conn, &mut pending, id, at, e).await?;
             } else if let Some(e) = event.decode::<PublicLink>()? {
+                pending.insert(conn).await?;
                 fold_link(conn, at, e).await?;
             }
         }
+        pending.insert(conn).await?;
         Ok(())
     }
 }
