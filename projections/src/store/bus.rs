@@ -223,32 +223,15 @@ impl CommandBus {
         Ok(decided.appended(&self.repo, ticket).await)
     }
 
-    /// Appends commands on several aggregates of one type, each with its own
-    /// metadata, in one statement (one transaction, one commit): the events of
-    /// every command that was decided, or none. The outer error is the append's
-    /// (`Conflict` when another writer changed one of the aggregates meanwhile, or
-    /// two commands name the same one: nothing was appended); the inner results are
-    /// each command's decision (a rejected command appends nothing and the others
-    /// go on). Nothing waits for the read models.
-    pub async fn append_together<A>(
-        &self,
-        commands: Vec<(String, A::Command, EventMetadata)>,
-    ) -> Result<Vec<Result<Committed<A>, CommandError<A::Error>>>, CommandError<A::Error>>
-    where
-        A: AggregateExt<Services = ()>,
-    {
-        let mut decisions = Vec::with_capacity(commands.len());
-        for (aggregate_id, command, metadata) in commands {
-            decisions.push(self.decide::<A>(&aggregate_id, command, &metadata).await);
-        }
-        self.append_decided(decisions).await
-    }
-
-    /// [`CommandBus::append_together`] for aggregates the caller found to have no
-    /// events yet: each command is decided on an empty aggregate without reading
-    /// the log (one round trip less per command). When one had events after all,
-    /// its first event collides with them and the append fails with `Conflict`,
-    /// nothing appended, as when another writer got there first.
+    /// Appends commands on several aggregates of one type that the caller found to
+    /// have no events yet, each with its own metadata, in one statement (one
+    /// transaction, one commit): the events of every command that was decided, or
+    /// none. Each command is decided on an empty aggregate without reading the log.
+    /// The outer error is the append's (`Conflict` when one of the aggregates had
+    /// events after all, another writer got there first, or two commands name the
+    /// same one: nothing was appended); the inner results are each command's
+    /// decision (a rejected command appends nothing and the others go on). Nothing
+    /// waits for the read models.
     pub async fn append_new_together<A>(
         &self,
         commands: Vec<(String, A::Command, EventMetadata)>,
