@@ -6,7 +6,6 @@
 //! changed rows back with one upsert and one delete per table.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::hash::Hash;
 
 /// The working set of one table's rows during a batch (or, in a rebuild's
@@ -23,6 +22,13 @@ pub struct RowSet<K, R> {
 struct Slot<R> {
     row: Option<R>,
     dirty: bool,
+}
+
+impl<R> Slot<R> {
+    /// Marks the row changed; `true` the first time, when its key joins the list.
+    fn mark(&mut self) -> bool {
+        !std::mem::replace(&mut self.dirty, true)
+    }
 }
 
 impl<K: Hash + Eq + Clone, R> Default for RowSet<K, R> {
@@ -50,12 +56,11 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
     /// The row, for change.
     pub fn get_mut(&mut self, key: &K) -> Option<&mut R> {
         let slot = self.rows.get_mut(key)?;
-        let row = slot.row.as_mut()?;
-        if !slot.dirty {
-            slot.dirty = true;
+        slot.row.as_ref()?;
+        if slot.mark() {
             self.dirty.push(key.clone());
         }
-        Some(row)
+        slot.row.as_mut()
     }
 
     /// The row, for reading (not marked changed).
@@ -80,24 +85,13 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
 
     /// The row, or a new one made by `make`, for change.
     pub fn upsert_with(&mut self, key: K, make: impl FnOnce() -> R) -> &mut R {
-        let slot = match self.rows.entry(key) {
-            Entry::Occupied(entry) => {
-                let first_change = (!entry.get().dirty).then(|| entry.key().clone());
-                let slot = entry.into_mut();
-                if let Some(key) = first_change {
-                    slot.dirty = true;
-                    self.dirty.push(key);
-                }
-                slot
-            }
-            Entry::Vacant(entry) => {
-                self.dirty.push(entry.key().clone());
-                entry.insert(Slot {
-                    row: None,
-                    dirty: true,
-                })
-            }
-        };
+        let slot = self.rows.entry(key.clone()).or_insert(Slot {
+            row: None,
+            dirty: false,
+        });
+        if slot.mark() {
+            self.dirty.push(key);
+        }
         slot.row.get_or_insert_with(make)
     }
 
@@ -105,8 +99,7 @@ impl<K: Hash + Eq + Clone, R> RowSet<K, R> {
     pub fn remove(&mut self, key: &K) {
         if let Some(slot) = self.rows.get_mut(key) {
             slot.row = None;
-            if !slot.dirty {
-                slot.dirty = true;
+            if slot.mark() {
                 self.dirty.push(key.clone());
             }
         }

@@ -249,17 +249,6 @@ impl CommandBus {
             };
             decisions.push(Self::decide_on(empty, command, &metadata).await);
         }
-        self.append_decided(decisions).await
-    }
-
-    /// Appends the events of every decided command in one statement.
-    async fn append_decided<A>(
-        &self,
-        decisions: Vec<Result<Decided<A>, CommandError<A::Error>>>,
-    ) -> Result<Vec<Result<Committed<A>, CommandError<A::Error>>>, CommandError<A::Error>>
-    where
-        A: AggregateExt<Services = ()>,
-    {
         let serialized: Vec<SerializedEvent> = decisions
             .iter()
             .flatten()
