@@ -20,7 +20,9 @@
 
 use crate::chain::{self, GENESIS};
 use crate::log::StoredEvent;
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::{PgConnection, Postgres};
 
 /// A chain checkpoint is recorded at every multiple of this position.
 pub const CHAIN_CHECKPOINT_EVERY: i64 = 10_000;
@@ -78,15 +80,40 @@ impl Head {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct Unsealed {
-    aggregate_type: String,
-    aggregate_id: String,
-    sequence: i64,
-    event_type: String,
-    event_version: String,
-    payload: String,
-    metadata: String,
+/// An unsealed row as a pass reads it (the columns of [`UNSEALED_SQL`]).
+#[derive(Debug, sqlx::FromRow)]
+pub struct Unsealed {
+    /// Aggregate type.
+    pub aggregate_type: String,
+    /// Aggregate id.
+    pub aggregate_id: String,
+    /// Sequence inside the aggregate.
+    pub sequence: i64,
+    /// Event type name.
+    pub event_type: String,
+    /// Event version.
+    pub event_version: String,
+    /// The event (JSON text).
+    pub payload: String,
+    /// Its metadata (JSON text).
+    pub metadata: String,
+}
+
+/// Gives the rows of a pass their positions: `$1`-`$5` are bound by
+/// [`Numbered::bind`]. The pump runs it as a data-modifying `WITH` of its checkpoint
+/// update, so a cycle seals and advances its projections in one round trip.
+pub const SEAL_SQL: &str = "UPDATE events AS e SET position = u.p, chain_hash = u.h
+   FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(t, i, s, p, h)
+  WHERE e.aggregate_type = u.t AND e.aggregate_id = u.i AND e.sequence = u.s";
+
+/// A pass's rows numbered after the head (and linked into the chain), not yet
+/// written: [`Numbered::write`] writes them alone, or a caller binds [`SEAL_SQL`]
+/// into a statement of its own and then calls [`Numbered::written`].
+pub struct Numbered {
+    /// What the pass seals.
+    pub sealed: Sealed,
+    hashes: Vec<Option<Vec<u8>>>,
+    chain_checkpoints: Vec<(i64, Vec<u8>)>,
 }
 
 /// Seals up to `limit` events after `head`, inside the caller's transaction.
@@ -105,10 +132,23 @@ pub async fn seal_with(
         .bind(limit)
         .fetch_all(&mut *conn)
         .await?;
+    let numbered = number(head, rows, limit, chain)?;
+    numbered.write(conn).await?;
+    Ok(numbered.sealed)
+}
+
+/// Numbers the unsealed rows a pass read (in append order, at most `limit` of them)
+/// after `head`, computing each one's chain hash.
+pub fn number(
+    head: Head,
+    rows: Vec<Unsealed>,
+    limit: i64,
+    chain: Chain,
+) -> anyhow::Result<Numbered> {
     let complete = (rows.len() as i64) < limit;
     let mut events = Vec::with_capacity(rows.len());
     let mut hashes: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());
-    let mut checkpoints = Vec::new();
+    let mut chain_checkpoints = Vec::new();
     let mut previous = head.hash;
     let mut position = head.position;
     for row in rows {
@@ -126,7 +166,7 @@ pub async fn seal_with(
         if chain == Chain::Linked {
             previous = chain::link_stored(&previous, &event)?.to_vec();
             if position % CHAIN_CHECKPOINT_EVERY == 0 {
-                checkpoints.push((position, previous.clone()));
+                chain_checkpoints.push((position, previous.clone()));
             }
             hashes.push(Some(previous.clone()));
         } else {
@@ -134,33 +174,54 @@ pub async fn seal_with(
         }
         events.push(event);
     }
-    if !events.is_empty() {
+    Ok(Numbered {
+        sealed: Sealed {
+            events,
+            head: position,
+            complete,
+        },
+        hashes,
+        chain_checkpoints,
+    })
+}
+
+impl Numbered {
+    /// Binds the five parameters of [`SEAL_SQL`] to `query`, a statement that runs it
+    /// (parameters after `$5` are the caller's to bind).
+    pub fn bind<'q>(
+        &'q self,
+        query: Query<'q, Postgres, PgArguments>,
+    ) -> Query<'q, Postgres, PgArguments> {
+        let events = &self.sealed.events;
         let types: Vec<&str> = events.iter().map(|e| e.aggregate_type.as_str()).collect();
         let ids: Vec<&str> = events.iter().map(|e| e.aggregate_id.as_str()).collect();
         let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
         let positions: Vec<i64> = events.iter().map(|e| e.position).collect();
-        sqlx::query(
-            "UPDATE events AS e SET position = u.p, chain_hash = u.h
-               FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(t, i, s, p, h)
-              WHERE e.aggregate_type = u.t AND e.aggregate_id = u.i AND e.sequence = u.s",
-        )
-        .bind(&types)
-        .bind(&ids)
-        .bind(&sequences)
-        .bind(&positions)
-        .bind(&hashes)
-        .execute(&mut *conn)
-        .await?;
-        metrics::counter!("sandbox_events_sealed_total").increment(events.len() as u64);
+        query
+            .bind(types)
+            .bind(ids)
+            .bind(sequences)
+            .bind(positions)
+            .bind(&self.hashes)
     }
-    for (position, hash) in checkpoints {
-        record_checkpoint(conn, position, &hash).await?;
+
+    /// Writes the positions and hashes, then what [`Self::written`] records.
+    pub async fn write(&self, conn: &mut PgConnection) -> anyhow::Result<()> {
+        if !self.sealed.events.is_empty() {
+            self.bind(sqlx::query(SEAL_SQL)).execute(&mut *conn).await?;
+        }
+        self.written(conn).await
     }
-    Ok(Sealed {
-        events,
-        head: position,
-        complete,
-    })
+
+    /// After [`SEAL_SQL`] ran with this pass's parameters: records the chain
+    /// checkpoints the pass reached, and counts the events sealed.
+    pub async fn written(&self, conn: &mut PgConnection) -> anyhow::Result<()> {
+        for (position, hash) in &self.chain_checkpoints {
+            record_checkpoint(conn, *position, hash).await?;
+        }
+        metrics::counter!("sandbox_events_sealed_total").increment(self.sealed.events.len() as u64);
+        Ok(())
+    }
 }
 
 /// What is waiting for the sealer: committed events without a position, and the age

@@ -5,23 +5,84 @@
 //! cycle runs again carefully: each projection in a savepoint, so the failing one is
 //! rolled back alone, marked failing and retried after a rest, while the others go on.
 //! Each projection's checkpoint is written in the same transaction as its rows.
+//!
+//! Round trips are what a single command waits for, so a fast cycle reads the head,
+//! the checkpoints and the unsealed rows in one statement, and writes the seal with
+//! the checkpoints' advance in another, before applying.
 
 use super::{Cycle, Pump};
 use crate::log::{self, StoredEvent};
 use crate::projection::Projection;
-use crate::sealer::{self, HEAD_SQL, Head, Sealed};
+use crate::sealer::{self, Chain, HEAD_SQL, Head, Numbered, SEAL_SQL, Sealed, Unsealed};
+use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{Connection, PgConnection};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
 
-/// The first row of a cycle: the sealed head and the checkpoints.
+/// A cycle's first statement: the sealed head, then the first unsealed rows in
+/// append order (one row with empty event columns when there are none; the caller
+/// orders them by `ordinality`), the checkpoints on the first. One statement, so one
+/// snapshot and one round trip.
+static OPENING_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH head AS ({HEAD_SQL})
+         SELECT head.position AS head_position, head.chain_hash AS head_hash,
+                CASE WHEN u.ordinality IS NULL OR u.ordinality = 1 THEN
+                     (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c
+                       WHERE c.name = ANY($1)) END AS checkpoints,
+                u.aggregate_type, u.aggregate_id, u.sequence, u.event_type, u.event_version,
+                u.payload, u.metadata, u.ordinality
+           FROM head
+           LEFT JOIN events_unsealed($2) WITH ORDINALITY AS u ON true"
+    )
+});
+
+/// Moves the checkpoints named in `$1` to `$2`, clearing any failure.
+const ADVANCE_SQL: &str = "UPDATE projection_checkpoints
+    SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
+  WHERE name = ANY($1)";
+
+/// [`SEAL_SQL`] and the checkpoints' advance (names `$6`, position `$7`) in one
+/// statement: a fast cycle knows before applying which checkpoints move, since any
+/// failure rolls the whole cycle back.
+static SEAL_AND_ADVANCE_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH sealed AS ({SEAL_SQL}) {}",
+        ADVANCE_SQL.replace("$1", "$6").replace("$2", "$7")
+    )
+});
+
+/// A row of [`OPENING_SQL`].
 #[derive(sqlx::FromRow)]
-struct Header {
-    position: Option<i64>,
-    chain_hash: Option<Vec<u8>>,
-    checkpoints: Json<Vec<Checkpoint>>,
+struct Opening {
+    head_position: Option<i64>,
+    head_hash: Option<Vec<u8>>,
+    checkpoints: Option<Json<Vec<Checkpoint>>>,
+    aggregate_type: Option<String>,
+    aggregate_id: Option<String>,
+    sequence: Option<i64>,
+    event_type: Option<String>,
+    event_version: Option<String>,
+    payload: Option<String>,
+    metadata: Option<String>,
+    ordinality: Option<i64>,
+}
+
+impl Opening {
+    /// The unsealed row it carries, if any.
+    fn unsealed(self) -> Option<Unsealed> {
+        Some(Unsealed {
+            aggregate_type: self.aggregate_type?,
+            aggregate_id: self.aggregate_id?,
+            sequence: self.sequence?,
+            event_type: self.event_type?,
+            event_version: self.event_version?,
+            payload: self.payload?,
+            metadata: self.metadata?,
+        })
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -79,23 +140,26 @@ impl Pump {
         // Numbered before any statement: the sealer's snapshot is taken after this.
         let number = self.start_cycle();
         let mut tx = connection.begin().await?;
-        // The head and every checkpoint in one round trip.
-        let header: Header = sqlx::query_as(&format!(
-            "WITH head AS ({HEAD_SQL})
-             SELECT head.*, (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c
-                              WHERE c.name = ANY($1)) AS checkpoints
-               FROM head"
-        ))
-        .bind(&self.names)
-        .fetch_one(&mut *tx)
-        .await?;
-        let head = Head::from_columns(header.position, header.chain_hash);
-        let sealed = sealer::seal(&mut tx, head, self.config.seal_batch).await?;
+        let mut opening: Vec<Opening> = sqlx::query_as(&OPENING_SQL)
+            .bind(&self.names)
+            .bind(self.config.seal_batch)
+            .fetch_all(&mut *tx)
+            .await?;
+        // Already in order in practice (a nested loop over one row); made certain here
+        // rather than by a sort of the wide rows in the database.
+        opening.sort_by_key(|row| row.ordinality);
+        let first = opening
+            .first_mut()
+            .context("the cycle's opening read returned no row")?;
+        let head = Head::from_columns(first.head_position, first.head_hash.take());
+        let checkpoints = first.checkpoints.take().map(|c| c.0).unwrap_or_default();
+        let rows = opening.into_iter().filter_map(Opening::unsealed).collect();
+        let numbered = sealer::number(head, rows, self.config.seal_batch, Chain::Linked)?;
         let mut states: Vec<State> = self
             .projections
             .iter()
             .filter_map(|p| {
-                let cp = header.checkpoints.0.iter().find(|c| c.name == p.name())?;
+                let cp = checkpoints.iter().find(|c| c.name == p.name())?;
                 Some(State {
                     projection: p,
                     position: cp.position,
@@ -104,8 +168,27 @@ impl Pump {
                 })
             })
             .collect();
-        match self.project(&mut tx, &mut states, &sealed, mode).await {
-            Ok(until) => {
+        let due = Due {
+            head: numbered.sealed.head,
+            backoff: chrono::Duration::from_std(self.config.failure_backoff)?,
+            now: Utc::now(),
+        };
+        let batch = self.batch(&states, &due);
+        let until = batch.map(|b| b.until);
+        let written = match mode {
+            Mode::Fast => seal_and_advance(&mut tx, &numbered, &states, &due, until).await,
+            Mode::Careful => numbered.write(&mut tx).await,
+        };
+        let projected = match written {
+            Ok(()) => {
+                self.project(&mut tx, &mut states, &numbered.sealed, batch, &due, mode)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        let sealed = numbered.sealed;
+        match projected {
+            Ok(()) => {
                 if (!sealed.events.is_empty() || until.is_some()) && self.others_waiting() {
                     super::signal::projected(&mut tx).await?;
                 }
@@ -153,31 +236,39 @@ impl Pump {
         }
     }
 
-    /// Applies the next batch to every projection that is behind and not resting;
-    /// returns the batch end, if there was a batch. In the steady state the batch is
-    /// exactly what was just sealed, and is not read again.
+    /// This cycle's batch: from the lowest due checkpoint, at most `project_batch`
+    /// events, not past the head; `None` when no projection is due.
+    fn batch(&self, states: &[State<'_>], due: &Due) -> Option<Batch> {
+        let from = states
+            .iter()
+            .filter(|s| due.is(s))
+            .map(|s| s.position)
+            .min()?;
+        let until = due.head.min(from + self.config.project_batch);
+        Some(Batch { from, until })
+    }
+
+    /// Applies the batch ending at `until` to every due projection. In the steady
+    /// state the batch is exactly what was just sealed, and is not read again. A fast
+    /// cycle's checkpoints were advanced with the seal; a careful cycle advances those
+    /// that applied their batch here.
     async fn project(
         &self,
         tx: &mut PgConnection,
         states: &mut [State<'_>],
         sealed: &Sealed,
+        batch: Option<Batch>,
+        due: &Due,
         mode: Mode,
-    ) -> anyhow::Result<Option<i64>> {
-        let head = sealed.head;
-        let backoff = chrono::Duration::from_std(self.config.failure_backoff)?;
-        let now = Utc::now();
-        // A failing projection rests between attempts (its last attempt is `updated_at`).
-        let due =
-            |s: &State<'_>| s.position < head && !(s.failing && now - s.last_attempt < backoff);
-        let Some(from) = states.iter().filter(|s| due(s)).map(|s| s.position).min() else {
-            return Ok(None);
+    ) -> anyhow::Result<()> {
+        let Some(Batch { from, until }) = batch else {
+            return Ok(());
         };
-        let until = head.min(from + self.config.project_batch);
         let just_sealed = sealed
             .events
             .first()
             .is_some_and(|e| e.position == from + 1)
-            && until == head;
+            && until == sealed.head;
         let read;
         let events: &[StoredEvent] = if just_sealed {
             &sealed.events
@@ -186,7 +277,7 @@ impl Pump {
             &read
         };
         let mut advanced = Vec::new();
-        for state in states.iter_mut().filter(|s| due(s)) {
+        for state in states.iter_mut().filter(|s| due.is(s)) {
             let batch = &events[events.partition_point(|e| e.position <= state.position)..];
             let types = state.projection.aggregate_types();
             let relevant = batch
@@ -199,17 +290,65 @@ impl Pump {
             state.position = until;
             state.failing = false;
         }
-        sqlx::query(
-            "UPDATE projection_checkpoints
-                SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
-              WHERE name = ANY($1)",
-        )
-        .bind(&advanced)
-        .bind(until)
-        .execute(&mut *tx)
-        .await?;
-        Ok(Some(until))
+        if mode == Mode::Careful {
+            sqlx::query(ADVANCE_SQL)
+                .bind(&advanced)
+                .bind(until)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
     }
+}
+
+/// The events a cycle applies: positions after `from`, up to `until`.
+#[derive(Debug, Clone, Copy)]
+struct Batch {
+    from: i64,
+    until: i64,
+}
+
+/// Which projections a cycle applies its batch to: those behind the head, except a
+/// failing one resting between attempts (its last attempt is `updated_at`).
+struct Due {
+    head: i64,
+    backoff: chrono::Duration,
+    now: DateTime<Utc>,
+}
+
+impl Due {
+    fn is(&self, state: &State<'_>) -> bool {
+        state.position < self.head
+            && !(state.failing && self.now - state.last_attempt < self.backoff)
+    }
+}
+
+/// A fast cycle's write before applying: the seal and every due checkpoint's advance
+/// to `until`, in one statement (a failure later rolls both back).
+async fn seal_and_advance(
+    tx: &mut PgConnection,
+    numbered: &Numbered,
+    states: &[State<'_>],
+    due: &Due,
+    until: Option<i64>,
+) -> anyhow::Result<()> {
+    let advance: Vec<&str> = match until {
+        Some(_) => states
+            .iter()
+            .filter(|s| due.is(s))
+            .map(|s| s.projection.name())
+            .collect(),
+        None => Vec::new(),
+    };
+    if !numbered.sealed.events.is_empty() || !advance.is_empty() {
+        numbered
+            .bind(sqlx::query(&SEAL_AND_ADVANCE_SQL))
+            .bind(advance)
+            .bind(until.unwrap_or(due.head))
+            .execute(&mut *tx)
+            .await?;
+    }
+    numbered.written(tx).await
 }
 
 /// Applies one projection's batch; `false` when it failed (careful mode only).
