@@ -9,7 +9,7 @@ use bytes::Bytes;
 use domain::catalog::{self, ResourceProfile};
 use domain::environments::archive::{self, ArchiveFormat, ArchiveLimits};
 use domain::environments::environment::{
-    Environment, EnvironmentCommand, EnvironmentCreated, EnvironmentEvent, OwnerKind, OwnerScope,
+    Environment, EnvironmentCommand, EnvironmentCreated, OwnerKind, OwnerScope, allocated_number,
 };
 use domain::environments::version::{
     BuildProfile, EnvironmentVersion, VersionCommand, VersionCreated,
@@ -132,16 +132,8 @@ async fn add_version(
             meta,
         )
         .await?;
-    let version_number = allocated
-        .events
-        .iter()
-        .find_map(|e| match e {
-            EnvironmentEvent::VersionNumberAllocated { version_number, .. } => {
-                Some(*version_number)
-            }
-            _ => None,
-        })
-        .context("no version number was allocated")?;
+    let version_number =
+        allocated_number(&allocated.events).context("no version number was allocated")?;
     let version = VersionCreated {
         version_id,
         environment_id,

@@ -63,11 +63,7 @@ impl JwtKeys {
             iat: now,
             exp: now + ttl.num_seconds(),
         };
-        Ok(jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &self.encoding,
-        )?)
+        self.sign(&claims)
     }
 
     /// An operator token, valid for `ttl` (`sandboxctl token mint --root`).
@@ -78,31 +74,41 @@ impl JwtKeys {
             iat: now,
             exp: now + ttl.num_seconds(),
         };
-        Ok(jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &self.encoding,
-        )?)
+        self.sign(&claims)
     }
 
     /// Whether `token` is a valid, unexpired operator token.
     pub fn verify_operator(&self, token: &str) -> bool {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.leeway = 0;
+        let mut validation = strict(&["exp", "aud"]);
         validation.set_audience(&[OPERATOR_AUDIENCE]);
-        validation.set_required_spec_claims(&["exp", "aud"]);
         jsonwebtoken::decode::<OperatorClaims>(token, &self.decoding, &validation).is_ok()
     }
 
     /// The claims of a valid, unexpired user token.
     pub fn verify(&self, token: &str) -> Option<Claims> {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.leeway = 0;
-        validation.set_required_spec_claims(&["exp", "sub"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &strict(&["exp", "sub"]))
             .ok()
             .map(|data| data.claims)
     }
+
+    /// Signs claims of either kind: user and operator tokens are both HS256 with
+    /// the one shared secret (only their audience tells them apart).
+    fn sign(&self, claims: &impl Serialize) -> anyhow::Result<String> {
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            claims,
+            &self.encoding,
+        )?)
+    }
+}
+
+/// The checks both kinds of token pass: HS256, no leeway on expiry, and these
+/// claims present.
+fn strict(required: &[&str]) -> Validation {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = 0;
+    validation.set_required_spec_claims(required);
+    validation
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use super::Runtime;
 use super::heartbeat;
+use domain::principal::{Actor, EventMetadata};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -97,6 +98,17 @@ pub trait Worker: Clone + Send + Sync + 'static {
     fn dispatch_cancels(&self) -> impl Future<Output = anyhow::Result<()>> + Send;
     /// Claims and starts new work.
     fn claim(&self) -> impl Future<Output = anyhow::Result<()>> + Send;
+
+    /// Event metadata of the worker's commands: the system actor named by its kind,
+    /// its id as the request id (the same for every claiming worker).
+    fn metadata(&self, company: Option<Uuid>) -> EventMetadata {
+        EventMetadata {
+            actor: Actor::System(Self::KIND),
+            company_id: company,
+            request_id: self.worker_id().to_string(),
+            time: chrono::Utc::now(),
+        }
+    }
 
     /// A pass between full ones: cancels and claims.
     fn react(&self) -> impl Future<Output = anyhow::Result<()>> + Send {

@@ -127,6 +127,16 @@ impl DomainEvent for EnvironmentEvent {
     }
 }
 
+/// The number `AllocateVersion` gave the new version, found among the events it
+/// committed: how every creator of a version (the tenant route and curated
+/// publishing) learns the number to create it under.
+pub fn allocated_number(events: &[EnvironmentEvent]) -> Option<i64> {
+    events.iter().find_map(|e| match e {
+        EnvironmentEvent::VersionNumberAllocated { version_number, .. } => Some(*version_number),
+        _ => None,
+    })
+}
+
 /// Refusals of environment commands.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EnvironmentError {

@@ -7,7 +7,7 @@
 use super::callback::CALLBACK_PREFIX;
 use super::columns::SuccessResponse;
 use super::gates::Operation;
-use super::public_tokens::{revoke, rule};
+use super::public_tokens::{future_expiry, revoke, rule};
 use super::scope::{Mount, open_table};
 use crate::capability::{random_secret, random_token_id};
 use crate::error::ApiResult;
@@ -124,9 +124,7 @@ async fn mint_token(
     if name.is_empty() || name.chars().count() > 200 {
         return Err(rule("name", "name must be 1 to 200 characters"));
     }
-    if body.valid_until.is_some_and(|until| until <= Utc::now()) {
-        return Err(rule("valid_until", "valid_until must be in the future"));
-    }
+    future_expiry(body.valid_until)?;
     let (secret, secret_sha256) = random_secret();
     let token_id = random_token_id();
     let terms = CallbackTokenTerms {

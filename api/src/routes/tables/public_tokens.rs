@@ -267,14 +267,21 @@ impl Publication<'_> {
         if !(1..=MAX_RPM).contains(&self.rpm) {
             return Err(rule("rpm", "rpm must be between 1 and 100000"));
         }
-        if self.valid_until.is_some_and(|until| until <= Utc::now()) {
-            return Err(rule("valid_until", "valid_until must be in the future"));
-        }
+        future_expiry(self.valid_until)?;
         if self.name.is_some_and(|n| n.chars().count() > 200) {
             return Err(rule("name", "name must be at most 200 characters"));
         }
         Ok(visible)
     }
+}
+
+/// Refuses an expiry that has already passed: the rule a token's `valid_until`
+/// obeys whatever the token (public read and callback tokens alike).
+pub(super) fn future_expiry(valid_until: Option<DateTime<Utc>>) -> ApiResult<()> {
+    if valid_until.is_some_and(|until| until <= Utc::now()) {
+        return Err(rule("valid_until", "valid_until must be in the future"));
+    }
+    Ok(())
 }
 
 pub(super) fn rule(field: &str, message: &str) -> ApiError {

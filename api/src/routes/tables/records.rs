@@ -259,11 +259,7 @@ pub async fn insert(
 ) -> ApiResult<()> {
     let command = creation(table, record_id, data).await?;
     let caller = &table.caller;
-    caller
-        .state
-        .bus
-        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
-        .await?;
+    caller.command::<Record>(record_id, command).await?;
     Ok(())
 }
 
@@ -308,11 +304,7 @@ pub async fn change(
         table_id: table.row.id,
         changes,
     };
-    caller
-        .state
-        .bus
-        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
-        .await?;
+    caller.command::<Record>(record_id, command).await?;
     Ok(())
 }
 
@@ -368,11 +360,7 @@ async fn delete_record(caller: Caller, mount: Mount) -> ApiResult<Json<SuccessRe
     let command = RecordCommand::Delete {
         table_id: table.row.id,
     };
-    caller
-        .state
-        .bus
-        .execute::<Record>(&record_id.to_string(), command, &caller.metadata())
-        .await?;
+    caller.command::<Record>(record_id, command).await?;
     Ok(Json(SuccessResponse {
         message: "Record deleted".into(),
     }))

@@ -374,11 +374,7 @@ async fn create_table(
         description: body.description,
         created_by: caller.principal.reference(),
     };
-    caller
-        .state
-        .bus
-        .execute::<CustomTable>(&table_id.to_string(), command, &caller.metadata())
-        .await?;
+    caller.command::<CustomTable>(table_id, command).await?;
     let table =
         super::scope::open_table_id(&caller, &mount, table_id, Operation::ReadTable).await?;
     Ok((StatusCode::CREATED, Json(detail(table).await?)))

@@ -1,9 +1,10 @@
 //! One build attempt: validate and extract the context, `buildah bud`, verify the
 //! image, store the report, record the outcome.
 
-use super::{Builder, metadata};
+use super::Builder;
 use crate::runtime::buildah::RunError;
 use crate::runtime::unpack;
+use crate::runtime::worker::Worker;
 use bytes::Bytes;
 use domain::environments::RESERVED_IMAGE_PATHS;
 use domain::environments::archive::{self, ArchiveLimits};
@@ -336,7 +337,7 @@ impl Job<'_> {
             byte_size: written.byte_size,
             key,
         };
-        let meta = metadata(&self.builder.worker_id, self.company);
+        let meta = self.builder.metadata(self.company);
         state
             .bus
             .record::<OwnedObject>(&object_id.to_string(), ObjectCommand::Record(stored), &meta)

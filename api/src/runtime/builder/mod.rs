@@ -18,7 +18,6 @@ use crate::runtime::worker::{Running, Worker};
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
 };
-use domain::principal::{Actor, EventMetadata};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -39,16 +38,6 @@ struct Queued {
     id: Uuid,
     version_id: Uuid,
     company_id: Option<Uuid>,
-}
-
-/// Event metadata of the worker's commands.
-pub fn metadata(worker_id: &str, company: Option<Uuid>) -> EventMetadata {
-    EventMetadata {
-        actor: Actor::System("builder"),
-        company_id: company,
-        request_id: worker_id.to_string(),
-        time: chrono::Utc::now(),
-    }
 }
 
 impl Builder {
@@ -99,7 +88,7 @@ impl Builder {
             .record::<EnvironmentVersion>(
                 &attempt.version_id.to_string(),
                 command,
-                &metadata(&self.worker_id, attempt.company_id),
+                &self.metadata(attempt.company_id),
             )
             .await
             .is_ok();
@@ -118,11 +107,7 @@ impl Builder {
         let result = self
             .state
             .bus
-            .record::<EnvironmentVersion>(
-                &version_id.to_string(),
-                command,
-                &metadata(&self.worker_id, company),
-            )
+            .record::<EnvironmentVersion>(&version_id.to_string(), command, &self.metadata(company))
             .await;
         match result {
             Ok(_) => true,

@@ -13,6 +13,7 @@ use crate::runtime::Runtime;
 use crate::runtime::buildah::{Captured, RunError, capture};
 use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::unpack;
+use crate::runtime::worker::Worker;
 use anyhow::Context;
 use domain::catalog::ResourceProfile;
 use domain::environments::archive;
@@ -237,7 +238,7 @@ async fn execute(
     }
     let mut network = RunNetwork::create(has_output_policy).await?;
     clock.lap("network");
-    let metadata = super::metadata(&executor.worker_id, company);
+    let metadata = executor.metadata(Some(company));
     let grant = writeback::Grant {
         run_id,
         company_id: company,

@@ -30,7 +30,6 @@ use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
 use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::worker::{Running, Worker};
-use domain::principal::{Actor, EventMetadata};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
 use limits::HostLimits;
 use std::sync::Arc;
@@ -57,16 +56,6 @@ pub struct Executor {
     running: Running,
     /// The cluster runs execute in (the Kubernetes executor), if any.
     cluster: Option<Arc<Cluster>>,
-}
-
-/// Event metadata of the executor's commands.
-fn metadata(worker_id: &str, company: Uuid) -> EventMetadata {
-    EventMetadata {
-        actor: Actor::System("executor"),
-        company_id: Some(company),
-        request_id: worker_id.to_string(),
-        time: chrono::Utc::now(),
-    }
 }
 
 impl Executor {
@@ -152,11 +141,7 @@ impl Executor {
         let result = self
             .state
             .bus
-            .record::<Run>(
-                &run_id.to_string(),
-                command,
-                &metadata(&self.worker_id, company),
-            )
+            .record::<Run>(&run_id.to_string(), command, &self.metadata(Some(company)))
             .await;
         match result {
             Ok(_) => true,

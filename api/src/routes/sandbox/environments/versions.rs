@@ -13,7 +13,7 @@ use crate::state::AppState;
 use axum::Json;
 use domain::catalog::ResourceProfile;
 use domain::environments::environment::{
-    Environment as EnvironmentAggregate, EnvironmentCommand, EnvironmentEvent,
+    Environment as EnvironmentAggregate, EnvironmentCommand, allocated_number,
 };
 use domain::environments::version::{
     EnvironmentVersion, VersionCommand, VersionCreated, VersionState,
@@ -164,18 +164,9 @@ async fn create_version(
         let allocated = caller
             .command::<EnvironmentAggregate>(environment_id, command)
             .await?;
-        let version_number = allocated
-            .events
-            .iter()
-            .find_map(|e| match e {
-                EnvironmentEvent::VersionNumberAllocated { version_number, .. } => {
-                    Some(*version_number)
-                }
-                _ => None,
-            })
-            .ok_or_else(|| {
-                ApiError::internal(anyhow::anyhow!("no version number was allocated"))
-            })?;
+        let version_number = allocated_number(&allocated.events).ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!("no version number was allocated"))
+        })?;
         let created = VersionCreated {
             version_id,
             environment_id,

@@ -9,7 +9,7 @@
 use crate::access::Task;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiPath;
+use crate::extract::{ApiPath, invalid_file, read_file_part};
 use crate::middleware::body_limit;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
@@ -88,50 +88,6 @@ impl From<BundleRef> for SandboxTaskBundle {
     }
 }
 
-fn invalid_file(message: String) -> ApiError {
-    ApiError::invalid(
-        &["body", "file"],
-        ViolationKind::Rule {
-            kind: "value_error",
-            message,
-        },
-        None,
-    )
-}
-
-/// Reads the multipart `file` field (at most [`MAX_BUNDLE_BYTES`]).
-async fn read_file(mut multipart: Multipart) -> ApiResult<Vec<u8>> {
-    while let Some(mut field) = multipart
-        .next_field()
-        .await
-        .map_err(|e| invalid_file(e.body_text()))?
-    {
-        if field.name() != Some("file") {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = field
-            .chunk()
-            .await
-            .map_err(|e| invalid_file(e.body_text()))?
-        {
-            if (bytes.len() + chunk.len()) as u64 > MAX_BUNDLE_BYTES {
-                return Err(ApiError::code(
-                    Code::RequestTooLarge,
-                    "the bundle is larger than 64 MiB",
-                ));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        return Ok(bytes);
-    }
-    Err(ApiError::invalid(
-        &["body", "file"],
-        ViolationKind::Missing,
-        None,
-    ))
-}
-
 /// Scans an archive under the bundle rules: its format and entry count, or the
 /// refusal as an answer.
 async fn scan(bytes: Bytes) -> ApiResult<(ArchiveFormat, u64)> {
@@ -166,7 +122,8 @@ async fn upload_bundle(
     multipart: Multipart,
 ) -> ApiResult<Json<SandboxBundleUploadResponse>> {
     Task::owned(&caller, task_id).await?;
-    let bytes = Bytes::from(read_file(multipart).await?);
+    let too_large = || ApiError::code(Code::RequestTooLarge, "the bundle is larger than 64 MiB");
+    let bytes = Bytes::from(read_file_part(multipart, MAX_BUNDLE_BYTES, too_large).await?);
     let (format, entries) = scan(bytes.clone()).await?;
     let company = caller.principal.company_id;
     let object_id = Uuid::new_v4();

@@ -13,8 +13,8 @@ use super::views::{
 use crate::access::Task;
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiPath;
 use crate::extract::ApiQuery;
+use crate::extract::{ApiPath, read_file_part};
 use crate::middleware::body_limit;
 use crate::request::Caller;
 use crate::routes::sandbox::environments::check_upload_rate;
@@ -58,50 +58,18 @@ fn script_error(code: Code, message: &str) -> ApiError {
 }
 
 /// Reads the multipart `file` field as a script: at most 1 MiB, UTF-8, no NUL.
-async fn read_script(mut multipart: Multipart) -> ApiResult<String> {
-    let invalid = |message: String| {
-        ApiError::invalid(
-            &["body", "file"],
-            domain::validation::ViolationKind::Rule {
-                kind: "value_error",
-                message,
-            },
-            None,
-        )
-    };
-    while let Some(mut field) = multipart
-        .next_field()
-        .await
-        .map_err(|e| invalid(e.body_text()))?
-    {
-        if field.name() != Some("file") {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = field.chunk().await.map_err(|e| invalid(e.body_text()))? {
-            if bytes.len() + chunk.len() > MAX_SCRIPT_BYTES {
-                return Err(script_error(
-                    Code::ScriptTooLarge,
-                    "the script is larger than 1 MiB",
-                ));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| script_error(Code::ScriptNotUtf8, "the script is not UTF-8"))?;
-        if text.contains('\0') {
-            return Err(script_error(
-                Code::ScriptContainsNul,
-                "the script contains a NUL character",
-            ));
-        }
-        return Ok(text);
+async fn read_script(multipart: Multipart) -> ApiResult<String> {
+    let too_large = || script_error(Code::ScriptTooLarge, "the script is larger than 1 MiB");
+    let bytes = read_file_part(multipart, MAX_SCRIPT_BYTES as u64, too_large).await?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| script_error(Code::ScriptNotUtf8, "the script is not UTF-8"))?;
+    if text.contains('\0') {
+        return Err(script_error(
+            Code::ScriptContainsNul,
+            "the script contains a NUL character",
+        ));
     }
-    Err(ApiError::invalid(
-        &["body", "file"],
-        domain::validation::ViolationKind::Missing,
-        None,
-    ))
+    Ok(text)
 }
 
 /// Stores a script and returns a handle for the task's drafts.

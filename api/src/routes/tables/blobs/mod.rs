@@ -17,7 +17,7 @@ use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
 use crate::download::{attachment, attachment_response};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiQuery;
+use crate::extract::{ApiQuery, invalid_file, with_file_part};
 use crate::middleware::body_limit;
 use crate::objects::PutError;
 use crate::request::Caller;
@@ -33,7 +33,6 @@ use domain::objects::{ObjectCommand, ObjectKind, OwnedObject, StoredObject};
 use domain::tables::TableError;
 use domain::tables::column::{ColumnDef, ColumnType, MAX_FILE_BYTES};
 use domain::tables::values::{is_blob_id, mime_allowed};
-use domain::validation::ViolationKind;
 use projections::read_models::owned_objects::query as objects;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -82,17 +81,6 @@ pub struct TableBlobResponse {
     pub size: i64,
 }
 
-fn file_error(message: String) -> ApiError {
-    ApiError::invalid(
-        &["body", "file"],
-        ViolationKind::Rule {
-            kind: "value_error",
-            message,
-        },
-        None,
-    )
-}
-
 /// The attachment column the query names, among the columns the caller sees.
 fn target_column<'a>(table: &'a OpenTable, reference: &str) -> ApiResult<&'a ColumnDef> {
     table
@@ -122,9 +110,9 @@ async fn upload_blob(
 ) -> ApiResult<(StatusCode, Json<TableBlobResponse>)> {
     let table = open_table(&caller, &mount, Operation::WriteBlobs).await?;
     // The body is looked at only once the caller may write here.
-    let mut multipart = Multipart::from_request(request, &())
+    let multipart = Multipart::from_request(request, &())
         .await
-        .map_err(|e| file_error(e.body_text()))?;
+        .map_err(|e| invalid_file(e.body_text()))?;
     let column = target
         .column
         .as_deref()
@@ -133,32 +121,6 @@ async fn upload_blob(
     let limit = column
         .and_then(|c| c.max_file_bytes)
         .map_or(MAX_FILE_BYTES, |max| max.min(MAX_FILE_BYTES)) as u64;
-    let field = loop {
-        let field = multipart
-            .next_field()
-            .await
-            .map_err(|e| file_error(e.body_text()))?
-            .ok_or_else(|| ApiError::invalid(&["body", "file"], ViolationKind::Missing, None))?;
-        if field.name() == Some("file") {
-            break field;
-        }
-    };
-    let name = field.file_name().unwrap_or("file").to_string();
-    let mime_type = field
-        .content_type()
-        .unwrap_or("application/octet-stream")
-        .to_string();
-    if name.is_empty() || name.chars().count() > 255 {
-        return Err(file_error("the file name must be 1..255 characters".into()));
-    }
-    if let Some(column) = column
-        && !mime_allowed(column, &mime_type)
-    {
-        return Err(file_error(format!(
-            "column '{}' does not allow {mime_type} files",
-            column.name
-        )));
-    }
     let company_id = table.row.company_id;
     let incoming = format!(
         "attachments/{company_id}/{}/incoming/{}",
@@ -166,17 +128,39 @@ async fn upload_blob(
         Uuid::new_v4()
     );
     let objects_store = &caller.state.objects;
-    let written = objects_store
-        .put_stream(&incoming, field, limit)
-        .await
-        .map_err(|e| match e {
-            PutError::TooLarge { limit } => ApiError::code(
-                Code::RequestTooLarge,
-                format!("the file is larger than {limit} bytes"),
-            ),
-            PutError::Body(message) => file_error(message),
-            PutError::Store(e) => ApiError::Internal(e),
-        })?;
+    let (name, mime_type, written) = with_file_part(multipart, invalid_file, async |field| {
+        let name = field.file_name().unwrap_or("file").to_string();
+        let mime_type = field
+            .content_type()
+            .unwrap_or("application/octet-stream")
+            .to_string();
+        if name.is_empty() || name.chars().count() > 255 {
+            return Err(invalid_file(
+                "the file name must be 1..255 characters".into(),
+            ));
+        }
+        if let Some(column) = column
+            && !mime_allowed(column, &mime_type)
+        {
+            return Err(invalid_file(format!(
+                "column '{}' does not allow {mime_type} files",
+                column.name
+            )));
+        }
+        let written = objects_store
+            .put_stream(&incoming, field, limit)
+            .await
+            .map_err(|e| match e {
+                PutError::TooLarge { limit } => ApiError::code(
+                    Code::RequestTooLarge,
+                    format!("the file is larger than {limit} bytes"),
+                ),
+                PutError::Body(message) => invalid_file(message),
+                PutError::Store(e) => ApiError::Internal(e),
+            })?;
+        Ok((name, mime_type, written))
+    })
+    .await?;
     let key = key(company_id, table.row.id, &written.digest);
     objects_store
         .rename(&incoming, &key)

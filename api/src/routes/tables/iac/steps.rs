@@ -102,19 +102,34 @@ async fn table(engine: &mut Engine<'_>, line: usize, doc: &TableDoc) -> Option<U
             channel_scope_column: None,
             agent_writes_via_commands_only: None,
         };
-        if engine.run(id, command, Some(line), &doc.reference).await {
-            engine.change(Change {
-                action: Action::Update,
-                kind: "table",
-                reference: doc.reference.clone(),
-                table: doc.reference.clone(),
-                resource_id: Some(id.to_string()),
-                fields,
-                loses: None,
-            });
-        }
+        update(engine, id, line, &doc.reference, command, fields).await;
     }
     Some(id)
+}
+
+/// Runs an update of table `id` and, when the table takes it, lists it as an
+/// `update` of the document's table row naming the `fields` it changes: the one
+/// way both the adopted table's name and description ([`table`]) and its
+/// settings ([`settings`]) are changed.
+async fn update(
+    engine: &mut Engine<'_>,
+    id: Uuid,
+    line: usize,
+    reference: &str,
+    command: TableCommand,
+    fields: Vec<String>,
+) {
+    if engine.run(id, command, Some(line), reference).await {
+        engine.change(Change {
+            action: Action::Update,
+            kind: "table",
+            reference: reference.to_string(),
+            table: reference.to_string(),
+            resource_id: Some(id.to_string()),
+            fields,
+            loses: None,
+        });
+    }
 }
 
 /// Creates a table of the document.
@@ -200,17 +215,7 @@ async fn settings(engine: &mut Engine<'_>, id: Uuid, line: usize, doc: &TableDoc
             .then(|| doc.channel_scope_column.clone()),
         agent_writes_via_commands_only: Some(doc.agent_writes_via_commands_only),
     };
-    if engine.run(id, command, Some(line), &doc.reference).await {
-        engine.change(Change {
-            action: Action::Update,
-            kind: "table",
-            reference: doc.reference.clone(),
-            table: doc.reference.clone(),
-            resource_id: Some(id.to_string()),
-            fields,
-            loses: None,
-        });
-    }
+    update(engine, id, line, &doc.reference, command, fields).await;
 }
 
 /// Deletes the managed tables the document no longer holds.

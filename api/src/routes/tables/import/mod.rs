@@ -13,6 +13,7 @@ pub mod parse;
 
 use super::scope::{Mount, scope_facts};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::with_file_part;
 use crate::request::Caller;
 use crate::state::AppState;
 use axum::Json;
@@ -23,7 +24,6 @@ use domain::principal::PrincipalType;
 use domain::tables::column::ColumnType;
 use domain::tables::import::{Completed, Extracted, ImportColumn, ImportCommand, ImportSession};
 use domain::tables::scope::{ScopeKind, ScopeRef};
-use domain::validation::ViolationKind;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -150,21 +150,15 @@ async fn extract(
     request: Request,
 ) -> ApiResult<(StatusCode, Json<ImportSessionResponse>)> {
     let (scope, _) = department(&caller, &mount).await?;
-    let mut multipart = Multipart::from_request(request, &())
+    let multipart = Multipart::from_request(request, &())
         .await
         .map_err(|e| file_error(e.body_text()))?;
-    let field = loop {
-        let field = multipart
-            .next_field()
-            .await
-            .map_err(|e| file_error(e.body_text()))?
-            .ok_or_else(|| ApiError::invalid(&["body", "file"], ViolationKind::Missing, None))?;
-        if field.name() == Some("file") {
-            break field;
-        }
-    };
-    let file_name = field.file_name().unwrap_or("upload.csv").to_string();
-    let bytes = field.bytes().await.map_err(|e| file_error(e.body_text()))?;
+    let (file_name, bytes) = with_file_part(multipart, file_error, async |field| {
+        let file_name = field.file_name().unwrap_or("upload.csv").to_string();
+        let bytes = field.bytes().await.map_err(|e| file_error(e.body_text()))?;
+        Ok((file_name, bytes))
+    })
+    .await?;
     let sheet = parse::parse(&file_name, &bytes).map_err(file_error)?;
     let sid = Uuid::new_v4();
     let company = caller.principal.company_id;
