@@ -20,6 +20,7 @@ use domain::tasks::version::{
 };
 use domain::wire::wire;
 use projections::read_models::environments::query as environments;
+use projections::read_models::tasks::VersionRow;
 use projections::read_models::tasks::query;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -101,22 +102,30 @@ async fn update_version(
     ApiJson(body): ApiJson<SandboxTaskVersionRequest>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
-    let version = task.version(&caller, version_id).await?.row.version;
-    if version.state != TaskVersionState::Draft {
-        return Err(not_a_draft(version.state, "changed"));
-    }
+    let version = draft_version(&caller, &task, version_id, "changed").await?;
     let contents = draft::update(&caller.state, &task, version.contents.0, body).await?;
     let command = TaskVersionCommand::Edit(contents);
     changed(&caller, &task, version_id, command).await
 }
 
-/// Checked before anything else a request would refuse, so that a published
-/// version always answers the state conflict (the aggregate enforces it too).
-pub fn not_a_draft(state: TaskVersionState, verb: &str) -> ApiError {
-    ApiError::code(
-        Code::IllegalStateTransition,
-        format!("a {} task version cannot be {verb}", wire(&state)),
-    )
+/// A draft version of the task: editing and publishing both start here, before
+/// anything else they would refuse, so that a version that is no longer a draft
+/// always answers the state conflict (409 naming what it cannot be; the aggregate
+/// enforces it too).
+async fn draft_version(
+    caller: &Caller,
+    task: &Task,
+    version_id: Uuid,
+    verb: &str,
+) -> ApiResult<VersionRow> {
+    let version = task.version(caller, version_id).await?.row.version;
+    if version.state != TaskVersionState::Draft {
+        return Err(ApiError::code(
+            Code::IllegalStateTransition,
+            format!("a {} task version cannot be {verb}", wire(&version.state)),
+        ));
+    }
+    Ok(version)
 }
 
 /// Runs a command on a version of the task and answers the version as the caller
@@ -141,10 +150,7 @@ async fn publish_version(
     ApiPath((task_id, version_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<Json<SandboxTaskVersionResponse>> {
     let task = Task::owned(&caller, task_id).await?;
-    let version = task.version(&caller, version_id).await?.row.version;
-    if version.state != TaskVersionState::Draft {
-        return Err(not_a_draft(version.state, "published"));
-    }
+    let version = draft_version(&caller, &task, version_id, "published").await?;
     let contents = &version.contents.0;
     let pinned =
         environments::version_with_environment(caller.pool(), contents.environment_version_id)
