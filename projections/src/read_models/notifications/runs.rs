@@ -8,31 +8,32 @@ use crate::log::StoredEvent;
 use anyhow::Context;
 use domain::runs::run::{Run, RunEvent};
 use serde_json::{Value, json};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-/// Applies the run events of a batch, in log order.
+/// Applies the run events of a batch, in log order. Submissions that follow one
+/// another (a burst of admissions) are remembered in one statement; any other run
+/// event first writes what waits, since it reads the submitter back.
 pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+    let mut submitters = Vec::new();
     for event in events {
         let Some(decoded) = event.decode::<Run>()? else {
             continue;
         };
         let run_id: Uuid = event.aggregate_id.parse().context("run id")?;
+        if let RunEvent::RunSubmitted(submitted) = decoded {
+            submitters.push(Submitter {
+                run_id,
+                company_id: submitted.company_id,
+                chatroom_id: submitted.chatroom_id,
+                task_id: submitted.task_id,
+                principal_type: submitted.principal_type.as_str().to_string(),
+                principal_id: submitted.principal_id,
+            });
+            continue;
+        }
+        remember(conn, &mut submitters).await?;
         match decoded {
-            RunEvent::RunSubmitted(submitted) => {
-                sqlx::query(
-                    "INSERT INTO notification_runs (run_id, company_id, chatroom_id, task_id, principal_type, principal_id)
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING",
-                )
-                .bind(run_id)
-                .bind(submitted.company_id)
-                .bind(submitted.chatroom_id)
-                .bind(submitted.task_id)
-                .bind(submitted.principal_type.as_str())
-                .bind(submitted.principal_id)
-                .execute(&mut *conn)
-                .await?;
-            }
             RunEvent::RunFinished(ended) => {
                 let payload = json!({"terminal_class": ended.terminal_class,
                                      "error_code": ended.error_code});
@@ -48,11 +49,38 @@ pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> an
             _ => {}
         }
     }
+    remember(conn, &mut submitters).await
+}
+
+/// Rows per statement (six parameters each, well below PostgreSQL's 65,535).
+const ROWS_PER_STATEMENT: usize = 5_000;
+
+/// Remembers the submitters of new runs (a run already remembered keeps its row)
+/// and empties the list.
+async fn remember(conn: &mut PgConnection, submitters: &mut Vec<Submitter>) -> anyhow::Result<()> {
+    for rows in submitters.chunks(ROWS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<Postgres>::new(
+            "INSERT INTO notification_runs (run_id, company_id, chatroom_id, task_id, principal_type, principal_id) ",
+        );
+        insert.push_values(rows, |mut row, s| {
+            row.push_bind(s.run_id)
+                .push_bind(s.company_id)
+                .push_bind(s.chatroom_id)
+                .push_bind(s.task_id)
+                .push_bind(&s.principal_type)
+                .push_bind(s.principal_id);
+        });
+        insert.push(" ON CONFLICT (run_id) DO NOTHING");
+        insert.build().execute(&mut *conn).await?;
+    }
+    submitters.clear();
     Ok(())
 }
 
+/// A run's submitter, as `notification_runs` remembers it.
 #[derive(sqlx::FromRow)]
 struct Submitter {
+    run_id: Uuid,
     company_id: Uuid,
     chatroom_id: Uuid,
     task_id: Uuid,
@@ -69,7 +97,7 @@ async fn notify(
     mut payload: Value,
 ) -> anyhow::Result<()> {
     let submitter: Option<Submitter> = sqlx::query_as(
-        "SELECT company_id, chatroom_id, task_id, principal_type, principal_id
+        "SELECT run_id, company_id, chatroom_id, task_id, principal_type, principal_id
            FROM notification_runs WHERE run_id = $1",
     )
     .bind(run_id)
