@@ -95,20 +95,36 @@ impl Drop for Turn {
 /// queued behind one lock cannot take every connection of the pool from the holder,
 /// which needs more to finish.
 pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<AdmissionLock> {
+    let locked = lock_while(pool, company, purpose, || true).await?;
+    Ok(locked.expect("a lock wanted throughout is taken"))
+}
+
+/// [`lock`] for a waiter whose work an earlier holder may do for it (a batch):
+/// when its turn in this process comes and `wanted` says the work is done, it
+/// gives the turn on without asking PostgreSQL (`None`).
+pub async fn lock_while(
+    pool: &PgPool,
+    company: Uuid,
+    purpose: &str,
+    wanted: impl Fn() -> bool,
+) -> sqlx::Result<Option<AdmissionLock>> {
     let digest = Sha256::digest(format!("{company}/{purpose}"));
     let key = i64::from_be_bytes(digest[..8].try_into().expect("eight bytes"));
     let turn = Turn::take(key).await;
     let mut pause = Duration::from_millis(2);
     loop {
+        if !wanted() {
+            return Ok(None);
+        }
         let mut tx = pool.begin().await?;
         let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
             .bind(key)
             .fetch_one(&mut *tx)
             .await?;
         if taken {
-            return Ok(AdmissionLock {
+            return Ok(Some(AdmissionLock {
                 held: Some((tx, turn)),
-            });
+            }));
         }
         tx.rollback().await?;
         tokio::time::sleep(pause).await;

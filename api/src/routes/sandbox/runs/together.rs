@@ -100,18 +100,29 @@ pub async fn admit(caller: &Caller, candidate: Candidate) -> ApiResult<Committed
     });
     let pool = caller.pool().clone();
     caller.state.runtime.spawn(async move {
+        // A holder that took the list before this task's turn decided this run
+        // too: the task then leaves without taking the locks.
+        let undecided = || {
+            waiting()
+                .get(&list)
+                .is_some_and(|others| others.iter().any(|w| w.number == number))
+        };
         let locked = async {
             let fleet = if onprem {
-                Some(admission::lock(&pool, Uuid::nil(), "run-queue").await?)
+                match admission::lock_while(&pool, Uuid::nil(), "run-queue", undecided).await? {
+                    Some(fleet) => Some(fleet),
+                    None => return Ok(None),
+                }
             } else {
                 None
             };
-            let own = admission::lock(&pool, company, "run-queue").await?;
-            Ok::<_, sqlx::Error>((fleet, own))
+            let own = admission::lock_while(&pool, company, "run-queue", undecided).await?;
+            Ok::<_, sqlx::Error>(own.map(|own| (fleet, own)))
         }
         .await;
         let _locks = match locked {
-            Ok(locks) => locks,
+            Ok(Some(locks)) => locks,
+            Ok(None) => return,
             Err(error) => {
                 // Nobody decides it now: answer it unless a holder already took it.
                 let mine = waiting().get_mut(&list).and_then(|others| {
