@@ -2,7 +2,7 @@
 //! latency (the run is handed to `buildah run`; the container's own start is
 //! excluded) at 20 concurrent submitters, p50 and p99; (b) the wall time of our full
 //! run of a trivial script against a bare `buildah from` + `buildah run` +
-//! `buildah rm` of the same script in the same image; (c) runs completed per minute
+//! `buildah rm` of the same script in the same image, the two in turn; (c) runs completed per minute
 //! with the default concurrency.
 //!
 //! An in-process server with its workers on a scratch database builds a curated
@@ -145,9 +145,12 @@ pub(super) async fn submit(
     Ok((body, sent.elapsed()))
 }
 
-/// Waits until every run has ended; returns when the last one did.
+/// Waits until every run has ended; returns when the read models first showed the
+/// last one ended: it looks again after each pump cycle (the one that projects a
+/// run's end wakes it), so the figure carries no polling interval.
 pub(super) async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyhow::Result<Instant> {
     let started = Instant::now();
+    let mut cycles = server.state.bus.pump().cycles();
     loop {
         let open: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM runs WHERE id = ANY($1) AND terminal_at IS NULL",
@@ -169,7 +172,14 @@ pub(super) async fn until_terminal(server: &Server, ids: &[uuid::Uuid]) -> anyho
             started.elapsed() < Duration::from_secs(900),
             "runs did not end in time"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::select! {
+            changed = cycles.changed() => {
+                if changed.is_err() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
     }
 }
 
@@ -247,46 +257,22 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
     submit_latency.sort();
     to_running.sort();
 
-    // (b) one run at a time, ours then bare.
+    // (b) one run at a time, ours and bare in turn, so that the machine's drift
+    // over the minutes (buildah's own time varies by half here) weighs on both.
+    // The bare runs record no executor steps, so one span of totals covers ours.
+    let buildah = Buildah::new(&server.state.builder);
     let before = StepTotals::now();
     let mut ours = Vec::new();
+    let mut bare = Vec::new();
+    let mut bare_steps = Vec::new();
     for _ in 0..args.repeats {
         let started = Instant::now();
         let (run, _) = submit(server, &client, &version).await?;
         let finished = until_terminal(server, &ids(&[run])?).await?;
         ours.push(finished - started);
+        bare.push(bare_run(&buildah, &image, &mut bare_steps).await?);
     }
     let ours_steps = StepTotals::now().since(&before);
-    let buildah = Buildah::new(&server.state.builder);
-    let mut bare = Vec::new();
-    let mut bare_steps = Vec::new();
-    for _ in 0..args.repeats {
-        let started = Instant::now();
-        let container = timed(&mut bare_steps, "container", buildah.from_image(&image)).await?;
-        let mut command = buildah.command();
-        command.args([
-            "run",
-            "--isolation",
-            "chroot",
-            &container,
-            "--",
-            "/bin/sh",
-            "-c",
-            SCRIPT,
-        ]);
-        let output = timed(&mut bare_steps, "work", async {
-            Ok(command.output().await?)
-        })
-        .await?;
-        anyhow::ensure!(output.status.success(), "the bare run failed");
-        timed(
-            &mut bare_steps,
-            "container_removal",
-            buildah.remove(&container),
-        )
-        .await?;
-        bare.push(started.elapsed());
-    }
     for (_, total, count) in &mut bare_steps {
         *total /= *count as u32;
     }
@@ -314,6 +300,27 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
         per_minute,
         burst_steps: StepTotals::now().since(&before),
     })
+}
+
+/// One bare `buildah from` + `run` + `rm` of the script; its steps go to `steps`.
+async fn bare_run(buildah: &Buildah, image: &str, steps: &mut Steps) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let container = timed(steps, "container", buildah.from_image(image)).await?;
+    let mut command = buildah.command();
+    command.args([
+        "run",
+        "--isolation",
+        "chroot",
+        &container,
+        "--",
+        "/bin/sh",
+        "-c",
+        SCRIPT,
+    ]);
+    let output = timed(steps, "work", async { Ok(command.output().await?) }).await?;
+    anyhow::ensure!(output.status.success(), "the bare run failed");
+    timed(steps, "container_removal", buildah.remove(&container)).await?;
+    Ok(started.elapsed())
 }
 
 /// A burst of `submitters` concurrent submissions while no run of the company may
@@ -383,7 +390,7 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
         ms(&f.to_running, 0.99)
     );
     println!(
-        "(b) full run, submission to terminal (median of {}): {:.0} ms; bare buildah from + run + rm: {:.0} ms; ratio {:.2} (target <= 1.3)",
+        "(b) full run, submission to terminal (median of {}): {:.0} ms; bare buildah from + run + rm: {:.0} ms; ratio {:.2} (target <= 1.10)",
         args.repeats,
         ours,
         bare,
