@@ -175,19 +175,17 @@ impl Pump {
         };
         let batch = self.batch(&states, &due);
         let until = batch.map(|b| b.until);
-        let written = match mode {
-            Mode::Fast => seal_and_advance(&mut tx, &numbered, &states, &due, until).await,
-            Mode::Careful => numbered.write(&mut tx).await,
-        };
-        let projected = match written {
-            Ok(()) => {
-                self.project(&mut tx, &mut states, &numbered.sealed, batch, &due, mode)
-                    .await
+        let applied = async {
+            match mode {
+                Mode::Fast => seal_and_advance(&mut tx, &numbered, &states, &due, until).await?,
+                Mode::Careful => numbered.write(&mut tx).await?,
             }
-            Err(error) => Err(error),
-        };
+            self.project(&mut tx, &mut states, &numbered.sealed, batch, &due, mode)
+                .await
+        }
+        .await;
         let sealed = numbered.sealed;
-        match projected {
+        match applied {
             Ok(()) => {
                 if (!sealed.events.is_empty() || until.is_some()) && self.others_waiting() {
                     super::signal::projected(&mut tx).await?;
