@@ -65,10 +65,19 @@ pub const HEAD_SQL: &str = "SELECT last.position, last.chain_hash
   LEFT JOIN LATERAL (SELECT position, chain_hash FROM events WHERE position IS NOT NULL
                       ORDER BY position DESC LIMIT 1) AS last ON true";
 
-/// Reads the first `$1` unsealed rows a pass sees, in append order: an ordered scan
-/// of the partial index `events_unsealed_order` that stops at the limit, whatever
-/// the planner's statistics say about the size of the backlog (migration 0534).
-pub const UNSEALED_SQL: &str = "SELECT * FROM events_unsealed($1)";
+/// Reads the first `$1` unsealed rows a pass sees, in append order, from the seal
+/// floor: an ordered scan of the partial index `events_unsealed_order` that starts at
+/// the floor and stops at the limit, whatever the planner's statistics say about the
+/// size of the backlog (migrations 0534, 0535).
+pub const UNSEALED_SQL: &str =
+    "SELECT * FROM events_unsealed_from($1, (SELECT append_seq FROM seal_floor))";
+
+/// The condition of a row that is not sealed yet, for readers of unsealed rows of
+/// `events e`: below the seal floor every row is sealed, so the scan of the partial
+/// index of unsealed rows starts there instead of walking the entries of rows
+/// sealed since the last VACUUM (migration 0535).
+pub const UNSEALED_ROW: &str =
+    "e.position IS NULL AND e.append_seq >= (SELECT append_seq FROM seal_floor)";
 
 impl Head {
     /// The head from the two columns of [`HEAD_SQL`].
@@ -97,6 +106,8 @@ pub struct Unsealed {
     pub payload: String,
     /// Its metadata (JSON text).
     pub metadata: String,
+    /// Its place in append order.
+    pub append_seq: i64,
 }
 
 /// Gives the rows of a pass their positions: `$1`-`$5` are bound by
@@ -236,11 +247,11 @@ pub struct Backlog {
 
 /// Reads the sealing backlog (through the partial index of unsealed rows).
 pub async fn backlog(pool: &sqlx::PgPool) -> sqlx::Result<Backlog> {
-    sqlx::query_as(
+    sqlx::query_as(&format!(
         "SELECT count(*) AS events,
                 coalesce(extract(epoch FROM clock_timestamp() - min(appended_at)), 0)::float8 AS oldest_seconds
-           FROM events WHERE position IS NULL",
-    )
+           FROM events e WHERE {UNSEALED_ROW}"
+    ))
     .fetch_one(pool)
     .await
 }

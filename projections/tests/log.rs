@@ -86,6 +86,74 @@ async fn a_late_commit_is_never_skipped() {
     );
 }
 
+async fn floor<'e>(executor: impl sqlx::PgExecutor<'e>) -> i64 {
+    sqlx::query_scalar("SELECT append_seq FROM seal_floor")
+        .fetch_one(executor)
+        .await
+        .unwrap()
+}
+
+async fn append_seq<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str) -> i64 {
+    sqlx::query_scalar("SELECT append_seq FROM events WHERE aggregate_id = $1")
+        .bind(id)
+        .fetch_one(executor)
+        .await
+        .unwrap()
+}
+
+/// The seal floor moves past what was sealed, so a pass no longer walks the index
+/// entries of sealed rows; an append still open holds it at its own row, however many
+/// later appends are sealed meanwhile, and is sealed when it commits.
+#[tokio::test]
+async fn the_seal_floor_never_passes_an_open_append() {
+    let db = TestDatabase::fresh().await;
+    let pump = Pump::new(db.pool.clone(), vec![], PumpConfig::default());
+    let mut conn = db.pool.acquire().await.unwrap();
+    insert_raw(&mut conn, "early").await;
+    pump.cycle().await.unwrap();
+    let early = append_seq(&db.pool, "early").await;
+    floor_passes(&pump, &mut conn, early, "before").await;
+
+    let mut slow = db.pool.begin().await.unwrap();
+    insert_raw(&mut slow, "slow").await;
+    let slow_seq = append_seq(&mut *slow, "slow").await;
+    for round in 0..5 {
+        insert_raw(&mut conn, &format!("late-{round}")).await;
+        pump.cycle().await.unwrap();
+    }
+    assert!(
+        floor(&db.pool).await <= slow_seq,
+        "the floor stays at or below an open append ({} > {slow_seq})",
+        floor(&db.pool).await
+    );
+    slow.commit().await.unwrap();
+    pump.cycle().await.unwrap();
+    let ids: Vec<String> = sealed(&db.pool).await.into_iter().map(|s| s.0).collect();
+    assert_eq!(ids.last().map(String::as_str), Some("slow"));
+    let late: Vec<&String> = ids.iter().filter(|id| id.starts_with("late")).collect();
+    assert_eq!(late.len(), 5, "every append sealed once: {ids:?}");
+    floor_passes(&pump, &mut conn, slow_seq, "after").await;
+}
+
+/// Appends and cycles until the floor passes `seq`: transactions of other tests,
+/// anywhere in the cluster, hold it back for as long as they are open.
+async fn floor_passes(pump: &Pump, conn: &mut PgConnection, seq: i64, round: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for n in 0.. {
+        insert_raw(conn, &format!("{round}-{n}")).await;
+        pump.cycle().await.unwrap();
+        let floor = floor(&mut *conn).await;
+        if floor > seq {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the floor stays at {floor}, not past {seq}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Transactions the service does not own (a write in another database of the
 /// cluster, a temporary-table write in this one) hold no id the sealer waits for.
 #[tokio::test]
@@ -120,7 +188,7 @@ async fn foreign_transactions_do_not_hold_sealing() {
 /// A backlog the planner's statistics do not know of (a bulk import that outran
 /// autoanalyze) is still read in append order straight from the ordered index: the
 /// sealer never fetches and sorts every unsealed row to take the first few. The
-/// body of `events_unsealed` is planned here under the settings the function
+/// query of `events_unsealed_from` is planned here under the settings the function
 /// declares, as PostgreSQL plans it inside the function.
 #[tokio::test]
 async fn the_unsealed_read_stays_an_ordered_index_scan_without_statistics() {
@@ -144,7 +212,7 @@ async fn the_unsealed_read_stays_an_ordered_index_scan_without_statistics() {
         .unwrap();
     }
     let (body, settings): (String, Vec<String>) = sqlx::query_as(
-        "SELECT prosrc, coalesce(proconfig, '{}') FROM pg_proc WHERE proname = 'events_unsealed'",
+        "SELECT prosrc, coalesce(proconfig, '{}') FROM pg_proc WHERE proname = 'events_unsealed_from'",
     )
     .fetch_one(&db.pool)
     .await
@@ -159,25 +227,32 @@ async fn the_unsealed_read_stays_an_ordered_index_scan_without_statistics() {
             .await
             .unwrap();
     }
-    let plan: Vec<String> = sqlx::query_scalar(&format!(
-        "EXPLAIN {}",
-        body.replace("LIMIT first", "LIMIT 5000")
-    ))
-    .fetch_all(&mut *tx)
-    .await
-    .unwrap();
+    let query = body
+        .split_once("RETURN QUERY")
+        .and_then(|(_, rest)| rest.split_once(';'))
+        .expect("the function returns one query")
+        .0
+        .replace("LIMIT first", "LIMIT 5000")
+        .replace("from_seq", "0");
+    let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {query}"))
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
     let plan = plan.join("\n");
     assert!(
         plan.contains("Index Scan using events_unsealed_order") && !plan.contains("Sort"),
         "the sealer's read is planned as:\n{plan}"
     );
-    let unsealed: Vec<(String, String, i64, String, String, String, String)> =
+    let unsealed: Vec<projections::sealer::Unsealed> =
         sqlx::query_as(projections::sealer::UNSEALED_SQL)
             .bind(3_i64)
             .fetch_all(&db.pool)
             .await
             .unwrap();
-    let ids: Vec<&str> = unsealed.iter().map(|row| row.1.as_str()).collect();
+    let ids: Vec<&str> = unsealed
+        .iter()
+        .map(|row| row.aggregate_id.as_str())
+        .collect();
     assert_eq!(
         ids,
         ["1", "2", "3"],

@@ -8,8 +8,10 @@
 //!
 //! Round trips are what a single command waits for, so a fast cycle reads the head,
 //! the checkpoints and the unsealed rows in one statement, and writes the seal with
-//! the checkpoints' advance in another, before applying.
+//! the checkpoints' advance in another, before applying. The same two statements
+//! read what the seal floor needs and move it (see `floor.rs`).
 
+use super::floor::{Horizon, Read};
 use super::{Cycle, Pump};
 use crate::log::{self, StoredEvent};
 use crate::projection::Projection;
@@ -23,19 +25,27 @@ use std::sync::{Arc, LazyLock};
 
 /// A cycle's first statement: the sealed head, then the first unsealed rows in
 /// append order (one row with empty event columns when there are none; the caller
-/// orders them by `ordinality`), the checkpoints on the first. One statement, so one
-/// snapshot and one round trip.
+/// orders them by `ordinality`), the checkpoints and the snapshot's [`Horizon`] on
+/// the first (the sequence is read after the snapshot was taken). One statement, so
+/// one snapshot and one round trip.
 static OPENING_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH head AS ({HEAD_SQL})
          SELECT head.position AS head_position, head.chain_hash AS head_hash,
-                CASE WHEN u.ordinality IS NULL OR u.ordinality = 1 THEN
-                     (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c
-                       WHERE c.name = ANY($1)) END AS checkpoints,
+                first.checkpoints, first.xmin, first.xmax, first.last_seq,
                 u.aggregate_type, u.aggregate_id, u.sequence, u.event_type, u.event_version,
-                u.payload, u.metadata, u.ordinality
+                u.payload, u.metadata, u.append_seq, u.ordinality
            FROM head
-           LEFT JOIN events_unsealed($2) WITH ORDINALITY AS u ON true"
+           LEFT JOIN events_unsealed_from($2, (SELECT append_seq FROM seal_floor))
+                WITH ORDINALITY AS u ON true
+           LEFT JOIN LATERAL (
+                SELECT (SELECT coalesce(json_agg(c), '[]') FROM projection_checkpoints c
+                         WHERE c.name = ANY($1)) AS checkpoints,
+                       pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+                       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax,
+                       (SELECT CASE WHEN is_called THEN last_value ELSE 0 END
+                          FROM events_append_seq_seq) AS last_seq
+                 WHERE u.ordinality IS NULL OR u.ordinality = 1) AS first ON true"
     )
 });
 
@@ -44,12 +54,14 @@ const ADVANCE_SQL: &str = "UPDATE projection_checkpoints
     SET position = $2, updated_at = now(), failing_since = NULL, last_error = NULL
   WHERE name = ANY($1)";
 
-/// [`SEAL_SQL`] and the checkpoints' advance (names `$6`, position `$7`) in one
-/// statement: a fast cycle knows before applying which checkpoints move, since any
-/// failure rolls the whole cycle back.
+/// [`SEAL_SQL`], the checkpoints' advance (names `$6`, position `$7`) and the seal
+/// floor's (to `$8`, when not NULL) in one statement: a fast cycle knows before
+/// applying which checkpoints move, since any failure rolls the whole cycle back.
 static SEAL_AND_ADVANCE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH sealed AS ({SEAL_SQL}) {}",
+        "WITH sealed AS ({SEAL_SQL}),
+              floor AS (UPDATE seal_floor SET append_seq = $8 WHERE append_seq < $8)
+         {}",
         ADVANCE_SQL.replace("$1", "$6").replace("$2", "$7")
     )
 });
@@ -60,6 +72,9 @@ struct Opening {
     head_position: Option<i64>,
     head_hash: Option<Vec<u8>>,
     checkpoints: Option<Json<Vec<Checkpoint>>>,
+    xmin: Option<i64>,
+    xmax: Option<i64>,
+    last_seq: Option<i64>,
     aggregate_type: Option<String>,
     aggregate_id: Option<String>,
     sequence: Option<i64>,
@@ -67,6 +82,7 @@ struct Opening {
     event_version: Option<String>,
     payload: Option<String>,
     metadata: Option<String>,
+    append_seq: Option<i64>,
     ordinality: Option<i64>,
 }
 
@@ -81,6 +97,16 @@ impl Opening {
             event_version: self.event_version?,
             payload: self.payload?,
             metadata: self.metadata?,
+            append_seq: self.append_seq?,
+        })
+    }
+
+    /// The horizon the first row carries.
+    fn horizon(&self) -> Option<Horizon> {
+        Some(Horizon {
+            xmin: self.xmin?,
+            xmax: self.xmax?,
+            last_seq: self.last_seq?,
         })
     }
 }
@@ -153,8 +179,24 @@ impl Pump {
             .context("the cycle's opening read returned no row")?;
         let head = Head::from_columns(first.head_position, first.head_hash.take());
         let checkpoints = first.checkpoints.take().map(|c| c.0).unwrap_or_default();
-        let rows = opening.into_iter().filter_map(Opening::unsealed).collect();
+        let horizon = first
+            .horizon()
+            .context("the cycle's opening read returned no horizon")?;
+        let rows: Vec<Unsealed> = opening.into_iter().filter_map(Opening::unsealed).collect();
+        let last_read = rows.last().map(|row| row.append_seq);
         let numbered = sealer::number(head, rows, self.config.seal_batch, Chain::Linked)?;
+        let floor = {
+            let mut floor = self
+                .floor
+                .lock()
+                .expect("the floor's lock is never poisoned");
+            floor.observe(&horizon);
+            let read = Read {
+                complete: numbered.sealed.complete,
+                last: last_read,
+            };
+            floor.next(&horizon, read).filter(|_| mode == Mode::Fast)
+        };
         let mut states: Vec<State> = self
             .projections
             .iter()
@@ -176,21 +218,38 @@ impl Pump {
         let batch = self.batch(&states, &due);
         let until = batch.map(|b| b.until);
         let applied = async {
-            match mode {
-                Mode::Fast => seal_and_advance(&mut tx, &numbered, &states, &due, until).await?,
-                Mode::Careful => numbered.write(&mut tx).await?,
-            }
+            let moved = match mode {
+                Mode::Fast => {
+                    let seal = Seal {
+                        numbered: &numbered,
+                        floor,
+                    };
+                    seal_and_advance(&mut tx, seal, &states, &due, until).await?
+                }
+                Mode::Careful => {
+                    numbered.write(&mut tx).await?;
+                    None
+                }
+            };
             self.project(&mut tx, &mut states, &numbered.sealed, batch, &due, mode)
-                .await
+                .await?;
+            Ok::<_, anyhow::Error>(moved)
         }
         .await;
         let sealed = numbered.sealed;
         match applied {
-            Ok(()) => {
+            Ok(moved) => {
                 if (!sealed.events.is_empty() || until.is_some()) && self.others_waiting() {
                     super::signal::projected(&mut tx).await?;
                 }
                 tx.commit().await?;
+                if let Some(floor) = moved {
+                    let mut state = self
+                        .floor
+                        .lock()
+                        .expect("the floor's lock is never poisoned");
+                    state.moved(floor, &horizon);
+                }
                 Ok(self.publish(number, &sealed, &states, until))
             }
             Err(error) => {
@@ -321,15 +380,23 @@ impl Due {
     }
 }
 
-/// A fast cycle's write before applying: the seal and every due checkpoint's advance
-/// to `until`, in one statement (a failure later rolls both back).
+/// What a fast cycle seals: its numbered rows, and the seal floor it may write.
+struct Seal<'a> {
+    numbered: &'a Numbered,
+    floor: Option<i64>,
+}
+
+/// A fast cycle's write before applying: the seal, every due checkpoint's advance to
+/// `until` and the seal floor, in one statement (a failure later rolls all back).
+/// Returns the floor written, if the statement ran.
 async fn seal_and_advance(
     tx: &mut PgConnection,
-    numbered: &Numbered,
+    seal: Seal<'_>,
     states: &[State<'_>],
     due: &Due,
     until: Option<i64>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<i64>> {
+    let numbered = seal.numbered;
     let advance: Vec<&str> = match until {
         Some(_) => states
             .iter()
@@ -338,15 +405,18 @@ async fn seal_and_advance(
             .collect(),
         None => Vec::new(),
     };
-    if !numbered.sealed.events.is_empty() || !advance.is_empty() {
+    let ran = !numbered.sealed.events.is_empty() || !advance.is_empty();
+    if ran {
         numbered
             .bind(sqlx::query(&SEAL_AND_ADVANCE_SQL))
             .bind(advance)
             .bind(until.unwrap_or(due.head))
+            .bind(seal.floor)
             .execute(&mut *tx)
             .await?;
     }
-    numbered.written(tx).await
+    numbered.written(tx).await?;
+    Ok(seal.floor.filter(|_| ran))
 }
 
 /// Applies one projection's batch; `false` when it failed (careful mode only).

@@ -16,6 +16,7 @@
 //! woken by the leader's signal that a cycle committed (see `signal.rs`).
 
 mod cycle;
+mod floor;
 mod leader;
 mod signal;
 
@@ -113,6 +114,8 @@ pub struct Pump {
     progress: watch::Sender<Progress>,
     config: PumpConfig,
     leader: tokio::sync::Mutex<Leader>,
+    /// The seal floor in the making (see `floor.rs`).
+    floor: std::sync::Mutex<floor::Floor>,
     /// Whether this process holds the leadership (as of its last attempt).
     leading: AtomicBool,
     /// Woken when the leader (maybe another process) committed a cycle.
@@ -142,6 +145,7 @@ impl Pump {
             progress,
             config,
             leader: tokio::sync::Mutex::new(Leader::default()),
+            floor: std::sync::Mutex::default(),
             leading: AtomicBool::new(false),
             elsewhere: Notify::new(),
             origin: uuid::Uuid::new_v4().simple().to_string(),

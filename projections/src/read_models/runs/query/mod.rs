@@ -124,9 +124,11 @@ pub async fn existing(pool: &PgPool, ids: &[Uuid]) -> sqlx::Result<HashSet<Uuid>
 /// unsealed, or sealed past the projection's checkpoint. With the read model in the
 /// same statement (one snapshot), every submitted run is counted exactly once, so
 /// an admission need not wait for the projector before the next one is decided.
+/// Unsealed rows are read from the seal floor (`sealer::UNSEALED_ROW`).
 pub const UNPROJECTED_SUBMISSIONS: &str = "unprojected AS (
     SELECT e.payload -> 'RunSubmitted' AS s FROM events e
-     WHERE e.position IS NULL AND e.aggregate_type = 'run' AND e.event_type = 'RunSubmitted'
+     WHERE e.position IS NULL AND e.append_seq >= (SELECT append_seq FROM seal_floor)
+       AND e.aggregate_type = 'run' AND e.event_type = 'RunSubmitted'
     UNION ALL
     SELECT e.payload -> 'RunSubmitted' FROM events e
      WHERE e.position > coalesce((SELECT position FROM projection_checkpoints WHERE name = 'runs'), 0)
