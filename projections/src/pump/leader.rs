@@ -43,6 +43,14 @@ impl Leader {
                 connection.close().await?;
                 return Ok(None);
             }
+            // The cycle's statements bind arrays (the seal's rows, a projection's
+            // keys), for which PostgreSQL keeps choosing custom plans and so plans
+            // them again at every execution: an eighth of the pump's database time
+            // under single-event commands. Their generic plans (index lookups per key) are the right
+            // ones whatever the batch's size.
+            sqlx::query("SET plan_cache_mode = force_generic_plan")
+                .execute(&mut connection)
+                .await?;
             self.connection = Some(connection);
         }
         Ok(self.connection.as_mut())
