@@ -95,6 +95,11 @@ pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Res
     let companies: Vec<Uuid> = (0..500).map(|_| Uuid::new_v4()).collect();
     let departments: Vec<Uuid> = (0..200).map(|_| Uuid::new_v4()).collect();
     let rooms: Vec<Uuid> = (0..200).map(|_| Uuid::new_v4()).collect();
+    let fixed = departments.len() + rooms.len();
+    anyhow::ensure!(
+        total > fixed,
+        "a catch-up log needs more than its {fixed} departments and rooms: ask for more events than {total}"
+    );
     for (i, id) in departments.iter().enumerate() {
         let event = DepartmentEvent::DepartmentRegistered {
             department_id: *id,
@@ -113,7 +118,7 @@ pub async fn cold_catch_up(pool: &PgPool, total: usize, mix: Mix) -> anyhow::Res
         };
         log.push::<Chatroom>(*id, event).await?;
     }
-    let mut written = departments.len() + rooms.len();
+    let mut written = fixed;
     let world = World {
         companies: &companies,
         departments: &departments,
