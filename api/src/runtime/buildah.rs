@@ -153,9 +153,8 @@ impl Buildah {
         Ok(PathBuf::from(self.simple(&["mount", container]).await?))
     }
 
-    /// Removes a working container (unmounting it).
+    /// Removes a working container (`buildah rm` unmounts it first).
     pub async fn remove(&self, container: &str) -> anyhow::Result<()> {
-        let _ = self.simple(&["umount", container]).await;
         self.simple(&["rm", container]).await.map(|_| ())
     }
 

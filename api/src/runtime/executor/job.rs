@@ -91,7 +91,9 @@ pub(super) async fn run(
     cancel: CancellationToken,
 ) {
     let workdir = workdir(executor, run_id);
-    let ending = match execute(executor, run_id, company, &workdir, &cancel).await {
+    let mut container = WorkingContainer::default();
+    let executed = execute(executor, run_id, company, &workdir, &mut container, &cancel);
+    let ending = match executed.await {
         Ok(ending) => ending,
         Err(error) => {
             tracing::error!(%run_id, error = format!("{error:#}"), "the run could not be executed");
@@ -105,6 +107,27 @@ pub(super) async fn run(
         }
     };
     finish(executor, run_id, company, &workdir, ending).await;
+    container.remove(executor, run_id).await;
+}
+
+/// The working container of a run, removed after the run's end is recorded: its
+/// removal (a `buildah rm`, 20-40 ms) is housekeeping the tenant does not wait
+/// for. The run's slot stays taken until it is gone.
+#[derive(Default)]
+struct WorkingContainer(Option<String>);
+
+impl WorkingContainer {
+    /// Removes the container, if one was made.
+    async fn remove(self, executor: &Executor, run_id: Uuid) {
+        let Some(container) = self.0 else {
+            return;
+        };
+        let mut clock = StepClock::start();
+        if let Err(error) = executor.buildah.remove(&container).await {
+            tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
+        }
+        clock.lap("container_removal");
+    }
 }
 
 /// Where a run's workspace is prepared on this machine.
@@ -180,6 +203,7 @@ async fn execute(
     run_id: Uuid,
     company: Uuid,
     workdir: &Path,
+    container: &mut WorkingContainer,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
@@ -261,7 +285,7 @@ async fn execute(
     let _closed = stop_door.drop_guard();
     clock.lap("writeback");
     let ended = work(
-        executor, run_id, company, workdir, &facts, &image, &network, secrets, cancel,
+        executor, run_id, company, workdir, &facts, &image, &network, secrets, container, cancel,
     )
     .await;
     let mut clock = StepClock::start();
@@ -284,6 +308,7 @@ async fn work(
     image: &str,
     network: &RunNetwork,
     secrets: secrets::Opened,
+    container: &mut WorkingContainer,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
@@ -293,9 +318,8 @@ async fn work(
     secrets::write(&workspace, &secrets).await?;
     drop(secrets);
     clock.lap("workspace");
-    let buildah = &executor.buildah;
-    let container = match buildah.from_image(image).await {
-        Ok(container) => container,
+    let name = match executor.buildah.from_image(image).await {
+        Ok(name) => name,
         Err(error) => {
             let log = format!("the environment image is not available: {error:#}\n");
             return Ok(ending(
@@ -307,42 +331,35 @@ async fn work(
         }
     };
     clock.lap("container");
+    let container = container.0.insert(name);
     let profile = facts.profile();
-    let result = async {
-        let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
-        clock.lap("cgroups");
-        let started = executor.command(run_id, company, RunCommand::Start).await;
-        clock.lap("start");
-        if !started {
-            return Ok(ending(
-                TerminalClass::Cancelled,
-                "cancelled",
-                None,
-                Vec::new(),
-            ));
-        }
-        let timeout = Duration::from_secs(facts.timeout_seconds.max(1) as u64);
-        let command = run_command(
-            executor,
-            &cgroups,
-            network,
-            &container,
-            &workspace,
-            &facts.contents,
-        );
-        let outcome = capture(command, timeout, cancel).await;
-        clock.lap("work");
-        let oom_killed = cgroups.oom_killed();
-        drop(cgroups);
-        clock.lap("cgroups_removal");
-        Ok::<_, anyhow::Error>(classify(outcome, oom_killed))
+    let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
+    clock.lap("cgroups");
+    let started = executor.command(run_id, company, RunCommand::Start).await;
+    clock.lap("start");
+    if !started {
+        return Ok(ending(
+            TerminalClass::Cancelled,
+            "cancelled",
+            None,
+            Vec::new(),
+        ));
     }
-    .await;
-    if let Err(error) = buildah.remove(&container).await {
-        tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
-    }
-    clock.lap("container_removal");
-    result
+    let timeout = Duration::from_secs(facts.timeout_seconds.max(1) as u64);
+    let command = run_command(
+        executor,
+        &cgroups,
+        network,
+        container,
+        &workspace,
+        &facts.contents,
+    );
+    let outcome = capture(command, timeout, cancel).await;
+    clock.lap("work");
+    let oom_killed = cgroups.oom_killed();
+    drop(cgroups);
+    clock.lap("cgroups_removal");
+    Ok(classify(outcome, oom_killed))
 }
 
 /// Unpacks the bundle (if any), writes the scripts, the driver and the inputs

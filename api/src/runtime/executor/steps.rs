@@ -22,10 +22,10 @@ pub const STEPS: [&str; 15] = [
     "start",
     "work",
     "cgroups_removal",
-    "container_removal",
     "writeback_revoke",
     "collect",
     "finish",
+    "container_removal",
 ];
 
 /// Times consecutive steps: each lap records the time since the previous one.
