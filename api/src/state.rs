@@ -44,7 +44,7 @@ pub struct Deployment {
 pub struct BuilderSettings {
     /// The buildah program.
     pub buildah: std::path::PathBuf,
-    /// buildah's storage root (vfs driver) and run root live under this directory.
+    /// buildah's storage root, run root and driver record live under this directory.
     pub storage_dir: std::path::PathBuf,
     /// Scratch space for contexts being built.
     pub work_dir: std::path::PathBuf,

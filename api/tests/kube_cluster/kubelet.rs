@@ -6,6 +6,7 @@
 //! the environment's image with `buildah run` and the pod's directories mounted where
 //! the spec says. Not simulated: the NetworkPolicy, resource limits, the deadline.
 
+use api::runtime::buildah::StorageDriver;
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +20,7 @@ use std::sync::{Arc, Mutex};
 pub struct Storage {
     pub root: PathBuf,
     pub runroot: PathBuf,
+    pub driver: StorageDriver,
 }
 
 #[derive(Default)]
@@ -241,7 +243,7 @@ fn buildah(storage: &Storage) -> tokio::process::Command {
         .arg(&storage.root)
         .arg("--runroot")
         .arg(&storage.runroot)
-        .args(["--storage-driver", "vfs"]);
+        .args(["--storage-driver", storage.driver.name()]);
     command
 }
 

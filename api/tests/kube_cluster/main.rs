@@ -16,6 +16,7 @@ mod registry;
 #[path = "../crash_loop/setup.rs"]
 mod setup;
 
+use api::runtime::buildah::StorageDriver;
 use kubelet::{Simulated, Storage};
 use moto::Moto;
 use nix::sys::signal::Signal;
@@ -165,6 +166,7 @@ async fn runs_execute_as_jobs_and_survive_their_worker() {
     let storage = Storage {
         root: data.path().join("buildah/root"),
         runroot: data.path().join("buildah/run"),
+        driver: StorageDriver::of(&data.path().join("buildah")),
     };
     let cluster = Simulated::start(storage).await;
     let config = tempfile::tempdir().unwrap();

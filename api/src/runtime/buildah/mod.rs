@@ -1,8 +1,12 @@
-//! Running `buildah` (vfs storage, chroot isolation): image builds and the helpers
-//! the build verifier and the run executor share.
+//! Running `buildah` (overlay or vfs storage, see `driver.rs`; chroot isolation):
+//! image builds and the helpers the build verifier and the run executor share.
 //!
 //! Every buildah process runs in its own process group, so a timeout or a cancel
 //! kills the whole tree (buildah and whatever it started), not just buildah.
+
+mod driver;
+
+pub use driver::StorageDriver;
 
 use crate::state::BuilderSettings;
 use nix::sys::signal::{Signal, killpg};
@@ -54,6 +58,7 @@ pub struct Buildah {
     program: PathBuf,
     root: PathBuf,
     runroot: PathBuf,
+    driver: StorageDriver,
 }
 
 impl Buildah {
@@ -63,6 +68,7 @@ impl Buildah {
             program: settings.buildah.clone(),
             root: settings.storage_dir.join("root"),
             runroot: settings.storage_dir.join("run"),
+            driver: StorageDriver::of(&settings.storage_dir),
         }
     }
 
@@ -75,7 +81,7 @@ impl Buildah {
             .arg("--runroot")
             .arg(&self.runroot)
             .arg("--storage-driver")
-            .arg("vfs");
+            .arg(self.driver.name());
         command
     }
 
