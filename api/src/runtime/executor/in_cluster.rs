@@ -8,8 +8,9 @@
 //! worker re-attaches to it ([`super::Executor::reattach`]).
 
 use super::Executor;
-use super::job::{Ending, RunFacts, ending, prepare, work_env};
+use super::job::{Ending, RunFacts, ending, work_env};
 use super::secrets;
+use super::workspace::prepare;
 use crate::runtime::kube::cluster::{Cluster, JobEnd};
 use crate::runtime::kube::manifest::{
     RESULTS_URL_KEY, RunSpec, SECRETS_KEY, TRANSFER_GRACE_SECONDS, WORKSPACE_URL_KEY,

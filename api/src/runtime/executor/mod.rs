@@ -19,6 +19,7 @@ pub mod limits;
 mod network;
 mod secrets;
 mod steps;
+mod workspace;
 mod writeback;
 
 pub use steps::{STEP_SECONDS, STEPS};
