@@ -3,23 +3,40 @@
 pub mod embedded;
 
 use anyhow::Context;
-use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgPool};
 use std::str::FromStr;
 use std::time::Duration;
 
 /// Every migration in `migrations/`, embedded at compile time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
+/// How long a pooled connection may sit idle before it is tested again when taken.
+const TRUSTED_IDLE: Duration = Duration::from_secs(5);
+
 /// Opens a pool, failing with a readable message when the database is unreachable
 /// (postgres-es's own helper panics instead).
+///
+/// sqlx tests every connection with a round trip both when it is returned (always)
+/// and when it is taken (by default): one statement on the pool costs three round
+/// trips. A connection returned a moment ago has just passed that test, so only
+/// one idle for longer than [`TRUSTED_IDLE`] is tested again when taken.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(url)
         .with_context(|| "DATABASE_URL is not a valid PostgreSQL connection URL".to_string())?;
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
+        .before_acquire(|connection, metadata| {
+            Box::pin(async move {
+                if metadata.idle_for > TRUSTED_IDLE {
+                    connection.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options)
         .await
         .with_context(|| format!("cannot connect to the database at {}", redact(url)))
