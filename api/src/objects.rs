@@ -75,6 +75,8 @@ pub struct Objects {
     scratch: PathBuf,
     /// Signs short-lived URLs (S3 only), with the prefix every key is under.
     signer: Option<(Arc<AmazonS3>, String)>,
+    /// The directory of a local store (`None` for S3).
+    local_dir: Option<PathBuf>,
 }
 
 impl Objects {
@@ -82,7 +84,9 @@ impl Objects {
     /// when there is none; `scratch` (local, created if missing) holds spooled copies.
     pub fn open(location: Option<&str>, dir: &Path, scratch: &Path) -> anyhow::Result<Self> {
         let Some(location) = location else {
-            return Self::with(local(dir)?, None, scratch);
+            let mut objects = Self::with(local(dir)?, None, scratch)?;
+            objects.local_dir = Some(dir.to_path_buf());
+            return Ok(objects);
         };
         let (bucket, prefix) = s3_location(location)?;
         let s3 = AmazonS3Builder::from_env()
@@ -115,6 +119,7 @@ impl Objects {
             store,
             scratch: scratch.to_path_buf(),
             signer,
+            local_dir: None,
         })
     }
 
@@ -137,6 +142,38 @@ impl Objects {
             StorePath::from(format!("{prefix}/{key}"))
         };
         Ok(bucket.signed_url(method, &path, ttl).await?.to_string())
+    }
+
+    /// Writes bytes under a key that names their digest (a run's staged input):
+    /// where a local store already holds exactly these bytes there, the file is
+    /// only marked as written now instead of written again. Writing it again
+    /// costs a new file and the old one's deletion, each submission of the same
+    /// input; the new modification time is what the retention janitor reads to
+    /// keep an input a submission is staging. An S3 store is written every time
+    /// (one request either way).
+    pub async fn put_content_addressed(&self, key: &str, bytes: Bytes) -> anyhow::Result<Written> {
+        if let Some(dir) = &self.local_dir {
+            let path = dir.join(key);
+            let expected = Sha256::digest(&bytes);
+            let refreshed = tokio::task::spawn_blocking(move || -> std::io::Result<bool> {
+                let file = std::fs::File::open(&path)?;
+                let mut hasher = Sha256::new();
+                std::io::copy(&mut std::io::BufReader::new(&file), &mut hasher)?;
+                if hasher.finalize() != expected {
+                    return Ok(false);
+                }
+                file.set_modified(std::time::SystemTime::now())?;
+                Ok(true)
+            })
+            .await?;
+            if let Ok(true) = refreshed {
+                return Ok(Written {
+                    byte_size: bytes.len() as u64,
+                    digest: format!("sha256:{}", hex::encode(expected)),
+                });
+            }
+        }
+        self.put_bytes(key, bytes).await
     }
 
     /// Streams `body` to `key`, refusing (and removing) it past `limit` bytes.
@@ -345,5 +382,66 @@ impl Objects {
         }
         writer.flush().await?;
         Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn store(dir: &Path) -> Objects {
+        Objects::open(None, &dir.join("objects"), &dir.join("scratch")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_content_addressed_object_already_there_is_marked_written_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = store(dir.path());
+        let key = "runs/inputs/c/abc.json";
+        let first = objects
+            .put_content_addressed(key, Bytes::from_static(b"{\"n\":1}"))
+            .await
+            .unwrap();
+        let path = dir.path().join("objects").join(key);
+        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+        let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+
+        let again = objects
+            .put_content_addressed(key, Bytes::from_static(b"{\"n\":1}"))
+            .await
+            .unwrap();
+
+        assert_eq!(again, first);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::ino(&meta), inode);
+        let modified = objects.modified_at(key).await.unwrap().unwrap();
+        assert!(modified > chrono::Utc::now() - chrono::Duration::minutes(1));
+    }
+
+    #[tokio::test]
+    async fn a_content_addressed_object_holding_other_bytes_is_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = store(dir.path());
+        let key = "runs/inputs/c/abc.json";
+        objects
+            .put_content_addressed(key, Bytes::from_static(b"{\"n\":1}"))
+            .await
+            .unwrap();
+        std::fs::write(dir.path().join("objects").join(key), b"damaged").unwrap();
+
+        objects
+            .put_content_addressed(key, Bytes::from_static(b"{\"n\":1}"))
+            .await
+            .unwrap();
+
+        assert_eq!(
+            objects.get_bytes(key).await.unwrap(),
+            Bytes::from_static(b"{\"n\":1}")
+        );
     }
 }

@@ -57,7 +57,8 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
         .fetch_one(&state.pool)
         .await?;
         // Inputs are content-addressed: a submission staging the same bytes right
-        // now rewrites the object, so a recently written one is kept.
+        // now marks the object written (`Objects::put_content_addressed`), so a
+        // recently written one is kept.
         let recent = state
             .objects
             .modified_at(&run.input_key)

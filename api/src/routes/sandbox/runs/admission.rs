@@ -64,7 +64,7 @@ pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
     let written = caller
         .state
         .objects
-        .put_bytes(&key, Bytes::from(canonical.canonical.clone()))
+        .put_content_addressed(&key, Bytes::from(canonical.canonical.clone()))
         .await
         .map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "input staging failed");
