@@ -152,28 +152,20 @@ impl Objects {
     /// keep an input a submission is staging. An S3 store is written every time
     /// (one request either way).
     pub async fn put_content_addressed(&self, key: &str, bytes: Bytes) -> anyhow::Result<Written> {
+        let digest = Sha256::digest(&bytes);
+        let written = Written {
+            byte_size: bytes.len() as u64,
+            digest: format!("sha256:{}", hex::encode(digest)),
+        };
         if let Some(dir) = &self.local_dir {
             let path = dir.join(key);
-            let expected = Sha256::digest(&bytes);
-            let refreshed = tokio::task::spawn_blocking(move || -> std::io::Result<bool> {
-                let file = std::fs::File::open(&path)?;
-                let mut hasher = Sha256::new();
-                std::io::copy(&mut std::io::BufReader::new(&file), &mut hasher)?;
-                if hasher.finalize() != expected {
-                    return Ok(false);
-                }
-                file.set_modified(std::time::SystemTime::now())?;
-                Ok(true)
-            })
-            .await?;
-            if let Ok(true) = refreshed {
-                return Ok(Written {
-                    byte_size: bytes.len() as u64,
-                    digest: format!("sha256:{}", hex::encode(expected)),
-                });
+            let marked = tokio::task::spawn_blocking(move || mark_if_holding(&path, &digest));
+            if let Ok(true) = marked.await? {
+                return Ok(written);
             }
         }
-        self.put_bytes(key, bytes).await
+        self.store.put(&StorePath::from(key), bytes.into()).await?;
+        Ok(written)
     }
 
     /// Streams `body` to `key`, refusing (and removing) it past `limit` bytes.
@@ -383,6 +375,21 @@ impl Objects {
         writer.flush().await?;
         Ok(file)
     }
+}
+
+/// Sets the modification time of the file at `path` to now when it holds bytes of
+/// `digest`; `false` when it holds others, or when it was deleted or replaced while
+/// being read (the janitor may expire an input at any time).
+fn mark_if_holding(path: &Path, digest: &[u8]) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::io::BufReader::new(&file), &mut hasher)?;
+    if hasher.finalize().as_slice() != digest {
+        return Ok(false);
+    }
+    file.set_modified(std::time::SystemTime::now())?;
+    Ok(std::fs::metadata(path)?.ino() == file.metadata()?.ino())
 }
 
 #[cfg(test)]
