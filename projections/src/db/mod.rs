@@ -7,7 +7,9 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Every migration in `migrations/`, embedded at compile time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -15,13 +17,40 @@ pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 /// How long a pooled connection may sit idle before it is tested again when taken.
 const TRUSTED_IDLE: Duration = Duration::from_secs(5);
 
+/// When this process last saw the server drop a connection, in nanoseconds since
+/// [`clock`]'s origin (0: never).
+static LOST_AT: AtomicU64 = AtomicU64::new(0);
+
+/// Time since the first call, the clock of [`LOST_AT`].
+fn clock() -> Duration {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed()
+}
+
+/// Records that the server dropped a connection (a restart, a failover,
+/// `pg_terminate_backend`): every connection returned to a pool before now is
+/// tested when next taken, however recently it was returned. The pump's signal
+/// listener calls it, its connection being the one always reading.
+pub fn connection_lost() {
+    let now = u64::try_from(clock().as_nanos()).unwrap_or(u64::MAX);
+    LOST_AT.store(now.max(1), Ordering::SeqCst);
+}
+
+/// Whether a connection idle for `idle_for` is tested before it is handed out:
+/// when it has been idle past [`TRUSTED_IDLE`], or when it was returned (and passed
+/// its test on return) no later than the last connection loss.
+fn must_test(idle_for: Duration, now: Duration, lost_at: Option<Duration>) -> bool {
+    idle_for > TRUSTED_IDLE || lost_at.is_some_and(|lost| now.saturating_sub(idle_for) <= lost)
+}
+
 /// Opens a pool, failing with a readable message when the database is unreachable
 /// (postgres-es's own helper panics instead).
 ///
 /// sqlx tests every connection with a round trip both when it is returned (always)
 /// and when it is taken (by default): one statement on the pool costs three round
 /// trips. A connection returned a moment ago has just passed that test, so only
-/// one idle for longer than [`TRUSTED_IDLE`] is tested again when taken.
+/// one idle for longer than [`TRUSTED_IDLE`], or returned before the server last
+/// dropped a connection ([`connection_lost`]), is tested again when taken.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(url)
         .with_context(|| "DATABASE_URL is not a valid PostgreSQL connection URL".to_string())?;
@@ -31,7 +60,11 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
         .test_before_acquire(false)
         .before_acquire(|connection, metadata| {
             Box::pin(async move {
-                if metadata.idle_for > TRUSTED_IDLE {
+                let lost_at = match LOST_AT.load(Ordering::SeqCst) {
+                    0 => None,
+                    nanos => Some(Duration::from_nanos(nanos)),
+                };
+                if must_test(metadata.idle_for, clock(), lost_at) {
                     connection.ping().await?;
                 }
                 Ok(true)
@@ -86,7 +119,20 @@ pub fn with_database(url: &str, database: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{TRUSTED_IDLE, must_test, with_database};
+    use std::time::Duration;
+
+    #[test]
+    fn a_connection_is_trusted_only_when_returned_recently_and_after_the_last_loss() {
+        let s = Duration::from_secs;
+        // Never lost: tested only past the idle bound.
+        assert!(!must_test(s(1), s(100), None));
+        assert!(must_test(TRUSTED_IDLE + s(1), s(100), None));
+        // Returned at 99 s, a loss seen at 99.5 s: tested.
+        assert!(must_test(s(1), s(100), Some(Duration::from_millis(99_500))));
+        // Returned at 99 s, after a loss seen at 98 s: its return test was later.
+        assert!(!must_test(s(1), s(100), Some(s(98))));
+    }
 
     #[test]
     fn database_name_is_replaced() {

@@ -64,6 +64,7 @@ pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationT
         let mut listener = match connect(&pool).await {
             Ok(listener) => listener,
             Err(error) => {
+                crate::db::connection_lost();
                 tracing::warn!(%error, "cannot listen for pump signals; polling only");
                 tokio::select! {
                     _ = cancel.cancelled() => return,
@@ -87,9 +88,14 @@ pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationT
                     _ => {}
                 },
                 // The connection was lost and is re-established by the listener:
-                // what was sent meanwhile is lost, so every waiter looks now.
-                Ok(None) => pump.elsewhere.notify_waiters(),
+                // what was sent meanwhile is lost, so every waiter looks now; the
+                // pool's other connections may be lost too.
+                Ok(None) => {
+                    crate::db::connection_lost();
+                    pump.elsewhere.notify_waiters();
+                }
                 Err(error) => {
+                    crate::db::connection_lost();
                     tracing::warn!(%error, "pump signals interrupted");
                     break;
                 }
