@@ -27,7 +27,10 @@ const PLAN: &[(&str, &str)] = &[
     ("chain", "--duration 2s --clients 8 --backlog 20000"),
     ("tables", "--records 20000 --pages 50"),
     ("menu", "--tasks 2000 --enabled 100 --pages 100"),
-    ("runs", "--submitters 20 --repeats 2 --runs 12"),
+    (
+        "runs",
+        "--submitters 20 --repeats 2 --runs 12 --history 20000",
+    ),
     ("long-transaction", "--hold-seconds 5 --burst 5"),
     ("migration", "--records 50000 --clients 4 --baseline 2s"),
     (

@@ -9,6 +9,7 @@ mod catchup;
 mod chain;
 mod computed;
 mod connections;
+mod history;
 mod http;
 mod long_transaction;
 mod menu;

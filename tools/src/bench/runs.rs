@@ -3,11 +3,12 @@
 //! excluded) at 20 concurrent submitters, p50 and p99; (b) the wall time of our full
 //! run of a trivial script against a bare `buildah from` + `buildah run` +
 //! `buildah rm` of the same script in the same image, the two in turn; (c) runs completed per minute
-//! with the default concurrency.
+//! with the default concurrency; (d) reads over a long run history (`history.rs`).
 //!
 //! An in-process server with its workers on a scratch database builds a curated
 //! busybox image, then everything goes through the HTTP API as a client would.
 
+use super::history::{self, History};
 use super::report::{Figure, Report};
 use super::server::{Server, with_workers};
 use super::stats::percentile;
@@ -34,6 +35,9 @@ pub struct RunsArgs {
     /// Runs of (c) (at most the on-prem company queue, 20, are queued at once).
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
+    /// Runs of history (d) adds before its reads.
+    #[arg(long, default_value_t = 100_000)]
+    pub history: usize,
 }
 
 const SCRIPT: &str = "echo hi";
@@ -208,6 +212,7 @@ struct Figures {
     per_minute: f64,
     /// The executor's steps of (c)'s runs.
     burst_steps: Steps,
+    history: History,
 }
 
 /// Times `step` and adds it to `into` (a bare run's steps, one run each).
@@ -288,6 +293,11 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
     let burst: Vec<Value> = burst.into_iter().map(|(run, _)| run).collect();
     let finished = until_terminal(server, &ids(&burst)?).await?;
     let per_minute = args.runs as f64 * 60.0 / (finished - started).as_secs_f64();
+    let burst_steps = StepTotals::now().since(&before);
+
+    // (d) reads over a long run history made of copies of one of (c)'s runs.
+    let held = async || held_burst(server, &client, &version, 1).await;
+    let history = history::measure(server, &client, ids(&burst)?[0], args.history, held).await?;
     Ok(Figures {
         submit_cold,
         submit_alone,
@@ -298,7 +308,8 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
         bare,
         bare_steps,
         per_minute,
-        burst_steps: StepTotals::now().since(&before),
+        burst_steps,
+        history,
     })
 }
 
@@ -432,6 +443,7 @@ pub async fn run(target_url: &str, args: &RunsArgs) -> anyhow::Result<Report> {
             ">= 600",
         ),
     ]);
+    figures.extend(f.history.report());
     Ok(figures)
 }
 
