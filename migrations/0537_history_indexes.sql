@@ -38,7 +38,7 @@ CREATE INDEX custom_table_agent_deliveries_open
 -- A table's callback tokens as moderators list them, without the writeback tokens
 -- every run mints. 200,000 tokens: 25 ms -> 0.5 ms.
 CREATE INDEX callback_tokens_minted
-    ON callback_tokens (table_id, created_at DESC, id) WHERE run_id IS NULL;
+    ON callback_tokens (table_id, created_at DESC, id DESC) WHERE run_id IS NULL;
 
 -- `GET /environments` lists the company's environments and the curated ones: the
 -- `OR` read every company's. 100,000 environments: 11.6 ms -> 0.19 ms.

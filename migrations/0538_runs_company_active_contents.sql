@@ -6,3 +6,6 @@
 -- company's own bound.
 CREATE INDEX runs_company_active_contents ON runs (company_id, terminal_at)
     WHERE content_state = 'active' AND terminal_at IS NOT NULL;
+
+-- Nothing reads runs by `terminal_at` alone any more.
+DROP INDEX runs_retention;

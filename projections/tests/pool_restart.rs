@@ -9,7 +9,7 @@ use projections::db::{self, embedded::EmbeddedPostgres};
 use projections::pump::{Pump, PumpConfig};
 use tokio_util::sync::CancellationToken;
 
-/// Statements taking the pool's connections at once, so each is a different one.
+/// Statements taking the pool's connections at once (so most take a different one).
 async fn busy(pool: &sqlx::PgPool, connections: usize) -> Vec<sqlx::Result<i32>> {
     futures::future::join_all((0..connections).map(|_| async {
         sqlx::query_scalar::<_, i32>("SELECT 1 FROM pg_sleep(0.05)")

@@ -91,6 +91,43 @@ async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
 }
 
 /// Builds a version of `env` and waits for it; answers its id and image.
+/// A company whose operator set limits before it recorded a policy has a settings
+/// row without one: its runs keep the default 30 days, not the row's empty 0.
+#[tokio::test]
+async fn operator_limits_alone_do_not_shorten_retention() {
+    let app = TestApp::without_executor().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    app.set_limits(seed.company("acme"), |l| l.run_concurrency_limit = 5)
+        .await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = crate::tasks::ready_environment_version(&boss).await;
+    let (_, version) = runnable(&boss, &ready, "echo hi\n", body!({})).await;
+    let (status, run) = submit(
+        &member,
+        &lab,
+        "k1",
+        body!({"task_version_id": version, "input": {}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{run}");
+    let run_id = run["id"].as_str().unwrap().to_string();
+    let path = format!("/chatrooms/{lab}/runs/{run_id}/cancel");
+    assert_eq!(member.post(&path, body!({})).await.0, 200);
+    sqlx::query("UPDATE runs SET terminal_at = now() - interval '2 days' WHERE id = $1::uuid")
+        .bind(&run_id)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+
+    sweep(&app).await;
+    let (_, content) = member
+        .get(&format!("/chatrooms/{lab}/runs/{run_id}/content"))
+        .await;
+    assert_eq!(content["state"], "active", "{content}");
+    assert!(notified(&member, "run_content_expired").await.is_empty());
+    assert!(notified(&member, "run_content_expiring").await.is_empty());
+}
+
 async fn built(app: &TestApp, boss: &Caller<'_>, env: &str) -> (String, String) {
     let version = boss.version(env, busybox_context("", &[])).await;
     let attempt = boss.build(env, &version).await;

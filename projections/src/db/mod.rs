@@ -27,20 +27,29 @@ fn clock() -> Duration {
     ORIGIN.get_or_init(Instant::now).elapsed()
 }
 
-/// Records that the server dropped a connection (a restart, a failover,
-/// `pg_terminate_backend`): every connection returned to a pool before now is
-/// tested when next taken, however recently it was returned. The pump's signal
-/// listener calls it, its connection being the one always reading.
+/// Records that the server dropped a connection: every connection returned to a
+/// pool before now is tested when next taken, however recently it was returned.
+/// The pump's signal listener calls it when its own connection is lost or cannot
+/// be opened (a restart ends every session, the listener's first, since it is the
+/// one always reading); a session ended alone, or a network that drops packets
+/// without a reset, is not seen here.
 pub fn connection_lost() {
     let now = u64::try_from(clock().as_nanos()).unwrap_or(u64::MAX);
-    LOST_AT.store(now.max(1), Ordering::SeqCst);
+    LOST_AT.fetch_max(now.max(1), Ordering::SeqCst);
 }
+
+/// How late a connection's return may be computed (sqlx measures `idle_for`
+/// before the acquire hook reads the clock): one returned this little after a
+/// loss is tested too.
+const RETURN_SLACK: Duration = Duration::from_millis(100);
 
 /// Whether a connection idle for `idle_for` is tested before it is handed out:
 /// when it has been idle past [`TRUSTED_IDLE`], or when it was returned (and passed
-/// its test on return) no later than the last connection loss.
+/// its test on return) no later than the last connection loss (give or take
+/// [`RETURN_SLACK`]).
 fn must_test(idle_for: Duration, now: Duration, lost_at: Option<Duration>) -> bool {
-    idle_for > TRUSTED_IDLE || lost_at.is_some_and(|lost| now.saturating_sub(idle_for) <= lost)
+    idle_for > TRUSTED_IDLE
+        || lost_at.is_some_and(|lost| now.saturating_sub(idle_for) <= lost + RETURN_SLACK)
 }
 
 /// Opens a pool, failing with a readable message when the database is unreachable
@@ -138,6 +147,8 @@ mod tests {
         assert!(must_test(s(1), s(100), Some(Duration::from_millis(99_500))));
         // Returned at 99 s, after a loss seen at 98 s: its return test was later.
         assert!(!must_test(s(1), s(100), Some(s(98))));
+        // Returned within the slack after the loss: tested all the same.
+        assert!(must_test(s(1), s(100), Some(Duration::from_millis(98_950))));
     }
 
     #[test]

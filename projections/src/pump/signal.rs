@@ -106,6 +106,9 @@ pub(super) async fn listen(pump: Weak<Pump>, pool: PgPool, cancel: CancellationT
 
 async fn connect(pool: &PgPool) -> sqlx::Result<PgListener> {
     let mut listener = PgListener::connect_with(pool).await?;
+    // Report a lost connection before reconnecting (sqlx reconnects inside
+    // `try_recv` by default, so the report waited for a new connection).
+    listener.eager_reconnect(false);
     listener.listen(CHANNEL).await?;
     Ok(listener)
 }

@@ -10,6 +10,7 @@
 use super::report::Figure;
 use super::server::Server;
 use super::stats::percentile;
+use anyhow::Context;
 use cqrs_es::persist::SerializedEvent;
 use projections::store::LogRepository;
 use serde_json::Value;
@@ -103,10 +104,11 @@ async fn fill(server: &Server, template: Uuid, copies: usize) -> anyhow::Result<
     let template = template.to_string();
     for chunk in (0..copies).collect::<Vec<_>>().chunks(CHUNK) {
         let mut batch = Vec::with_capacity(chunk.len() * events.len());
-        for _ in chunk {
+        for &copy in chunk {
             let id = Uuid::new_v4().to_string();
             for (sequence, event_type, event_version, payload, metadata) in &events {
                 let payload = payload.to_string().replace(&template, &id);
+                let metadata = earlier(metadata, copy as i64)?;
                 batch.push(SerializedEvent::new(
                     id.clone(),
                     *sequence as usize,
@@ -114,7 +116,7 @@ async fn fill(server: &Server, template: Uuid, copies: usize) -> anyhow::Result<
                     event_type.clone(),
                     event_version.clone(),
                     serde_json::from_str(&payload)?,
-                    metadata.clone(),
+                    metadata,
                 ));
             }
         }
@@ -135,6 +137,18 @@ async fn fill(server: &Server, template: Uuid, copies: usize) -> anyhow::Result<
     server.state.bus.pump().drain().await;
     sqlx::query("VACUUM (ANALYZE) runs").execute(pool).await?;
     Ok(per_second)
+}
+
+/// The event's metadata with its `time` (which the read models take their times
+/// from) `seconds` earlier: each copy ran a second before the one after it.
+fn earlier(metadata: &Value, seconds: i64) -> anyhow::Result<Value> {
+    let mut metadata = metadata.clone();
+    let time = metadata["time"]
+        .as_str()
+        .context("an event's metadata has no time")?;
+    let time = chrono::DateTime::parse_from_rfc3339(time)? - chrono::Duration::seconds(seconds);
+    metadata["time"] = Value::String(time.to_rfc3339());
+    Ok(metadata)
 }
 
 /// Times `samples` requests of `GET /runs?page_size=20`, one after another; sorted.

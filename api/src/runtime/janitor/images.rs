@@ -17,7 +17,7 @@ use uuid::Uuid;
 const UNREFERENCED: &str = "
     SELECT v.id, v.company_id, v.image
       FROM environment_versions v
-      LEFT JOIN company_settings s ON s.company_id = v.company_id
+      LEFT JOIN company_settings s ON s.company_id = v.company_id AND s.recorded
      WHERE v.state = 'archived' AND v.image IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM task_versions t
                         WHERE t.environment_version_id = v.id AND t.state <> 'archived')

@@ -27,11 +27,13 @@ struct ExpiredRun {
 ///
 /// Retention differs per company, so the runs are read company by company, each
 /// an index range up to its own bound (`runs_company_active_contents`): read in one
-/// range of `terminal_at`, a pass walked every run whose contents are active.
+/// range of `terminal_at`, a pass walked every run whose contents are active. A
+/// company that has not recorded a policy keeps the default 30 days (its settings
+/// row may exist for operator limits alone, with no retention in it).
 pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
     let expired: Vec<ExpiredRun> = sqlx::query_as(
         "SELECT r.id, r.company_id, r.input_key, r.log_key, r.output_key, r.bundle_key
-           FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id
+           FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id AND s.recorded
            CROSS JOIN LATERAL (
                 SELECT * FROM runs r
                  WHERE r.company_id = c.id AND r.content_state = 'active' AND r.terminal_at IS NOT NULL
@@ -80,18 +82,19 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
 
 /// Warns the submitters of ended runs whose contents expire within
 /// [`WARNING_LEAD`] (once a run; a run already past its retention is expired, not
-/// warned). Read company by company as [`expire`] does; the range's bound is a day
-/// wider than the window, which the exact test then narrows (a day of the session's
-/// time zone may be 23 or 25 hours).
+/// warned). Read company by company as [`expire`] does; the range's bounds are a
+/// day wider than the window, which the exact test then narrows (a day of the
+/// session's time zone may be 23 or 25 hours).
 pub(super) async fn warn(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
     let expiring: Vec<(Uuid, Uuid, DateTime<Utc>)> = sqlx::query_as(
         "SELECT r.id, r.company_id, r.expires_at
-           FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id
+           FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id AND s.recorded
            CROSS JOIN LATERAL (
                 SELECT r.id, r.company_id, r.terminal_at,
                        r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) AS expires_at
                   FROM runs r
                  WHERE r.company_id = c.id AND r.content_state = 'active' AND r.terminal_at IS NOT NULL
+                   AND r.terminal_at >= $1 - make_interval(days => coalesce(s.run_content_retention_days, 30) + 1)
                    AND r.terminal_at <= $1 + $2 - make_interval(days => coalesce(s.run_content_retention_days, 30) - 1)
                    AND r.content_expiring_at IS NULL
                    AND r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) BETWEEN $1 AND $1 + $2
