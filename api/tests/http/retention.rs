@@ -37,16 +37,14 @@ async fn sweep(app: &TestApp) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
-    let app = TestApp::without_executor().await;
-    let (seed, boss, _, member) = callers(&app).await;
-    let lab = seed.room("acme", "lab").to_string();
-    let ready = crate::tasks::ready_environment_version(&boss).await;
-    let (_, version) = runnable(&boss, &ready, "echo hi\n", body!({})).await;
+/// A run of `member` in `lab` of a version `boss` published, cancelled (so ended);
+/// answers its id.
+async fn ended_run(boss: &Caller<'_>, member: &Caller<'_>, lab: &str) -> String {
+    let ready = crate::tasks::ready_environment_version(boss).await;
+    let (_, version) = runnable(boss, &ready, "echo hi\n", body!({})).await;
     let (status, run) = submit(
-        &member,
-        &lab,
+        member,
+        lab,
         "k1",
         body!({"task_version_id": version, "input": {}}),
     )
@@ -55,6 +53,15 @@ async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
     let run_id = run["id"].as_str().unwrap().to_string();
     let path = format!("/chatrooms/{lab}/runs/{run_id}/cancel");
     assert_eq!(member.post(&path, body!({})).await.0, 200);
+    run_id
+}
+
+#[tokio::test]
+async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
+    let app = TestApp::without_executor().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let run_id = ended_run(&boss, &member, &lab).await;
     let backdate = |age: &'static str| {
         sqlx::query("UPDATE runs SET terminal_at = now() - $2::interval WHERE id = $1::uuid")
             .bind(run_id.clone())
@@ -90,7 +97,6 @@ async fn the_submitter_is_warned_a_day_before_run_contents_expire() {
     assert_eq!(notified(&member, "run_content_expired").await.len(), 1);
 }
 
-/// Builds a version of `env` and waits for it; answers its id and image.
 /// A company whose operator set limits before it recorded a policy has a settings
 /// row without one: its runs keep the default 30 days, not the row's empty 0.
 #[tokio::test]
@@ -100,19 +106,7 @@ async fn operator_limits_alone_do_not_shorten_retention() {
     app.set_limits(seed.company("acme"), |l| l.run_concurrency_limit = 5)
         .await;
     let lab = seed.room("acme", "lab").to_string();
-    let ready = crate::tasks::ready_environment_version(&boss).await;
-    let (_, version) = runnable(&boss, &ready, "echo hi\n", body!({})).await;
-    let (status, run) = submit(
-        &member,
-        &lab,
-        "k1",
-        body!({"task_version_id": version, "input": {}}),
-    )
-    .await;
-    assert_eq!(status, 200, "{run}");
-    let run_id = run["id"].as_str().unwrap().to_string();
-    let path = format!("/chatrooms/{lab}/runs/{run_id}/cancel");
-    assert_eq!(member.post(&path, body!({})).await.0, 200);
+    let run_id = ended_run(&boss, &member, &lab).await;
     sqlx::query("UPDATE runs SET terminal_at = now() - interval '2 days' WHERE id = $1::uuid")
         .bind(&run_id)
         .execute(&app.db.pool)
@@ -128,6 +122,7 @@ async fn operator_limits_alone_do_not_shorten_retention() {
     assert!(notified(&member, "run_content_expiring").await.is_empty());
 }
 
+/// Builds a version of `env` and waits for it; answers its id and image.
 async fn built(app: &TestApp, boss: &Caller<'_>, env: &str) -> (String, String) {
     let version = boss.version(env, busybox_context("", &[])).await;
     let attempt = boss.build(env, &version).await;
