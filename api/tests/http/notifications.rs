@@ -98,6 +98,13 @@ async fn users_read_their_notifications_mark_them_and_stream_new_ones() {
     assert_eq!(terminal["payload"]["terminal_class"], "cancelled");
     assert_eq!(terminal["read"], false);
     assert_eq!(events(&get(&dm, CENTER).await.1), vec!["build_ready"]);
+    // A company manager is addressed twice by the build (as a company user and as
+    // a manager); they see it, and count it, once.
+    assert_eq!(events(&get(&boss, CENTER).await.1), vec!["build_ready"]);
+    assert_eq!(
+        get(&boss, &format!("{CENTER}/unread-count")).await.1["unread"],
+        1
+    );
     let ceo = Caller {
         app: &app,
         token: seed.token("globex", "ceo"),
@@ -153,13 +160,18 @@ async fn users_read_their_notifications_mark_them_and_stream_new_ones() {
         .parse()
         .unwrap();
     sqlx::query(
-        "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at, position)
-         SELECT $1, $2, 'run_terminal', $3, '{}', now() - interval '1 hour', max(position) + 1
-           FROM notifications",
+        "WITH n AS (
+             INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at, position)
+             SELECT $1, $2, 'run_terminal', $3, '{}', now() - interval '1 hour', max(position) + 1
+               FROM notifications
+             RETURNING id, company_id, created_at, position)
+         INSERT INTO notification_recipients (notification_id, company_id, scope, target_id, created_at, position)
+         SELECT id, company_id, 'user', $4, created_at, position FROM n",
     )
     .bind(uuid::Uuid::new_v4())
     .bind(company)
     .bind(body!([{"scope": "user", "id": member_id}]))
+    .bind(member_id)
     .execute(&app.db.pool)
     .await
     .unwrap();
@@ -178,5 +190,4 @@ async fn users_read_their_notifications_mark_them_and_stream_new_ones() {
     assert_eq!(client.status().as_u16(), 403);
     let anonymous = app.request(Method::GET, CENTER).send().await.unwrap();
     assert_eq!(anonymous.status().as_u16(), 418);
-    let _ = boss;
 }

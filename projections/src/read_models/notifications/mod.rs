@@ -4,12 +4,14 @@
 //! and the company managers; by a curated environment's new ready version
 //! (`curated_environment_published`, to the companies pinning it, [`pins`]); by
 //! runs ([`runs`]: `run_terminal`, `run_content_expiring`, `run_content_expired`,
-//! to the submitter); and what each user read ([`inbox`]). The notification
-//! center reads them through [`query`].
+//! to the submitter); who each is addressed to, one row per recipient
+//! ([`recipients`]); and what each user read ([`inbox`]). The notification center
+//! reads them through [`query`].
 
 mod inbox;
 mod pins;
 pub mod query;
+mod recipients;
 mod runs;
 
 use super::{RowSet, Table};
@@ -241,6 +243,7 @@ impl Projection for NotificationsProjection {
             "notification_task_pins",
             "notification_reads",
             "notification_read_marks",
+            "notification_recipients",
         ]
     }
 
@@ -255,7 +258,7 @@ impl Projection for NotificationsProjection {
     }
 
     async fn apply(&self, conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
-        runs::apply(conn, events).await?;
+        let mut stored = runs::apply(conn, events).await?;
         inbox::apply(conn, events).await?;
         let mut decoded = Vec::new();
         for event in events {
@@ -363,6 +366,9 @@ impl Projection for NotificationsProjection {
         pins.store(conn).await?;
         VERSIONS.store(conn, versions).await?;
         OWNERS.store(conn, owners).await?;
-        NOTIFICATIONS.store(conn, notifications).await
+        stored.extend(notifications.rows().map(|n| n.id));
+        NOTIFICATIONS.store(conn, notifications).await?;
+        recipients::store(conn, &stored).await?;
+        Ok(())
     }
 }

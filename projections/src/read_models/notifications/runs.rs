@@ -11,11 +11,16 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-/// Applies the run events of a batch, in log order. Submissions that follow one
-/// another (a burst of admissions) are remembered in one statement; any other run
-/// event first writes what waits, since it reads the submitter back.
-pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> anyhow::Result<()> {
+/// Applies the run events of a batch, in log order, and returns the notifications
+/// raised. Submissions that follow one another (a burst of admissions) are
+/// remembered in one statement; any other run event first writes what waits, since
+/// it reads the submitter back.
+pub(super) async fn apply(
+    conn: &mut PgConnection,
+    events: &[StoredEvent],
+) -> anyhow::Result<Vec<Uuid>> {
     let mut submitters = Vec::new();
+    let mut raised = Vec::new();
     for event in events {
         let Some(decoded) = event.decode::<Run>()? else {
             continue;
@@ -33,23 +38,21 @@ pub(super) async fn apply(conn: &mut PgConnection, events: &[StoredEvent]) -> an
             continue;
         }
         remember(conn, &mut submitters).await?;
-        match decoded {
-            RunEvent::RunFinished(ended) => {
-                let payload = json!({"terminal_class": ended.terminal_class,
-                                     "error_code": ended.error_code});
-                notify(conn, event, run_id, "run_terminal", payload).await?;
-            }
+        let (kind, payload) = match decoded {
+            RunEvent::RunFinished(ended) => (
+                "run_terminal",
+                json!({"terminal_class": ended.terminal_class, "error_code": ended.error_code}),
+            ),
             RunEvent::RunContentExpiring { expires_at } => {
-                let payload = json!({"expires_at": expires_at});
-                notify(conn, event, run_id, "run_content_expiring", payload).await?;
+                ("run_content_expiring", json!({"expires_at": expires_at}))
             }
-            RunEvent::RunContentExpired => {
-                notify(conn, event, run_id, "run_content_expired", json!({})).await?;
-            }
-            _ => {}
-        }
+            RunEvent::RunContentExpired => ("run_content_expired", json!({})),
+            _ => continue,
+        };
+        raised.extend(notify(conn, event, run_id, kind, payload).await?);
     }
-    remember(conn, &mut submitters).await
+    remember(conn, &mut submitters).await?;
+    Ok(raised)
 }
 
 /// Rows per statement (six parameters each, well below PostgreSQL's 65,535).
@@ -88,14 +91,15 @@ struct Submitter {
     principal_id: Uuid,
 }
 
-/// Stores one notification about a run for its submitter.
+/// Stores one notification about a run for its submitter; returns its id, or
+/// nothing for a run whose submission this projection did not see.
 async fn notify(
     conn: &mut PgConnection,
     event: &StoredEvent,
     run_id: Uuid,
     kind: &str,
     mut payload: Value,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Uuid>> {
     let submitter: Option<Submitter> = sqlx::query_as(
         "SELECT run_id, company_id, chatroom_id, task_id, principal_type, principal_id
            FROM notification_runs WHERE run_id = $1",
@@ -104,20 +108,18 @@ async fn notify(
     .fetch_optional(&mut *conn)
     .await?;
     let Some(submitter) = submitter else {
-        return Ok(());
+        return Ok(None);
     };
     payload["run_id"] = json!(run_id);
     payload["chatroom_id"] = json!(submitter.chatroom_id);
     payload["task_id"] = json!(submitter.task_id);
     let recipients = json!([{"scope": submitter.principal_type, "id": submitter.principal_id}]);
+    let id = domain::ids::derive("notification", &[kind, &run_id.to_string()]);
     sqlx::query(
         "INSERT INTO notifications (id, company_id, kind, recipients, payload, created_at, position)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
     )
-    .bind(domain::ids::derive(
-        "notification",
-        &[kind, &run_id.to_string()],
-    ))
+    .bind(id)
     .bind(submitter.company_id)
     .bind(kind)
     .bind(recipients)
@@ -126,5 +128,5 @@ async fn notify(
     .bind(event.position)
     .execute(&mut *conn)
     .await?;
-    Ok(())
+    Ok(Some(id))
 }
