@@ -9,11 +9,12 @@ use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use chrono::{DateTime, Utc};
 use domain::environments::version::{EnvironmentVersion, VersionCommand};
+use domain::settings::PolicyValues;
 use uuid::Uuid;
 
 /// Archived versions holding an image, unreferenced since (the latest of the
 /// version's archive and its pinning task versions' archives) before `$1` minus
-/// the retention.
+/// the retention (`$2` days without a recorded policy).
 const UNREFERENCED: &str = "
     SELECT v.id, v.company_id, v.image
       FROM environment_versions v
@@ -25,7 +26,7 @@ const UNREFERENCED: &str = "
                         WHERE t.environment_version_id = v.id AND r.terminal_at IS NULL)
        AND greatest(v.updated_at,
                     (SELECT max(t.updated_at) FROM task_versions t WHERE t.environment_version_id = v.id))
-           < $1 - make_interval(days => coalesce(s.unreferenced_image_retention_days, 30))
+           < $1 - make_interval(days => coalesce(s.unreferenced_image_retention_days, $2))
      ORDER BY v.updated_at LIMIT 100";
 
 /// Deletes the images past their retention, then records each removal. A crash
@@ -35,6 +36,7 @@ const UNREFERENCED: &str = "
 pub(super) async fn remove_unreferenced(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
     let unreferenced: Vec<(Uuid, Option<Uuid>, String)> = sqlx::query_as(UNREFERENCED)
         .bind(now)
+        .bind(PolicyValues::DEFAULT_RETENTION_DAYS)
         .fetch_all(&state.pool)
         .await?;
     if unreferenced.is_empty() {

@@ -6,6 +6,7 @@ use super::metadata;
 use crate::runtime::Runtime;
 use chrono::{DateTime, Utc};
 use domain::runs::run::{Run, RunCommand};
+use domain::settings::PolicyValues;
 use uuid::Uuid;
 
 /// How long before the end of retention the submitter is warned.
@@ -28,20 +29,23 @@ struct ExpiredRun {
 /// Retention differs per company, so the runs are read company by company, each
 /// an index range up to its own bound (`runs_company_active_contents`): read in one
 /// range of `terminal_at`, a pass walked every run whose contents are active. A
-/// company that has not recorded a policy keeps the default 30 days (its settings
-/// row may exist for operator limits alone, with no retention in it).
+/// company that has not recorded a policy keeps the default
+/// ([`PolicyValues::DEFAULT_RETENTION_DAYS`]; its settings row may exist for
+/// operator limits alone, with no retention in it).
 pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
     let expired: Vec<ExpiredRun> = sqlx::query_as(
         "SELECT r.id, r.company_id, r.input_key, r.log_key, r.output_key, r.bundle_key
            FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id AND s.recorded
+           CROSS JOIN LATERAL (SELECT make_interval(days => coalesce(s.run_content_retention_days, $2))) kept(days)
            CROSS JOIN LATERAL (
                 SELECT * FROM runs r
                  WHERE r.company_id = c.id AND r.content_state = 'active' AND r.terminal_at IS NOT NULL
-                   AND r.terminal_at < $1 - make_interval(days => coalesce(s.run_content_retention_days, 30))
+                   AND r.terminal_at < $1 - kept.days
                  ORDER BY r.terminal_at LIMIT 500) r
           ORDER BY r.terminal_at LIMIT 500",
     )
     .bind(now)
+    .bind(PolicyValues::DEFAULT_RETENTION_DAYS)
     .fetch_all(&state.pool)
     .await?;
     for run in expired {
@@ -89,20 +93,21 @@ pub(super) async fn warn(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<
     let expiring: Vec<(Uuid, Uuid, DateTime<Utc>)> = sqlx::query_as(
         "SELECT r.id, r.company_id, r.expires_at
            FROM companies c LEFT JOIN company_settings s ON s.company_id = c.id AND s.recorded
+           CROSS JOIN LATERAL (SELECT make_interval(days => coalesce(s.run_content_retention_days, $3))) kept(days)
            CROSS JOIN LATERAL (
-                SELECT r.id, r.company_id, r.terminal_at,
-                       r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) AS expires_at
+                SELECT r.id, r.company_id, r.terminal_at, r.terminal_at + kept.days AS expires_at
                   FROM runs r
                  WHERE r.company_id = c.id AND r.content_state = 'active' AND r.terminal_at IS NOT NULL
-                   AND r.terminal_at >= $1 - make_interval(days => coalesce(s.run_content_retention_days, 30) + 1)
-                   AND r.terminal_at <= $1 + $2 - make_interval(days => coalesce(s.run_content_retention_days, 30) - 1)
+                   AND r.terminal_at >= $1 - kept.days - interval '1 day'
+                   AND r.terminal_at <= $1 + $2 - kept.days + interval '1 day'
                    AND r.content_expiring_at IS NULL
-                   AND r.terminal_at + make_interval(days => coalesce(s.run_content_retention_days, 30)) BETWEEN $1 AND $1 + $2
+                   AND r.terminal_at + kept.days BETWEEN $1 AND $1 + $2
                  ORDER BY r.terminal_at LIMIT 500) r
           ORDER BY r.terminal_at LIMIT 500",
     )
     .bind(now)
     .bind(WARNING_LEAD)
+    .bind(PolicyValues::DEFAULT_RETENTION_DAYS)
     .fetch_all(&state.pool)
     .await?;
     for (id, company, expires_at) in expiring {
