@@ -319,3 +319,77 @@ async fn a_rebuild_resumed_after_a_server_restart_starts_over() {
     .unwrap();
     assert_eq!(persistence, ["p"], "swapped-in tables are logged");
 }
+
+/// A migration that runs while a rebuild is under way (here: an index added to a
+/// live table) must survive it. The swap refuses copies made before the migration
+/// and leaves the live tables as they are; the rebuild, resumed, starts over on
+/// copies of today's tables and swaps in a model with the new index.
+#[tokio::test]
+async fn a_rebuild_whose_copies_predate_a_migration_starts_over_instead_of_losing_it() {
+    let db = TestDatabase::fresh().await;
+    let bus = bus(&db.pool).await;
+    populate(&bus, 20).await;
+    let before = digest(&db.pool, "public").await;
+    let job = Rebuild::start(&db.pool, directory(), Target::Swap)
+        .await
+        .unwrap()
+        .with_batch(5);
+    sqlx::query("CREATE INDEX users_by_name ON users (username)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let refused = job
+        .run(&CancellationToken::new(), |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("the indexes of users changed"),
+        "{refused:#}"
+    );
+    assert!(
+        index_names(&db.pool)
+            .await
+            .contains(&"users_by_name".to_string())
+    );
+    assert_eq!(
+        digest(&db.pool, "public").await,
+        before,
+        "live is untouched"
+    );
+
+    // Interrupted after a batch, then migrated again: a resume starts over.
+    let job = Rebuild::resume(&db.pool, directory()).await.unwrap();
+    assert_eq!(
+        job.position(),
+        0,
+        "copies of today's tables, from the start"
+    );
+    let cancel = CancellationToken::new();
+    let job = job.with_batch(5);
+    let outcome = job.run(&cancel, |_, _| cancel.cancel()).await.unwrap();
+    assert!(
+        matches!(outcome, Outcome::Interrupted(p) if p > 0),
+        "{outcome:?}"
+    );
+    sqlx::query("ALTER TABLE chatrooms ADD COLUMN topic text NOT NULL DEFAULT ''")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let job = Rebuild::resume(&db.pool, directory()).await.unwrap();
+    assert_eq!(job.position(), 0, "the columns of chatrooms changed");
+    let outcome = job.run(&CancellationToken::new(), |_, _| {}).await.unwrap();
+    assert_eq!(outcome, Outcome::Swapped(22));
+    assert!(
+        index_names(&db.pool)
+            .await
+            .contains(&"users_by_name".to_string())
+    );
+    let topic: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM information_schema.columns
+          WHERE table_schema = 'public' AND table_name = 'chatrooms' AND column_name = 'topic'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(topic, 1, "the new column survived the swap");
+}

@@ -356,7 +356,8 @@ async fn begin(
 }
 
 /// Under the lock: reads an interrupted rebuild's checkpoint, starting it over when
-/// the server restarted since its last batch.
+/// the server restarted since its last batch, or when a migration changed the live
+/// tables since their copies were made.
 async fn take_up(
     conn: &mut PgConnection,
     projection: &Arc<dyn Projection>,
@@ -370,20 +371,19 @@ async fn take_up(
     .await?;
     let (schema, mut position, until) =
         row.with_context(|| format!("no rebuild of {} is in progress", projection.name()))?;
-    if position > 0 && server_restarted_since(conn, projection.name()).await? {
+    let drift = shadow::drift(conn, &live, &schema, projection.tables()).await?;
+    if !drift.is_empty() {
+        tracing::warn!(
+            projection = projection.name(),
+            drift = drift.join("; "),
+            "the live tables changed since the rebuild began: it starts over"
+        );
+        start_over(conn, projection.as_ref(), &live, &schema).await?;
+        position = 0;
+    } else if position > 0 && server_restarted_since(conn, projection.name()).await? {
         // Crash recovery empties unlogged tables: the shadow may no longer hold
         // what its checkpoint says, so the rebuild starts over.
-        let mut tx = conn.begin().await?;
-        let tables = projection.owned_tables(&mut tx, &schema).await?;
-        shadow::drop(&mut tx, &schema, &tables).await?;
-        shadow::create(&mut tx, &live, &schema, projection.tables()).await?;
-        sqlx::query(
-            "UPDATE projection_rebuilds SET position = 0, updated_at = now() WHERE name = $1",
-        )
-        .bind(projection.name())
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        start_over(conn, projection.as_ref(), &live, &schema).await?;
         position = 0;
     }
     Ok(Place {
@@ -393,6 +393,26 @@ async fn take_up(
         until,
         position,
     })
+}
+
+/// Makes the shadow tables anew, as copies of today's live tables, and sets the
+/// rebuild's checkpoint back to the start of the log.
+async fn start_over(
+    conn: &mut PgConnection,
+    projection: &dyn Projection,
+    live: &str,
+    schema: &str,
+) -> anyhow::Result<()> {
+    let mut tx = conn.begin().await?;
+    let tables = projection.owned_tables(&mut tx, schema).await?;
+    shadow::drop(&mut tx, schema, &tables).await?;
+    shadow::create(&mut tx, live, schema, projection.tables()).await?;
+    sqlx::query("UPDATE projection_rebuilds SET position = 0, updated_at = now() WHERE name = $1")
+        .bind(projection.name())
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Under the lock: removes an interrupted rebuild's checkpoint and shadow tables;

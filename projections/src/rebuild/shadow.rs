@@ -106,6 +106,62 @@ async fn name_indexes_like(
     Ok(())
 }
 
+/// What differs between live tables and their copies in the shadow schema: each
+/// table's columns (with type, nullability and default) and its indexes (by
+/// shape, as [`create`] matches them). The copies were made when the rebuild
+/// began; a migration that ran since (a new index, column or table) would be lost
+/// in the swap, so a rebuild whose copies drifted starts over. Empty when they
+/// match.
+pub async fn drift(
+    conn: &mut PgConnection,
+    live: &str,
+    shadow: &str,
+    tables: &[&str],
+) -> anyhow::Result<Vec<String>> {
+    let shapes: Vec<(String, String, Vec<String>, Vec<String>)> = sqlx::query_as(
+        "SELECT n.nspname::text, c.relname::text,
+                coalesce((SELECT array_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                                           || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+                                           || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
+                                           ORDER BY a.attname)
+                            FROM pg_attribute a
+                            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '{}'),
+                coalesce((SELECT array_agg(shape ORDER BY shape) FROM (
+                              SELECT CASE WHEN i.indisunique THEN 'unique ' ELSE '' END
+                                     || split_part(pg_get_indexdef(i.indexrelid), ' USING ', 2) AS shape
+                                FROM pg_index i WHERE i.indrelid = c.oid) s), '{}')
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = ANY($1) AND c.relname = ANY($2) AND c.relkind IN ('r', 'p')",
+    )
+    .bind([live, shadow])
+    .bind(tables)
+    .fetch_all(&mut *conn)
+    .await?;
+    let shape_in = |schema: &str, table: &str| {
+        shapes
+            .iter()
+            .find(|(s, t, _, _)| s == schema && t == table)
+            .map(|(_, _, columns, indexes)| (columns, indexes))
+    };
+    let mut drifted = Vec::new();
+    for table in tables {
+        match (shape_in(live, table), shape_in(shadow, table)) {
+            (Some(_), None) => drifted.push(format!("{table} has no copy")),
+            (Some((live_columns, live_indexes)), Some((columns, indexes))) => {
+                if live_columns != columns {
+                    drifted.push(format!("the columns of {table} changed"));
+                }
+                if live_indexes != indexes {
+                    drifted.push(format!("the indexes of {table} changed"));
+                }
+            }
+            (None, _) => drifted.push(format!("{table} is not a live table any more")),
+        }
+    }
+    Ok(drifted)
+}
+
 /// Makes every table of the projection in the shadow schema logged (one pass over
 /// each table), so the swapped-in or point-in-time tables survive a crash.
 pub async fn make_durable(

@@ -8,6 +8,8 @@
 //! tables are dropped, the shadow tables moved into the live schema, and the live
 //! checkpoint set to the head, all before the commit. A reader sees the old tables or
 //! the new ones, never a mix; a crash before the commit leaves everything as it was.
+//! Shadow tables that no longer have the live tables' shape (a migration ran since
+//! they were copied) are refused: the swap would drop what the migration added.
 //!
 //! Readers lock tables one statement at a time, in whatever order their query names
 //! them, so a reader holding one live table while it waits for another that the swap
@@ -83,6 +85,14 @@ async fn try_swap(conn: &mut PgConnection, shadow: &Shadow<'_>, live: &str) -> a
     ))
     .execute(&mut *tx)
     .await?;
+    let drift = super::shadow::drift(&mut tx, live, shadow.schema, projection.tables()).await?;
+    anyhow::ensure!(
+        drift.is_empty(),
+        "the live tables of {} changed since this rebuild began ({}); nothing was swapped: \
+         resume the rebuild to start it over on today's tables",
+        projection.name(),
+        drift.join("; ")
+    );
     for table in &live_tables {
         sqlx::query(&format!("DROP TABLE {}", qualified(live, table)))
             .execute(&mut *tx)
