@@ -6,8 +6,8 @@
 //! client. The passphrase is kept as an Argon2id hash; a new one locks every
 //! client out again.
 
-use super::gates::Operation;
-use super::scope::{Mount, open_table};
+use super::gates::{self, Operation};
+use super::scope::{Mount, open_table, scope_facts};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
@@ -168,7 +168,8 @@ async fn patch_client_access(
 /// through its grants from then on (until the passphrase changes). 5 attempts per
 /// 300 seconds per table and client (429 `passphrase_rate_limited` with
 /// `Retry-After`); a wrong passphrase answers 403 `passphrase_invalid`; a table
-/// without a passphrase, or one clients may not reach, 404.
+/// without a passphrase or one clients may not reach, 404; a user gets 403 (404
+/// outside the table's scope).
 #[utoipa::path(post, path = "/tables/{table_id}/client-access/unlock", tag = "custom_tables", request_body = Unlock,
     params(("table_id" = Uuid, Path, description = "The table")),
     responses((status = 200, body = Unlocked)))]
@@ -185,6 +186,13 @@ async fn unlock(
         .filter(|row| row.client_access && row.client_passphrase)
         .ok_or(ApiError::NotFound)?;
     if caller.principal.principal_type != PrincipalType::SocialMediaClient {
+        // A user outside the table's scope does not learn that it exists.
+        let enters = scope_facts(&caller, row.scope())
+            .await?
+            .is_some_and(|facts| gates::entry(row.scope_kind, &facts.standing));
+        if !enters {
+            return Err(ApiError::NotFound);
+        }
         return Err(ApiError::Forbidden(
             "Insufficient permissions. (only social media clients give a passphrase)",
         ));

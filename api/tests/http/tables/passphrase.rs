@@ -90,6 +90,31 @@ async fn clients_give_the_passphrase_before_they_reach_a_table() {
         )
         .await;
     assert_eq!(s, 403, "users give no passphrase");
+    // A user outside a room does not learn that the room's table exists.
+    let lab = t.table("chatroom:lab", "boss", "Lab orders").await;
+    let (s, body) = t
+        .call(
+            Method::PATCH,
+            &format!("{lab}/client-access"),
+            "boss",
+            Some(
+                json!({"enabled": true, "passphrase_enabled": true, "passphrase": "correct horse"}),
+            ),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let lab_unlock = format!("{lab}/client-access/unlock");
+    for (user, status) in [("member", 403), ("outsider", 404)] {
+        let (s, _) = t
+            .call(
+                Method::POST,
+                &lab_unlock,
+                user,
+                Some(json!({"passphrase": "correct horse"})),
+            )
+            .await;
+        assert_eq!(s, status, "{user}");
+    }
     let (s, _) = t
         .call(
             Method::POST,

@@ -198,7 +198,9 @@ pub enum TableEvent {
         table_id: Uuid,
         /// The whole set, checked, columns by internal key.
         triggers: Vec<Trigger>,
-        /// Who saved it (`user:<id>`): the triggers' actions act as them.
+        /// Who saved it (`user:<id>`): the author of the triggers it adds or
+        /// changes, whose actions act as them; a trigger it leaves as it was keeps
+        /// its author.
         #[serde(default)]
         saved_by: String,
     },

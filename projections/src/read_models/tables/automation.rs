@@ -34,7 +34,11 @@ pub(super) async fn set_rules(
 }
 
 /// Replaces a table's trigger rows: removed triggers go, a trigger keeps its
-/// `created_at`, and `updated_at` moves only when its definition changed.
+/// `created_at`, and `updated_at` moves only when its definition changed. A
+/// trigger's actions act as its author, who wrote its current definition: the
+/// saver of the set becomes the author of the triggers it adds or changes, and a
+/// trigger left as it was keeps its author (else another moderator saving the set
+/// would lend their rights to every trigger in it).
 pub(super) async fn set_triggers(
     conn: &mut PgConnection,
     table_id: Uuid,
@@ -55,7 +59,9 @@ pub(super) async fn set_triggers(
             "INSERT INTO custom_table_triggers (table_id, trigger_id, position, definition, created_at, updated_at, saved_by)
              VALUES ($1, $2, $3, $4, $5, $5, $6)
              ON CONFLICT (table_id, trigger_id) DO UPDATE
-                SET position = EXCLUDED.position, definition = EXCLUDED.definition, saved_by = EXCLUDED.saved_by,
+                SET position = EXCLUDED.position, definition = EXCLUDED.definition,
+                    saved_by = CASE WHEN custom_table_triggers.definition = EXCLUDED.definition
+                                    THEN custom_table_triggers.saved_by ELSE EXCLUDED.saved_by END,
                     updated_at = CASE WHEN custom_table_triggers.definition = EXCLUDED.definition
                                       THEN custom_table_triggers.updated_at ELSE EXCLUDED.updated_at END",
         )

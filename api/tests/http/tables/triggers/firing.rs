@@ -235,3 +235,47 @@ async fn schedule_triggers_serve_the_latest_due_window_once() {
     pass(&t, Some(later + hour * 2)).await;
     assert_eq!(runs(&t, &table).await["total"], 4);
 }
+
+/// A trigger's actions act as the user who wrote its definition. A moderator who
+/// saves the set again (here the company manager adding a trigger of their own)
+/// becomes the author of what they add or change, not of the triggers they leave
+/// as they were: otherwise a member's trigger, refused as them, would run with
+/// the manager's rights from then on.
+#[tokio::test]
+async fn an_unchanged_trigger_keeps_its_author_when_another_moderator_saves_the_set() {
+    let t = Tables::new().await;
+    let log = t.table("company", "boss", "log").await;
+    t.column(&log, json!({"name": "note", "type": "string"}))
+        .await;
+    let readers = json!({"can_read": "all", "can_insert": false, "can_edit": "none"});
+    let path = format!("{log}/default-permissions");
+    let (status, body) = t.call(Method::PATCH, &path, "boss", Some(readers)).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, refused) = t.insert(&log, "member", json!({"note": "x"})).await;
+    assert_eq!(status, 403, "the member cannot write the log: {refused}");
+    let mine = t.table("chatroom:lab", "member", "mine").await;
+    let (status, column) = t
+        .add_column(&mine, "member", json!({"name": "Status", "type": "string"}))
+        .await;
+    assert_eq!(status, 200, "{column}");
+    let copy = json!({"id": "copy", "name": "Copy", "on": "created",
+        "actions": [{"type": "create_record", "table_id": table_id(&log), "values": {"note": "$row.Status"}}]});
+    let (status, saved) = put(&t, &mine, "member", json!({"triggers": [copy]})).await;
+    assert_eq!(status, 200, "{saved}");
+    let theirs = json!({"id": "count", "name": "Count", "on": "updated",
+        "actions": [{"type": "update_record", "values": {"Status": "seen"}}]});
+    let (status, saved) = put(&t, &mine, "boss", json!({"triggers": [copy, theirs]})).await;
+    assert_eq!(status, 200, "{saved}");
+
+    let (status, record) = t.insert(&mine, "member", json!({"Status": "leak"})).await;
+    assert_eq!(status, 201, "{record}");
+    pass(&t, None).await;
+    let page = runs(&t, &mine).await;
+    assert_eq!(page["total"], 1, "{page}");
+    assert_eq!(page["runs"][0]["trigger_id"], "copy");
+    assert_eq!(
+        page["runs"][0]["status"], "failed",
+        "it ran as the member, who may not write the log: {page}"
+    );
+    assert_eq!(t.records(&log, "boss").await["total"], 0);
+}
