@@ -1,5 +1,6 @@
 //! Serialized admission checks for invariants that span aggregates (the active
-//! environment limit, staging slots, upload rate, build and run queues).
+//! environment limit, staging slots, upload rate, build and run queues, an
+//! attachment file's upload against its deletion).
 //!
 //! The check and the command run while a transaction-level advisory lock on
 //! (company, purpose) is held (waiters of one process queue in front of it), so
@@ -97,6 +98,17 @@ impl Drop for Turn {
 pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<AdmissionLock> {
     let locked = lock_while(pool, company, purpose, || true).await?;
     Ok(locked.expect("a lock wanted throughout is taken"))
+}
+
+/// The lock of one table attachment file (`key`) of a company: an upload holds it
+/// while it puts the bytes in place and records them, the janitor while it checks
+/// that no record holds the file and deletes it, so neither undoes the other.
+pub async fn attachment_lock(
+    pool: &PgPool,
+    company: Uuid,
+    key: &str,
+) -> sqlx::Result<AdmissionLock> {
+    lock(pool, company, &format!("attachment {key}")).await
 }
 
 /// [`lock`] for a waiter whose work an earlier holder may do for it (a batch):

@@ -9,6 +9,7 @@ mod images;
 mod proposals;
 mod run_contents;
 
+use crate::admission;
 use crate::runtime::Runtime;
 use domain::environments::upload::{ContextUpload, UploadCommand};
 use domain::objects::{ObjectCommand, OwnedObject};
@@ -51,13 +52,23 @@ pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
 /// uploaded more than [`UNHELD_FILE_KEPT`] before `now`: every upload of the bytes is
 /// marked for deletion, the bytes go, and the deletion is recorded. A record
 /// deleted (or a cell emptied, a column or table deleted) thus takes its files
-/// with it at the next sweep.
+/// with it at the next sweep; a sweep that stopped halfway is finished by the next.
+///
+/// Each key is checked again under its lock ([`admission::attachment_lock`]), which
+/// an upload of the same bytes holds while it puts them in place and records them:
+/// an upload during the sweep either lands first (the key is fresh again and
+/// stays) or after the bytes went (and puts them back).
 pub async fn sweep_attachments(
     state: &Runtime,
     now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<()> {
-    let unheld = objects::unheld_attachments(&state.pool, now - UNHELD_FILE_KEPT, 500).await?;
-    for (key, company, uploads) in unheld {
+    let before = now - UNHELD_FILE_KEPT;
+    let unheld = objects::unheld_attachments(&state.pool, before, 500).await?;
+    for (key, company, _) in unheld {
+        let _lock = admission::attachment_lock(&state.pool, company, &key).await?;
+        let Some(uploads) = objects::unheld_attachment(&state.pool, &key, before).await? else {
+            continue;
+        };
         for id in &uploads {
             let meta = metadata(company, *id, now);
             let command = ObjectCommand::RequestDeletion;
@@ -103,6 +114,12 @@ async fn expire_sessions(state: &Runtime) -> anyhow::Result<()> {
     .fetch_all(&state.pool)
     .await?;
     for (session_id, company) in expired {
+        // The bytes first: a pass that stops between the two finds the session
+        // live again and finishes it.
+        state
+            .objects
+            .delete(&format!("staging/{session_id}"))
+            .await?;
         let meta = metadata(company, session_id, now);
         state
             .bus
@@ -111,10 +128,6 @@ async fn expire_sessions(state: &Runtime) -> anyhow::Result<()> {
                 UploadCommand::Expire { now },
                 &meta,
             )
-            .await?;
-        state
-            .objects
-            .delete(&format!("staging/{session_id}"))
             .await?;
     }
     Ok(())

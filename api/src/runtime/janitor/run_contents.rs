@@ -49,14 +49,10 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
     .fetch_all(&state.pool)
     .await?;
     for run in expired {
-        state
-            .bus
-            .record::<Run>(
-                &run.id.to_string(),
-                RunCommand::ExpireContent,
-                &metadata(run.company_id, run.id, now),
-            )
-            .await?;
+        // The objects go first, then the expiry is recorded: deleting is
+        // idempotent, so a pass that fails between the two (a crash, a store
+        // error) finds the run active again and finishes it; recorded first, an
+        // expired run's objects would never be looked at again.
         for key in [run.log_key, run.output_key, run.bundle_key]
             .into_iter()
             .flatten()
@@ -64,9 +60,10 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
             state.objects.delete(&key).await?;
         }
         let shared: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active')",
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active' AND id <> $2)",
         )
         .bind(&run.input_key)
+        .bind(run.id)
         .fetch_one(&state.pool)
         .await?;
         // Inputs are content-addressed: a submission staging the same bytes right
@@ -80,6 +77,14 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
         if !shared && !recent {
             state.objects.delete(&run.input_key).await?;
         }
+        state
+            .bus
+            .record::<Run>(
+                &run.id.to_string(),
+                RunCommand::ExpireContent,
+                &metadata(run.company_id, run.id, now),
+            )
+            .await?;
     }
     Ok(())
 }

@@ -5,6 +5,8 @@
 use super::fixture::{BASE, Tables, code};
 use crate::support::{As, json, multipart_file};
 use chrono::Utc;
+use domain::objects::{ObjectCommand, OwnedObject};
+use domain::principal::{Actor, EventMetadata};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -313,6 +315,45 @@ async fn files_go_once_no_record_holds_them() {
         "an upload nobody attached goes"
     );
     assert!(stored_file(&t, &id, held_id).is_file(), "a held file stays");
+
+    // A sweep that stopped after marking an upload for deletion, before its bytes
+    // went, is finished by the next one.
+    let stuck_bytes = b"\x89PNG marked, never deleted";
+    let stuck = upload(&t, &path, "boss", "stuck.png", "image/png", stuck_bytes)
+        .await
+        .1;
+    let stuck_id = stuck["blob_id"].as_str().unwrap();
+    let hex = stuck_id.strip_prefix("sha256:").unwrap();
+    let object: uuid::Uuid = sqlx::query_scalar(
+        "SELECT id FROM owned_objects WHERE kind = 'attachment' AND key LIKE '%/' || $1",
+    )
+    .bind(hex)
+    .fetch_one(&t.app.state.pool)
+    .await
+    .unwrap();
+    let meta = EventMetadata {
+        actor: Actor::System("janitor"),
+        company_id: Some(t.seed.company("acme")),
+        request_id: "a sweep that stopped".into(),
+        time: Utc::now(),
+    };
+    runtime
+        .bus
+        .record::<OwnedObject>(&object.to_string(), ObjectCommand::RequestDeletion, &meta)
+        .await
+        .unwrap();
+    sweep(3).await.unwrap();
+    assert!(
+        !stored_file(&t, &id, stuck_id).exists(),
+        "the next sweep deletes the bytes"
+    );
+    let state: String =
+        sqlx::query_scalar("SELECT deletion_state FROM owned_objects WHERE id = $1")
+            .bind(object)
+            .fetch_one(&t.app.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(state, "deleted");
 
     let record_path = format!("{table}/records/{}", record["id"].as_str().unwrap());
     let (status, body) = t.call(Method::DELETE, &record_path, "boss", None).await;

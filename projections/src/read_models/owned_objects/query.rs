@@ -71,26 +71,48 @@ pub async fn attachment(
     .await
 }
 
-/// Attachment files no live record holds (`custom_table_blob_holders`) and last
-/// uploaded before `before`: each key with its company and the objects (uploads)
-/// behind it, at most `limit` keys, oldest first. Keys have the form
-/// `attachments/<company>/<table>/<hex digest>`.
+/// Attachment keys no live record holds (`custom_table_blob_holders`) whose last
+/// upload is older than `$1`, with their company and the uploads behind them that
+/// are not deleted yet (`active`, or `delete_pending` when an earlier sweep stopped
+/// before the bytes went), oldest first, at most `$2`; `{only}` narrows the keys.
+/// Keys have the form `attachments/<company>/<table>/<hex digest>`.
+const UNHELD: &str = "SELECT o.key, o.company_id, array_agg(o.id) FROM owned_objects o
+      WHERE o.kind = 'attachment' AND o.deletion_state IN ('active', 'delete_pending') {only}
+        AND NOT EXISTS (SELECT 1 FROM custom_table_blob_holders h
+                         WHERE h.table_id = split_part(o.key, '/', 3)::uuid
+                           AND h.blob_id = 'sha256:' || split_part(o.key, '/', 4))
+      GROUP BY o.key, o.company_id HAVING max(o.created_at) < $1
+      ORDER BY max(o.created_at) LIMIT $2";
+
+/// The attachment files no live record holds, last uploaded before `before`: each
+/// key with its company and its uploads not deleted yet, at most `limit` keys,
+/// oldest first.
 pub async fn unheld_attachments(
     pool: &PgPool,
     before: DateTime<Utc>,
     limit: i64,
 ) -> sqlx::Result<Vec<(String, Uuid, Vec<Uuid>)>> {
-    sqlx::query_as(
-        "SELECT o.key, o.company_id, array_agg(o.id) FROM owned_objects o
-          WHERE o.kind = 'attachment' AND o.deletion_state = 'active'
-            AND NOT EXISTS (SELECT 1 FROM custom_table_blob_holders h
-                             WHERE h.table_id = split_part(o.key, '/', 3)::uuid
-                               AND h.blob_id = 'sha256:' || split_part(o.key, '/', 4))
-          GROUP BY o.key, o.company_id HAVING max(o.created_at) < $1
-          ORDER BY max(o.created_at) LIMIT $2",
-    )
-    .bind(before)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as(&UNHELD.replace("{only}", ""))
+        .bind(before)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+}
+
+/// The uploads behind `key` if it is still an unheld attachment file last uploaded
+/// before `before` (the janitor's check again, under the key's lock, just before
+/// the bytes go).
+pub async fn unheld_attachment(
+    pool: &PgPool,
+    key: &str,
+    before: DateTime<Utc>,
+) -> sqlx::Result<Option<Vec<Uuid>>> {
+    let row: Option<(String, Uuid, Vec<Uuid>)> =
+        sqlx::query_as(&UNHELD.replace("{only}", "AND o.key = $3"))
+            .bind(before)
+            .bind(1_i64)
+            .bind(key)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(_, _, uploads)| uploads))
 }

@@ -15,6 +15,7 @@ pub mod attach;
 
 use super::gates::Operation;
 use super::scope::{Mount, OpenTable, open_table};
+use crate::admission;
 use crate::download::{attachment, attachment_response};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiQuery, invalid_file, with_file_part};
@@ -162,6 +163,9 @@ async fn upload_blob(
     })
     .await?;
     let key = key(company_id, table.row.id, &written.digest);
+    // Held until the upload is recorded: the janitor cannot delete the bytes between
+    // the rename and the record that keeps them.
+    let _lock = admission::attachment_lock(caller.pool(), company_id, &key).await?;
     objects_store
         .rename(&incoming, &key)
         .await

@@ -20,8 +20,10 @@ use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// How long a request waits for the first request with its key.
-const WAIT_FOR_FIRST: Duration = Duration::from_secs(5);
+/// How long a request waits for the first request with its key beyond the longest
+/// a living first request may wait for the read models after its write (the pump's
+/// `wait_timeout`): taking over sooner could apply an update twice.
+const WAIT_BEYOND_FIRST: Duration = Duration::from_secs(5);
 /// How often it looks.
 const POLL: Duration = Duration::from_millis(20);
 /// How often a request receives its key again after a release.
@@ -106,7 +108,7 @@ async fn settled(
     data: &Map<String, Value>,
 ) -> ApiResult<Option<Receipt>> {
     let bus = &table.caller.state.bus;
-    let deadline = Instant::now() + WAIT_FOR_FIRST;
+    let deadline = Instant::now() + bus.pump().wait_timeout() + WAIT_BEYOND_FIRST;
     let mut current = Some(receipt);
     while let Some(receipt) = &current {
         if receipt.answered || Instant::now() >= deadline {
