@@ -20,6 +20,7 @@ use cqrs_es::{Aggregate, AggregateError, EventEnvelope};
 use domain::AggregateExt;
 use domain::principal::EventMetadata;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// The key of one stored event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +143,27 @@ impl CommandBus {
             Err(error) if !error.committed() => Err(error),
             _ => Ok(()),
         }
+    }
+
+    /// Executes a command for background work whose effect a check serialized by a
+    /// lock reads back from the read models (a claim counted against a concurrency
+    /// limit): the caller holds its lock until they reflect the command, past the
+    /// usual timeout if the projector lags, so the next holder counts it; waiting
+    /// ends early only when `stop` fires.
+    pub async fn record_until_visible<A>(
+        &self,
+        aggregate_id: &str,
+        command: A::Command,
+        metadata: &EventMetadata,
+        stop: &CancellationToken,
+    ) -> Result<(), CommandError<A::Error>>
+    where
+        A: AggregateExt<Services = ()>,
+        A::Command: Clone,
+    {
+        let committed = self.append::<A>(aggregate_id, command, metadata).await?;
+        while self.wait(&committed).await.is_err() && !stop.is_cancelled() {}
+        Ok(())
     }
 
     /// Executes a command without waiting for the read models (bulk operator work

@@ -82,13 +82,16 @@ impl Builder {
             worker_id: self.worker_id.clone(),
             now: chrono::Utc::now(),
         };
+        // Under the company's lock until the read models show the claim, which the
+        // next claim counts.
         let claimed = self
             .state
             .bus
-            .record::<EnvironmentVersion>(
+            .record_until_visible::<EnvironmentVersion>(
                 &attempt.version_id.to_string(),
                 command,
                 &self.metadata(attempt.company_id),
+                &self.state.shutdown,
             )
             .await
             .is_ok();

@@ -113,7 +113,8 @@ impl Executor {
         true
     }
 
-    /// Claims one run if its company is under its run concurrency.
+    /// Claims one run if its company is under its run concurrency. The lock is held
+    /// until the read models show the claim, which the next claim counts.
     async fn claim_one(&self, run_id: Uuid, company: Uuid) -> anyhow::Result<bool> {
         let _lock = admission::lock(&self.state.pool, company, "run-concurrency").await?;
         let limit = company_limits(&self.state.pool, company)
@@ -133,7 +134,16 @@ impl Executor {
         let command = RunCommand::Claim {
             worker_id: self.worker_id.clone(),
         };
-        Ok(self.command(run_id, company, command).await)
+        let meta = self.metadata(Some(company));
+        let recorded = self
+            .state
+            .bus
+            .record_until_visible::<Run>(&run_id.to_string(), command, &meta, &self.state.shutdown)
+            .await;
+        if let Err(error) = &recorded {
+            tracing::info!(%run_id, %error, "run claim not recorded");
+        }
+        Ok(recorded.is_ok())
     }
 
     /// Issues a command on a run, logging a refusal (a cancel or another worker may
