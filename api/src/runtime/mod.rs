@@ -10,6 +10,7 @@ pub mod executor;
 pub mod heartbeat;
 pub mod janitor;
 pub mod kube;
+pub mod limits;
 pub mod migrations;
 pub mod unpack;
 pub mod worker;

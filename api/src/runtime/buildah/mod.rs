@@ -8,6 +8,7 @@ mod driver;
 
 pub use driver::StorageDriver;
 
+use crate::runtime::limits::RunCgroups;
 use crate::state::BuilderSettings;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -85,16 +86,30 @@ impl Buildah {
         command
     }
 
-    /// `buildah bud` of a context directory into `image`.
+    /// `buildah bud` of a context directory into `image`. Chroot isolation gives
+    /// `RUN` steps no namespaces of their own, so the build runs in `cgroups` (no
+    /// host block devices, a process limit) and in PID and IPC namespaces of its
+    /// own with its own `/proc`: its steps see and signal only the build's
+    /// processes, and all of them die with the build's first process on a timeout
+    /// or a cancel.
     pub async fn build(
         &self,
         context: &Path,
         image: &str,
+        cgroups: &RunCgroups,
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Captured, RunError> {
-        let mut command = self.command();
+        let buildah = self.command();
+        let buildah = buildah.as_std();
+        let mut command = Command::new("sh");
         command
+            .arg("-c")
+            .arg(cgroups.enter_script())
+            .arg("sh")
+            .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
+            .arg(buildah.get_program())
+            .args(buildah.get_args())
             .args([
                 "bud",
                 "--isolation",

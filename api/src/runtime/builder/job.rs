@@ -3,6 +3,7 @@
 
 use super::Builder;
 use crate::runtime::buildah::RunError;
+use crate::runtime::limits::RunCgroups;
 use crate::runtime::unpack;
 use crate::runtime::worker::Worker;
 use bytes::Bytes;
@@ -231,8 +232,15 @@ impl Job<'_> {
             self.attempt_id.simple()
         );
         let buildah = &self.builder.buildah;
+        let cgroups = RunCgroups::for_build(self.builder.host, self.attempt_id)?;
         match buildah
-            .build(&context, &image, state.builder.timeout, &self.cancel)
+            .build(
+                &context,
+                &image,
+                &cgroups,
+                state.builder.timeout,
+                &self.cancel,
+            )
             .await
         {
             Ok(captured) => {

@@ -14,6 +14,7 @@ use crate::limits::company_limits;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
+use crate::runtime::limits::HostLimits;
 use crate::runtime::worker::{Running, Worker};
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
@@ -29,6 +30,8 @@ pub struct Builder {
     state: Arc<Runtime>,
     worker_id: String,
     buildah: Buildah,
+    /// The cgroup controllers a build's limits use.
+    host: HostLimits,
     slots: Arc<Semaphore>,
     running: Running,
 }
@@ -49,6 +52,7 @@ impl Builder {
             state,
             worker_id: heartbeat::worker_id("builder"),
             buildah,
+            host: HostLimits::detect(),
             slots,
             running: Running::default(),
         }

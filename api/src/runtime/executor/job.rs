@@ -5,13 +5,13 @@
 use super::Executor;
 use super::collect::{Collected, collect};
 use super::in_cluster;
-use super::limits::RunCgroups;
 use super::network::RunNetwork;
 use super::steps::StepClock;
 use super::workspace::prepare;
 use super::{secrets, writeback};
 use crate::runtime::buildah::{Captured, RunError, capture};
 use crate::runtime::kube::cluster::Cluster;
+use crate::runtime::limits::RunCgroups;
 use crate::runtime::worker::Worker;
 use domain::catalog::ResourceProfile;
 use domain::environments::environment::OwnerScope;
@@ -380,7 +380,7 @@ fn run_command(
         .arg("sh")
         .arg("nsenter")
         .arg(network.nsenter_arg())
-        .args(["unshare", "--pid", "--fork", "--mount-proc"])
+        .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
         .arg(std.get_program())
         .args(std.get_args())
         .args(["run", "--isolation", "chroot", "--cap-drop", "all"])

@@ -15,7 +15,6 @@
 mod collect;
 mod in_cluster;
 mod job;
-pub mod limits;
 mod network;
 mod secrets;
 mod steps;
@@ -30,9 +29,9 @@ use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
 use crate::runtime::kube::cluster::Cluster;
+use crate::runtime::limits::HostLimits;
 use crate::runtime::worker::{Running, Worker};
 use domain::runs::run::{Run, RunCommand, RunEnded, TerminalClass};
-use limits::HostLimits;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;

@@ -114,6 +114,18 @@ async fn a_failing_step_is_dockerfile_exit() {
     assert_eq!(attempt["error_detail"], "build_step_failed");
 }
 
+/// A build's `RUN` steps see only the build's own processes (a PID namespace with
+/// its own `/proc`): not this test, nor the service, nor another tenant's run.
+#[tokio::test]
+async fn build_steps_see_only_the_build_s_processes() {
+    let (attempt, _) = failed_build(
+        "RUN ls /proc/1 > /dev/null && ! grep -qs 'deps/[h]ttp-' /proc/[0-9]*/cmdline\n",
+        &[],
+    )
+    .await;
+    assert_eq!(attempt["status"], "completed", "{attempt}");
+}
+
 #[tokio::test]
 async fn an_image_holding_platform_paths_is_context_invalid() {
     let (attempt, _) = failed_build(

@@ -1,5 +1,5 @@
-//! Resource and device limits of a run, enforced with the host's cgroup v1
-//! controllers when it has them.
+//! Resource and device limits of a run (and of a build), enforced with the host's
+//! cgroup v1 controllers when it has them.
 //!
 //! `buildah run --memory` is ignored under chroot isolation and `prlimit` around
 //! buildah fails, so the executor puts the whole `buildah run` process tree into
@@ -22,6 +22,9 @@ const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 const DEVICES_ROOT: &str = "/sys/fs/cgroup/devices";
 /// Most processes and threads of one run (buildah's included).
 pub const MAX_PIDS: u32 = 1024;
+/// Most processes and threads of one build (compilers and package managers fork
+/// more than a run's work does).
+pub const BUILD_MAX_PIDS: u32 = 4096;
 /// The character devices a run may use: null, zero, full, random, urandom, tty,
 /// ptmx and the pseudo terminals.
 const ALLOWED_DEVICES: &[&str] = &[
@@ -89,37 +92,62 @@ impl RunCgroups {
             memory: None,
         };
         if host.memory {
-            let dir = Path::new(MEMORY_ROOT).join(&name);
-            std::fs::create_dir_all(&dir)?;
-            cgroups.dirs.push(dir.clone());
+            let dir = cgroups.add(MEMORY_ROOT, &name)?;
             let bytes = u64::from(spec.provider_memory_mib) << 20;
             std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())?;
             cgroups.memory = Some(dir);
         }
         if host.cpu {
-            let dir = Path::new(CPU_ROOT).join(&name);
-            std::fs::create_dir_all(&dir)?;
-            cgroups.dirs.push(dir.clone());
+            let dir = cgroups.add(CPU_ROOT, &name)?;
             std::fs::write(dir.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
             let quota = CPU_PERIOD_US * u64::from(spec.vcpu);
             std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
         }
+        cgroups.limit_pids_and_devices(host, &name, MAX_PIDS)?;
+        Ok(cgroups)
+    }
+
+    /// Creates the cgroups of a build attempt: its `RUN` steps get a run's device
+    /// list (no host disks behind chroot isolation's host `/dev`) and at most
+    /// [`BUILD_MAX_PIDS`] processes; memory and cpu are not limited (no build
+    /// profile names them).
+    pub fn for_build(host: HostLimits, attempt: uuid::Uuid) -> std::io::Result<Self> {
+        let name = format!("sandbox-build-{}", attempt.simple());
+        let mut cgroups = Self {
+            dirs: Vec::new(),
+            memory: None,
+        };
+        cgroups.limit_pids_and_devices(host, &name, BUILD_MAX_PIDS)?;
+        Ok(cgroups)
+    }
+
+    /// Adds a cgroup of `name` under a hierarchy.
+    fn add(&mut self, root: &str, name: &str) -> std::io::Result<PathBuf> {
+        let dir = Path::new(root).join(name);
+        std::fs::create_dir_all(&dir)?;
+        self.dirs.push(dir.clone());
+        Ok(dir)
+    }
+
+    /// The process limit and the device list.
+    fn limit_pids_and_devices(
+        &mut self,
+        host: HostLimits,
+        name: &str,
+        pids: u32,
+    ) -> std::io::Result<()> {
         if host.pids {
-            let dir = Path::new(PIDS_ROOT).join(&name);
-            std::fs::create_dir_all(&dir)?;
-            cgroups.dirs.push(dir.clone());
-            std::fs::write(dir.join("pids.max"), MAX_PIDS.to_string())?;
+            let dir = self.add(PIDS_ROOT, name)?;
+            std::fs::write(dir.join("pids.max"), pids.to_string())?;
         }
         if host.devices {
-            let dir = Path::new(DEVICES_ROOT).join(&name);
-            std::fs::create_dir_all(&dir)?;
-            cgroups.dirs.push(dir.clone());
+            let dir = self.add(DEVICES_ROOT, name)?;
             std::fs::write(dir.join("devices.deny"), "a")?;
             for device in ALLOWED_DEVICES {
                 std::fs::write(dir.join("devices.allow"), device)?;
             }
         }
-        Ok(cgroups)
+        Ok(())
     }
 
     /// The shell prefix that moves the shell into the cgroups before it execs the
