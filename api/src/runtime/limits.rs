@@ -176,6 +176,43 @@ impl RunCgroups {
     }
 }
 
+/// Kills whatever is left of a run that was executing on this host when its
+/// server stopped (a crash leaves the run's process tree running with no timeout
+/// watching it, and its secrets file in place): every process in the run's
+/// cgroups, then the cgroups themselves. Nothing to do for a run that executed
+/// elsewhere or on a host without the controllers.
+pub async fn end_leftover_run(run: uuid::Uuid) {
+    let name = format!("sandbox-run-{}", run.simple());
+    let dirs: Vec<PathBuf> = [MEMORY_ROOT, CPU_ROOT, PIDS_ROOT, DEVICES_ROOT]
+        .iter()
+        .map(|root| Path::new(root).join(&name))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    for _ in 0..50 {
+        let mut alive = false;
+        for dir in &dirs {
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs
+                .lines()
+                .filter_map(|line| line.trim().parse::<i32>().ok())
+            {
+                alive = true;
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        if !alive {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for dir in &dirs {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 impl Drop for RunCgroups {
     /// Removes the cgroups (empty once the run's processes are gone).
     fn drop(&mut self) {

@@ -125,7 +125,7 @@ impl WorkingContainer {
 }
 
 /// Where a run's workspace is prepared on this machine.
-fn workdir(executor: &Executor, run_id: Uuid) -> std::path::PathBuf {
+pub(super) fn workdir(executor: &Executor, run_id: Uuid) -> std::path::PathBuf {
     executor
         .state
         .builder

@@ -233,6 +233,10 @@ impl Worker for Executor {
                 (TerminalClass::PlatformFailed, "worker_lost")
             };
             tracing::warn!(%run_id, "recovering a run whose worker is gone");
+            // Its processes and files, if it ran on this host (a crashed server of
+            // this machine): nothing of a run ended as lost goes on running.
+            crate::runtime::limits::end_leftover_run(run_id).await;
+            let _ = tokio::fs::remove_dir_all(job::workdir(self, run_id)).await;
             self.finish_bare(run_id, company, class, code).await;
         }
         Ok(())

@@ -1,6 +1,6 @@
 //! A restart never leaves a run in `starting` or `running`: a server process is
 //! killed (SIGKILL) while its executor runs a run, and the next server ends the run
-//! `platform_failed` (`worker_lost`).
+//! `platform_failed` (`worker_lost`) and kills what is left of it on this host.
 
 use super::{finished, runnable, running, submit};
 use crate::environments::callers;
@@ -37,7 +37,7 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;
-    let (_, version) = runnable(&boss, &ready, "sleep 15\n", json!({})).await;
+    let (_, version) = runnable(&boss, &ready, "sleep 300\n", json!({})).await;
 
     let mut first = server_process(&app);
     let (status, run) = submit(
@@ -62,4 +62,18 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
         (Some("platform_failed"), Some("worker_lost")),
         "{done}"
     );
+    assert!(
+        !sleeping_300(),
+        "the work of the killed server's run was left running"
+    );
+    let workdir = app.data_dir().join("runs").join(id.replace('-', ""));
+    assert!(!workdir.exists(), "its workspace was left: {workdir:?}");
+}
+
+/// Whether a `sleep 300` (the run's work) is running on this host.
+fn sleeping_300() -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .any(|cmdline| cmdline == b"sleep\x00300\x00")
 }
