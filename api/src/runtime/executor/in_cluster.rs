@@ -124,8 +124,8 @@ pub(super) async fn start(
 }
 
 /// Watches the run's Job to its end and brings its results into `workspace`; the
-/// Job and the transfer objects are removed, except at this process's shutdown
-/// (the Job goes on; the next worker re-attaches).
+/// Job and the transfer objects stay until the end is recorded ([`release`]), and
+/// at this process's shutdown the Job goes on (the next worker re-attaches).
 pub(super) async fn follow(
     executor: &Executor,
     cluster: &Cluster,
@@ -211,11 +211,17 @@ pub(super) async fn follow(
             )
         }
     };
+    Ok(ended)
+}
+
+/// Removes a run's Job and its transfer objects, once its end is recorded: removed
+/// before, a crash between the two would leave a run that completed with nothing to
+/// collect again from (the next worker finds no Job and ends it `worker_lost`).
+pub(super) async fn release(executor: &Executor, cluster: &Cluster, run_id: Uuid, company: Uuid) {
     if let Err(error) = cluster.delete(run_id).await {
         tracing::warn!(%run_id, error = format!("{error:#}"), "the run's Job was not deleted");
     }
-    remove(executor, &keys).await;
-    Ok(ended)
+    remove(executor, &Keys::of(company, run_id)).await;
 }
 
 /// Fetches the results archive and unpacks it into the workspace.

@@ -100,7 +100,11 @@ pub(super) async fn run(
             )
         }
     };
-    finish(executor, run_id, company, &workdir, ending).await;
+    if finish(executor, run_id, company, &workdir, ending).await
+        && let Some(cluster) = &executor.cluster
+    {
+        in_cluster::release(executor, cluster, run_id, company).await;
+    }
     container.remove(executor, run_id).await;
 }
 
@@ -155,19 +159,28 @@ pub(super) async fn resume(
         let log = format!("the platform lost the run's Job: {error:#}\n").into_bytes();
         ending(TerminalClass::PlatformFailed, "worker_lost", None, log)
     });
-    finish(executor, run_id, company, &workdir, ending).await;
+    if finish(executor, run_id, company, &workdir, ending).await {
+        in_cluster::release(executor, cluster, run_id, company).await;
+    }
 }
 
 /// Stores what the run left and records how it ended (unless this process's
-/// shutdown stopped it: then the next start recovers it).
-async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path, ending: Ending) {
+/// shutdown stopped it: then the next start recovers it). Whether the run is done
+/// with here (not when the shutdown stopped it).
+async fn finish(
+    executor: &Executor,
+    run_id: Uuid,
+    company: Uuid,
+    workdir: &Path,
+    ending: Ending,
+) -> bool {
     if executor.state.shutdown.is_cancelled() && ending.class == TerminalClass::Cancelled {
         // Killed by this process's shutdown, not by the tenant: no outcome is
         // recorded, and the next start ends the run `platform_failed`
         // (`worker_lost`) once this worker's heartbeat is stale.
         tracing::info!(%run_id, "run stopped by shutdown; the next start recovers it");
         let _ = tokio::fs::remove_dir_all(workdir).await;
-        return;
+        return false;
     }
     let mut clock = StepClock::start();
     let collected = match collect(&executor.state, company, run_id, workdir, &ending.log).await {
@@ -190,6 +203,7 @@ async fn finish(executor: &Executor, run_id: Uuid, company: Uuid, workdir: &Path
     }));
     executor.command(run_id, company, command).await;
     clock.lap("finish");
+    true
 }
 
 async fn execute(
