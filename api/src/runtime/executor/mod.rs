@@ -58,6 +58,15 @@ pub struct Executor {
     cluster: Option<Arc<Cluster>>,
 }
 
+/// A started run whose worker stopped heartbeating.
+#[derive(sqlx::FromRow)]
+struct LostRun {
+    id: Uuid,
+    company_id: Uuid,
+    status: String,
+    worker_id: String,
+}
+
 impl Executor {
     /// An executor for this process, running work in `cluster` when given.
     pub fn new(state: Arc<Runtime>, cluster: Option<Arc<Cluster>>) -> Self {
@@ -82,19 +91,24 @@ impl Executor {
         }
     }
 
-    /// Takes over a started run whose worker is gone while its Job still runs in
-    /// the cluster (`jobs`: the runs with a Job); answers whether it did.
-    async fn reattach(&self, run_id: Uuid, company: Uuid, status: &str, jobs: &[Uuid]) -> bool {
+    /// Takes over a started run whose worker (`lost`) is gone while its Job still
+    /// runs in the cluster (`jobs`: the runs with a Job); answers whether the run
+    /// is taken care of: re-attached here, or by another worker that found it lost
+    /// first (then this one leaves it alone).
+    async fn reattach(&self, lost: &LostRun, jobs: &[Uuid]) -> bool {
         let Some(cluster) = self.cluster.clone() else {
             return false;
         };
-        let worker_id = self.worker_id.clone();
-        if !jobs.contains(&run_id)
-            || !self
-                .command(run_id, company, RunCommand::Reattach { worker_id })
-                .await
-        {
+        let (run_id, company, status) = (lost.id, lost.company_id, lost.status.as_str());
+        if !jobs.contains(&run_id) {
             return false;
+        }
+        let command = RunCommand::Reattach {
+            worker_id: self.worker_id.clone(),
+            from: Some(lost.worker_id.clone()),
+        };
+        if !self.command(run_id, company, command).await {
+            return true;
         }
         tracing::info!(%run_id, "re-attached to a run whose Job outlived its worker");
         if status == "starting" {
@@ -210,8 +224,8 @@ impl Worker for Executor {
             tracing::warn!(%run_id, "ending a run whose outcome was not recorded");
             self.finish_bare(run_id, company, class, code).await;
         }
-        let lost: Vec<(Uuid, Uuid, String)> = sqlx::query_as(&format!(
-            "SELECT a.id, a.company_id, a.status FROM runs a
+        let lost: Vec<LostRun> = sqlx::query_as(&format!(
+            "SELECT a.id, a.company_id, a.status, a.worker_id FROM runs a
               WHERE a.worker_id IS NOT NULL AND a.worker_id <> $1
                 AND a.status IN ('starting', 'running', 'cancel_requested')
                 AND {WORKER_GONE}"
@@ -223,10 +237,11 @@ impl Worker for Executor {
             Some(cluster) if !lost.is_empty() => cluster.runs().await?,
             _ => Vec::new(),
         };
-        for (run_id, company, status) in lost {
-            if self.reattach(run_id, company, &status, &jobs).await {
+        for run in lost {
+            if self.reattach(&run, &jobs).await {
                 continue;
             }
+            let (run_id, company, status) = (run.id, run.company_id, run.status);
             let (class, code) = if status == "cancel_requested" {
                 (TerminalClass::Cancelled, "cancelled")
             } else {

@@ -235,6 +235,9 @@ pub enum RunCommand {
     Reattach {
         /// The worker taking over.
         worker_id: String,
+        /// The worker it takes over from (refused when another worker took the run
+        /// over first: two workers that found it lost at once never both follow it).
+        from: Option<String>,
     },
     /// The container started.
     Start,
@@ -377,11 +380,11 @@ impl Aggregate for Run {
             RunCommand::Claim { worker_id } if status == RunStatus::Queued => {
                 RunEvent::RunClaimed { worker_id }
             }
-            RunCommand::Reattach { worker_id }
+            RunCommand::Reattach { worker_id, from }
                 if matches!(
                     status,
                     RunStatus::Starting | RunStatus::Running | RunStatus::CancelRequested
-                ) =>
+                ) && self.worker_id == from =>
             {
                 RunEvent::RunReattached { worker_id }
             }

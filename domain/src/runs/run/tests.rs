@@ -84,9 +84,10 @@ fn a_queued_cancel_ends_at_once_and_a_started_one_asks_the_worker() {
 }
 
 #[test]
-fn only_a_started_run_is_reattached() {
+fn only_a_started_run_is_reattached_and_only_from_its_worker() {
     let reattach = || RunCommand::Reattach {
         worker_id: "x".into(),
+        from: Some("w".into()),
     };
     let claimed = vec![
         RunEvent::RunSubmitted(submitted("a")),
@@ -101,6 +102,14 @@ fn only_a_started_run_is_reattached() {
         .then_expect_events(vec![RunEvent::RunReattached {
             worker_id: "x".into(),
         }]);
+    let mut taken = claimed.clone();
+    taken.push(RunEvent::RunReattached {
+        worker_id: "y".into(),
+    });
+    TestFramework::<Run>::with(())
+        .given(taken)
+        .when(reattach())
+        .then_expect_error(RunError::WrongState(RunStatus::Running));
     TestFramework::<Run>::with(())
         .given(vec![RunEvent::RunSubmitted(submitted("a"))])
         .when(reattach())
