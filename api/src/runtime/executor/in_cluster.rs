@@ -145,7 +145,8 @@ pub(super) async fn follow(
     }
     let keys = Keys::of(company, run_id);
     let mut log = cluster.log(run_id).await.unwrap_or_else(|error| {
-        format!("the work's log could not be read: {error:#}\n").into_bytes()
+        tracing::warn!(%run_id, error = format!("{error:#}"), "the work's log could not be read");
+        b"the work's log could not be read\n".to_vec()
     });
     let ended = match end {
         JobEnd::Succeeded => match results(executor, &keys, workspace).await {
@@ -173,9 +174,8 @@ pub(super) async fn follow(
                 }
             },
             Err(error) => {
-                log.extend_from_slice(
-                    format!("the results could not be read: {error:#}\n").as_bytes(),
-                );
+                tracing::warn!(%run_id, error = format!("{error:#}"), "the run's results could not be read");
+                log.extend_from_slice(b"the results could not be read\n");
                 ending(
                     TerminalClass::PlatformFailed,
                     "executor_unavailable",

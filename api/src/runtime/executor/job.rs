@@ -90,8 +90,10 @@ pub(super) async fn run(
     let ending = match executed.await {
         Ok(ending) => ending,
         Err(error) => {
+            // The details (object keys, database and cluster messages) stay in the
+            // service's log; the tenant's log says what happened.
             tracing::error!(%run_id, error = format!("{error:#}"), "the run could not be executed");
-            let log = format!("the platform could not run the work: {error:#}\n").into_bytes();
+            let log = b"the platform could not run the work\n".to_vec();
             ending(
                 TerminalClass::PlatformFailed,
                 "executor_unavailable",
@@ -156,7 +158,7 @@ pub(super) async fn resume(
     };
     let ending = followed.await.unwrap_or_else(|error| {
         tracing::error!(%run_id, error = format!("{error:#}"), "a re-attached run could not be followed");
-        let log = format!("the platform lost the run's Job: {error:#}\n").into_bytes();
+        let log = b"the platform lost the run's Job\n".to_vec();
         ending(TerminalClass::PlatformFailed, "worker_lost", None, log)
     });
     if finish(executor, run_id, company, &workdir, ending).await {
