@@ -54,10 +54,13 @@ pub struct HostLimits {
 }
 
 impl HostLimits {
-    /// Detects the controllers.
+    /// Detects the controllers. Each call probes with a cgroup of its own name: the
+    /// executor and the builder of every process on the host probe at their start,
+    /// and a probe another one removed under it read as a missing controller.
     pub fn detect() -> Self {
+        let probe_name = format!("sandbox-probe-{}", uuid::Uuid::new_v4().simple());
         let writable = |root: &str, file: &str| {
-            let probe = Path::new(root).join("sandbox-probe");
+            let probe = Path::new(root).join(&probe_name);
             let ok = std::fs::create_dir_all(&probe).is_ok() && probe.join(file).exists();
             let _ = std::fs::remove_dir(&probe);
             ok
