@@ -5,8 +5,10 @@
 use domain::environments::dockerfile::check;
 use std::path::PathBuf;
 
-/// The rules of spec section 2 ("Dockerfile rules") a refusal may name.
-const SPEC_RULES: [&str; 9] = [
+/// The rules of spec section 2 ("Dockerfile rules") a refusal may name;
+/// `private_base_image` refuses what its "any public base image" leaves out.
+const SPEC_RULES: [&str; 10] = [
+    "private_base_image",
     "dynamic_from",
     "syntax_directive",
     "add_network_source",

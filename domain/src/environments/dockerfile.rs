@@ -1,13 +1,15 @@
 //! Dockerfile rules at compose time (spec section 2, "Dockerfile rules").
 //!
 //! Any public base image and `scratch` are allowed. Refused: a dynamic FROM (the
-//! image named through a variable), any `# syntax=` directive line, ADD from a network
+//! image named through a variable), a FROM of an image that is not public (see
+//! `base_image.rs`), any `# syntax=` directive line, ADD from a network
 //! source, `RUN --network=host`, `RUN --mount` of type secret or ssh or whose `from=`
 //! names an unreviewed stage, `COPY --from` an unreviewed stage, and a Dockerfile
 //! over 1 MiB. A stage is reviewed when this Dockerfile defines it before the
 //! instruction that uses it (by name or index); anything else (an external image, a
 //! later or unknown stage, a variable) would pull content these rules never saw.
 
+use super::base_image;
 use parse_dockerfile::{Flag, Instruction, Source};
 
 /// Largest Dockerfile accepted.
@@ -60,6 +62,19 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
                     return Err(refuse(
                         "dynamic_from",
                         format!("FROM {image} names its image through a variable"),
+                    ));
+                }
+                let names_stage = stages
+                    .iter()
+                    .flatten()
+                    .any(|stage| stage.eq_ignore_ascii_case(image));
+                if !names_stage && base_image::is_private(image) {
+                    return Err(refuse(
+                        "private_base_image",
+                        format!(
+                            "FROM {image} names an image id, a platform image or a host-local \
+                             registry, not a public base image"
+                        ),
                     ));
                 }
                 stages.push(
@@ -264,6 +279,20 @@ mod tests {
         assert_eq!(
             rule("ARG TAG=3\nFROM alpine:${TAG}\n"),
             Some("dynamic_from")
+        );
+    }
+
+    #[test]
+    fn a_from_of_a_private_image_is_refused_unless_it_names_an_earlier_stage() {
+        assert_eq!(
+            rule("FROM localhost/sandbox-env/v:a\nRUN cat /secret\n"),
+            Some("private_base_image")
+        );
+        assert_eq!(rule("FROM 3f2\n"), Some("private_base_image"));
+        assert_eq!(
+            rule("FROM alpine AS cafe\nFROM cafe\nRUN echo ok\n"),
+            None,
+            "`cafe` is the earlier stage, not an image id"
         );
     }
 

@@ -2,6 +2,7 @@
 //! versions with their build attempts, and the archive and Dockerfile rules.
 
 pub mod archive;
+pub mod base_image;
 pub mod dockerfile;
 pub mod environment;
 pub mod upload;

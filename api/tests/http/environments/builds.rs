@@ -3,6 +3,7 @@
 
 use super::{busybox_context, callers};
 use crate::support::{TestApp, assert_code, assert_validation};
+use api::runtime::buildah::Buildah;
 use chrono::Utc;
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
@@ -104,6 +105,67 @@ async fn dockerfile_rules_refuse_with_policy_reject() {
     );
     assert_eq!(attempt["error_detail"], "add_network_source");
     assert_eq!(version["state"], "rejected");
+}
+
+/// Another company's built image sits in the same buildah storage; no way of
+/// naming it in `FROM` (its name, short name, id or id prefix) builds on it.
+#[tokio::test]
+async fn a_from_of_another_company_s_image_is_refused() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, _) = callers(&app).await;
+    let env = boss.environment("py").await;
+    let version = boss
+        .version(&env, busybox_context("RUN echo acme-only > /secret\n", &[]))
+        .await;
+    let attempt = boss.build(&env, &version).await;
+    let built = boss
+        .finished(&env, &version, attempt["id"].as_str().unwrap())
+        .await;
+    assert_eq!(built["status"], "completed", "{built}");
+    let image: String =
+        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
+            .bind(&version)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let id = Buildah::new(&app.state.runtime.builder)
+        .simple(&[
+            "inspect",
+            "--type",
+            "image",
+            "--format",
+            "{{.FromImageID}}",
+            &image,
+        ])
+        .await
+        .unwrap();
+    let globex = super::Caller {
+        app: &app,
+        token: seed.token("globex", "ceo"),
+    };
+    let other = globex.environment("thief").await;
+    for from in [
+        image.clone(),
+        image.trim_start_matches("localhost/").to_string(),
+        format!("sha256:{id}"),
+        id[..3].to_string(),
+    ] {
+        let dockerfile = format!("FROM {from}\nRUN cat /secret\n");
+        let context = super::tar_gz(&[("Dockerfile", dockerfile.as_bytes())]);
+        let version = globex.version(&other, context).await;
+        let attempt = globex.build(&other, &version).await;
+        let finished = globex
+            .finished(&other, &version, attempt["id"].as_str().unwrap())
+            .await;
+        assert_eq!(
+            finished["error_code"], "policy_reject",
+            "FROM {from}: {finished}"
+        );
+        assert_eq!(
+            finished["error_detail"], "private_base_image",
+            "FROM {from}"
+        );
+    }
 }
 
 #[tokio::test]
