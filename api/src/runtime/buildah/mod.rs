@@ -12,6 +12,7 @@ use crate::runtime::limits::RunCgroups;
 use crate::state::BuilderSettings;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 /// Output kept from one command at most; the middle of longer output is dropped.
 pub const MAX_CAPTURE: usize = 4 << 20;
@@ -59,6 +61,7 @@ pub struct Buildah {
     program: PathBuf,
     root: PathBuf,
     runroot: PathBuf,
+    caches: PathBuf,
     driver: StorageDriver,
 }
 
@@ -69,6 +72,7 @@ impl Buildah {
             program: settings.buildah.clone(),
             root: settings.storage_dir.join("root"),
             runroot: settings.storage_dir.join("run"),
+            caches: settings.storage_dir.join("cache"),
             driver: StorageDriver::of(&settings.storage_dir),
         }
     }
@@ -86,24 +90,42 @@ impl Buildah {
         command
     }
 
+    /// The directory holding every environment's build cache.
+    pub fn caches(&self) -> &Path {
+        &self.caches
+    }
+
     /// `buildah bud` of a context directory into `image`. Chroot isolation gives
     /// `RUN` steps no namespaces of their own, so the build runs in `cgroups` (no
     /// host block devices, a process limit) and in PID and IPC namespaces of its
     /// own with its own `/proc`: its steps see and signal only the build's
     /// processes, and all of them die with the build's first process on a timeout
     /// or a cancel.
+    ///
+    /// buildah keeps `RUN --mount=type=cache` directories (and its other
+    /// temporary files) under `TMPDIR`, by default one `/var/tmp` for every build
+    /// on the host. Each environment gets its own (`cache/<environment id>`): its
+    /// versions' builds share their caches, and no other environment's build,
+    /// of this company or another, can read them or plant files in them.
     pub async fn build(
         &self,
+        environment: Uuid,
         context: &Path,
         image: &str,
         cgroups: &RunCgroups,
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Captured, RunError> {
+        let cache = self.caches.join(environment.to_string());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&cache)?;
         let buildah = self.command();
         let buildah = buildah.as_std();
         let mut command = Command::new("sh");
         command
+            .env("TMPDIR", &cache)
             .arg("-c")
             .arg(cgroups.enter_script())
             .arg("sh")

@@ -48,6 +48,7 @@ struct Job<'a> {
     builder: &'a Builder,
     attempt_id: Uuid,
     version_id: Uuid,
+    environment_id: Uuid,
     company: Option<Uuid>,
     cancel: CancellationToken,
     report: Vec<u8>,
@@ -59,6 +60,7 @@ pub(super) async fn run(
     builder: &Builder,
     attempt_id: Uuid,
     version_id: Uuid,
+    environment_id: Uuid,
     company: Option<Uuid>,
     cancel: CancellationToken,
 ) {
@@ -67,6 +69,7 @@ pub(super) async fn run(
         builder,
         attempt_id,
         version_id,
+        environment_id,
         company,
         cancel,
         report: Vec::new(),
@@ -235,6 +238,7 @@ impl Job<'_> {
         let cgroups = RunCgroups::for_build(self.builder.host, self.attempt_id)?;
         match buildah
             .build(
+                self.environment_id,
                 &context,
                 &image,
                 &cgroups,

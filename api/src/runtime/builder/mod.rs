@@ -40,6 +40,7 @@ pub struct Builder {
 struct Queued {
     id: Uuid,
     version_id: Uuid,
+    environment_id: Uuid,
     company_id: Option<Uuid>,
 }
 
@@ -219,7 +220,7 @@ impl Worker for Builder {
             return Ok(());
         }
         let queued: Vec<Queued> = sqlx::query_as(
-            "SELECT id, version_id, company_id FROM build_attempts
+            "SELECT id, version_id, environment_id, company_id FROM build_attempts
               WHERE status = 'validation_queued' ORDER BY queued_at, id LIMIT 50",
         )
         .fetch_all(&self.state.pool)
@@ -239,6 +240,7 @@ impl Worker for Builder {
                         &builder,
                         attempt.id,
                         attempt.version_id,
+                        attempt.environment_id,
                         attempt.company_id,
                         stop,
                     )

@@ -2,9 +2,11 @@
 //! bytes, warns of and expires the contents of runs past their company's
 //! `run_content_retention_days` ([`run_contents`]), removes the images of archived
 //! environment versions nothing pinned for `unreferenced_image_retention_days`
-//! ([`images`]), removes table attachment files no record holds, and settles
+//! ([`images`]) and the build caches of archived environments ([`build_caches`]),
+//! removes table attachment files no record holds, and settles
 //! expired agent proposals and stalled commits ([`proposals`]).
 
+mod build_caches;
 mod images;
 mod proposals;
 mod run_contents;
@@ -44,6 +46,7 @@ pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
     run_contents::expire(state, now).await?;
     run_contents::warn(state, now).await?;
     images::remove_unreferenced(state, now).await?;
+    build_caches::remove_retired(state).await?;
     proposals::settle(state, now).await?;
     sweep_attachments(state, now).await
 }

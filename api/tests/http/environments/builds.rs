@@ -168,6 +168,62 @@ async fn a_from_of_another_company_s_image_is_refused() {
     }
 }
 
+/// `RUN --mount=type=cache` directories belong to one environment: its next
+/// version finds what it left, another company's build with the same cache id
+/// finds nothing, and archiving the environment lets the janitor remove them.
+#[tokio::test]
+async fn build_caches_are_kept_per_environment() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, _) = callers(&app).await;
+    let globex = super::Caller {
+        app: &app,
+        token: seed.token("globex", "ceo"),
+    };
+    let built = |caller: &'static str, env: String, step: &'static str| {
+        let caller = if caller == "acme" { &boss } else { &globex };
+        async move {
+            let context =
+                busybox_context(&format!("RUN --mount=type=cache,target=/c {step}\n"), &[]);
+            let version = caller.version(&env, context).await;
+            let attempt = caller.build(&env, &version).await;
+            caller
+                .finished(&env, &version, attempt["id"].as_str().unwrap())
+                .await
+        }
+    };
+    let planted = boss.environment("cached").await;
+    let first = built("acme", planted.clone(), "echo acme > /c/planted").await;
+    assert_eq!(first["status"], "completed", "{first}");
+    let other = globex.environment("neighbour").await;
+    let other_build = built("globex", other, "test ! -e /c/planted").await;
+    assert_eq!(
+        other_build["status"], "completed",
+        "another company's build saw the file: {other_build}"
+    );
+    let again = built("acme", planted.clone(), "grep -q acme /c/planted").await;
+    assert_eq!(
+        again["status"], "completed",
+        "the environment's own cache was lost: {again}"
+    );
+
+    let cache = Buildah::new(&app.state.runtime.builder)
+        .caches()
+        .join(&planted);
+    assert!(cache.exists());
+    api::runtime::janitor::sweep(&app.state.runtime)
+        .await
+        .unwrap();
+    assert!(cache.exists(), "an active environment keeps its cache");
+    let (status, archived) = boss
+        .post(&format!("/environments/{planted}/archive"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{archived}");
+    api::runtime::janitor::sweep(&app.state.runtime)
+        .await
+        .unwrap();
+    assert!(!cache.exists(), "an archived environment's cache stays");
+}
+
 #[tokio::test]
 async fn a_failing_step_is_dockerfile_exit() {
     let (attempt, _) = failed_build("RUN exit 3\n", &[]).await;

@@ -181,3 +181,19 @@ pub async fn queued_builds(pool: &PgPool, company: Uuid) -> sqlx::Result<i64> {
     .fetch_one(pool)
     .await
 }
+
+/// Of `ids`, the archived environments with no build attempt still open: they
+/// build no more, so their build caches can go.
+pub async fn retired_environments(pool: &PgPool, ids: &[Uuid]) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT e.id FROM environments e
+          WHERE e.id = ANY($1) AND e.lifecycle = 'archived'
+            AND NOT EXISTS (SELECT 1 FROM build_attempts a
+                             WHERE a.environment_id = e.id
+                               AND a.status IN ('validation_queued', 'validating', 'build_queued',
+                                                'building', 'verifying', 'cancelling'))",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await
+}
