@@ -210,6 +210,13 @@ pub struct Config {
     #[arg(long, env = "SANDBOX_KUBE_OBJECT_STORE_CIDRS", value_delimiter = ',')]
     pub kube_object_store_cidrs: Vec<String>,
 
+    /// Address blocks a build's steps may reach besides the public internet
+    /// (comma separated CIDRs): an internal package mirror, or the gateway this
+    /// host's resolver answers with for public names. Nothing else that is not
+    /// public is reachable from a build.
+    #[arg(long, env = "SANDBOX_BUILD_EGRESS_ALLOW", value_delimiter = ',')]
+    pub build_egress_allow: Vec<ipnet::IpNet>,
+
     /// Longest build before it fails as `platform_failed`.
     #[arg(long, env = "SANDBOX_BUILD_TIMEOUT", default_value = "30m")]
     pub build_timeout: humantime::Duration,

@@ -56,6 +56,8 @@ pub struct BuilderSettings {
     pub run_dir: std::path::PathBuf,
     /// Longest build.
     pub timeout: std::time::Duration,
+    /// What a build's steps may reach.
+    pub egress: crate::runtime::network::egress::Destinations,
     /// This service's own listener as a local client reaches it: where a run's
     /// network door relays its callback writes.
     pub service_address: std::net::SocketAddr,
@@ -198,6 +200,9 @@ impl AppState {
             run_slots: config.run_slots,
             run_dir: config.data_dir.join("runs"),
             timeout: config.build_timeout.into(),
+            egress: crate::runtime::network::egress::Destinations {
+                extra: config.build_egress_allow.clone().into(),
+            },
             service_address: config.local_address(),
             registry: config.registry.clone(),
             cluster: config.cluster()?,

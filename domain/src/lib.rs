@@ -17,6 +17,7 @@ pub mod notifications;
 pub mod objects;
 pub mod pricing;
 pub mod principal;
+pub mod public_address;
 pub mod registry;
 pub mod review;
 pub mod runner_release;

@@ -12,6 +12,7 @@ pub mod janitor;
 pub mod kube;
 pub mod limits;
 pub mod migrations;
+pub mod network;
 pub mod unpack;
 pub mod worker;
 

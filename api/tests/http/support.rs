@@ -189,6 +189,7 @@ impl TestApp {
             kube_namespace: "sandbox-runs".into(),
             kube_tools_image: String::new(),
             kube_object_store_cidrs: Vec::new(),
+            build_egress_allow: Vec::new(),
             data_dir: data.path().to_path_buf(),
             database_url: Some(db.url.clone()),
             listen: addr,

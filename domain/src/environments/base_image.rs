@@ -5,19 +5,22 @@
 //! built environment images: `FROM sandbox-env/<version>:<attempt>`, `FROM
 //! localhost/...`, `FROM sha256:<id>` or a bare image id prefix as short as `FROM
 //! 3f2` would build on another tenant's image and read everything in it. A
-//! registry on a loopback or private address is the build host's or its network's,
-//! not a public one. All of these are refused; a name that only a registry can
+//! registry on `localhost` or an address that is not public is the build host's
+//! or its network's, not a public one. All of these are refused; a name that only a registry can
 //! answer (`alpine`, `ghcr.io/o/i:tag`, `debian@sha256:...`) is not.
 
+use crate::public_address;
 use std::net::IpAddr;
 
-/// The repository path the platform names its environment images under, locally
-/// (`localhost/sandbox-env/...`) and in the image registry (`<registry>/sandbox-env/...`).
+/// The path component the platform names its environment images under, locally
+/// (`localhost/sandbox-env/...`) and in the image registry
+/// (`<SANDBOX_REGISTRY>/sandbox-env/...`, where the registry may carry a path of
+/// its own); a reference with this component anywhere in its path is refused.
 pub const PLATFORM_REPOSITORY: &str = "sandbox-env";
 
 /// Whether `image` (a `FROM` reference that names no stage) would not come from a
 /// public registry: an image id, the platform's own images, or a registry on
-/// `localhost` or a loopback, private or link-local address.
+/// `localhost` or an address that is not public.
 pub fn is_private(image: &str) -> bool {
     let image = image.to_ascii_lowercase();
     if image.starts_with("sha256:") || is_id_prefix(&image) {
@@ -30,7 +33,8 @@ pub fn is_private(image: &str) -> bool {
     if registry.is_some_and(is_host_local) {
         return true;
     }
-    path.split(['/', ':', '@']).next() == Some(PLATFORM_REPOSITORY)
+    path.split('/')
+        .any(|component| component.split([':', '@']).next() == Some(PLATFORM_REPOSITORY))
 }
 
 /// A bare run of hex digits: buildah takes it as (a prefix of) a local image id.
@@ -44,7 +48,8 @@ fn names_registry(first: &str) -> bool {
     first.contains(['.', ':']) || first == "localhost"
 }
 
-/// Whether a registry (`host[:port]`) is this host or a private network's.
+/// Whether a registry (`host[:port]`) is this host or at an address that is not
+/// public (a private network's, a metadata service's).
 fn is_host_local(registry: &str) -> bool {
     let host = match registry.strip_prefix('[') {
         Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
@@ -53,25 +58,8 @@ fn is_host_local(registry: &str) -> bool {
     if host == "localhost" || host.ends_with(".localhost") {
         return true;
     }
-    match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => {
-            ip.is_loopback()
-                || ip.is_private()
-                || ip.is_link_local()
-                || ip.is_unspecified()
-                || ip.is_broadcast()
-        }
-        Ok(IpAddr::V6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip.is_unique_local()
-                || ip.is_unicast_link_local()
-                || ip
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_link_local())
-        }
-        Err(_) => false,
-    }
+    host.parse::<IpAddr>()
+        .is_ok_and(|ip| !public_address::is_public(ip))
 }
 
 #[cfg(test)]
@@ -102,6 +90,7 @@ mod tests {
             "sandbox-env/0190c7d2-0000-7000-8000-000000000000:ab12",
             "localhost/sandbox-env/0190c7d2-0000-7000-8000-000000000000:ab12",
             "registry.internal:5000/sandbox-env/x:y",
+            "registry.internal:5000/team/sandbox/sandbox-env/x:y",
             "Sandbox-Env/x",
             "sandbox-env@sha256:00",
             "sha256:8859c868391174b5e13237deb28ed5f15a2080e1db302737403a9dba616a09dd",

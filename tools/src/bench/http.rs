@@ -107,6 +107,7 @@ pub fn bench_config(
         kube_namespace: "sandbox-runs".into(),
         kube_tools_image: String::new(),
         kube_object_store_cidrs: Vec::new(),
+        build_egress_allow: Vec::new(),
         data_dir: data,
         database_url: Some(scratch.url.clone()),
         listen,

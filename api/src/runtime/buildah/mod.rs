@@ -9,6 +9,7 @@ mod driver;
 pub use driver::StorageDriver;
 
 use crate::runtime::limits::RunCgroups;
+use crate::runtime::network::{IsolatedNetwork, egress};
 use crate::state::BuilderSettings;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -55,6 +56,15 @@ pub enum RunError {
     Io(#[from] std::io::Error),
 }
 
+/// What a build runs inside.
+#[derive(Clone, Copy)]
+pub struct Confinement<'a> {
+    /// Its cgroups.
+    pub cgroups: &'a RunCgroups,
+    /// Its network namespace, with the build's proxy as its listener.
+    pub network: &'a IsolatedNetwork,
+}
+
 /// The buildah program with this service's storage.
 #[derive(Debug, Clone)]
 pub struct Buildah {
@@ -96,11 +106,14 @@ impl Buildah {
     }
 
     /// `buildah bud` of a context directory into `image`. Chroot isolation gives
-    /// `RUN` steps no namespaces of their own, so the build runs in `cgroups` (no
-    /// host block devices, a process limit) and in PID and IPC namespaces of its
-    /// own with its own `/proc`: its steps see and signal only the build's
-    /// processes, and all of them die with the build's first process on a timeout
-    /// or a cancel.
+    /// `RUN` steps no namespaces of their own, so the whole build runs in the
+    /// confinement: its cgroups (no host block devices, a process limit), its
+    /// network namespace (loopback only, whose listener is the build's proxy to
+    /// the public internet, [`egress`]: buildah finds it in its environment, the
+    /// steps in the predefined proxy build arguments, which the image does not
+    /// keep), and PID and IPC namespaces of its own with its own `/proc`: its
+    /// steps see and signal only the build's processes, and all of them die with
+    /// the build's first process on a timeout or a cancel.
     ///
     /// buildah keeps `RUN --mount=type=cache` directories (and its other
     /// temporary files) under `TMPDIR`, by default one `/var/tmp` for every build
@@ -110,9 +123,9 @@ impl Buildah {
     pub async fn build(
         &self,
         environment: Uuid,
+        confinement: Confinement<'_>,
         context: &Path,
         image: &str,
-        cgroups: &RunCgroups,
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Captured, RunError> {
@@ -124,11 +137,18 @@ impl Buildah {
         let buildah = self.command();
         let buildah = buildah.as_std();
         let mut command = Command::new("sh");
+        let Confinement { cgroups, network } = confinement;
+        let proxy = network.listener_port().map(egress::proxy_env);
+        if let Some(proxy) = &proxy {
+            command.envs(proxy.iter().cloned());
+        }
         command
             .env("TMPDIR", &cache)
             .arg("-c")
             .arg(cgroups.enter_script())
             .arg("sh")
+            .arg("nsenter")
+            .arg(network.nsenter_arg())
             .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
             .arg(buildah.get_program())
             .args(buildah.get_args())
@@ -139,8 +159,12 @@ impl Buildah {
                 "--layers=false",
                 "--format",
                 "oci",
-                "-f",
-            ])
+            ]);
+        for (name, value) in proxy.iter().flatten() {
+            command.arg("--build-arg").arg(format!("{name}={value}"));
+        }
+        command
+            .arg("-f")
             .arg(context.join("Dockerfile"))
             .args(["-t", image])
             .arg(context);

@@ -2,8 +2,9 @@
 //! image, store the report, record the outcome.
 
 use super::Builder;
-use crate::runtime::buildah::RunError;
+use crate::runtime::buildah::{Confinement, RunError};
 use crate::runtime::limits::RunCgroups;
+use crate::runtime::network::IsolatedNetwork;
 use crate::runtime::unpack;
 use crate::runtime::worker::Worker;
 use bytes::Bytes;
@@ -236,17 +237,26 @@ impl Job<'_> {
         );
         let buildah = &self.builder.buildah;
         let cgroups = RunCgroups::for_build(self.builder.host, self.attempt_id)?;
-        match buildah
+        let mut network = IsolatedNetwork::create(true).await?;
+        let stop_egress = CancellationToken::new();
+        network.open_egress(state.builder.egress.clone(), stop_egress.clone());
+        let egress = stop_egress.drop_guard();
+        let built = buildah
             .build(
                 self.environment_id,
+                Confinement {
+                    cgroups: &cgroups,
+                    network: &network,
+                },
                 &context,
                 &image,
-                &cgroups,
                 state.builder.timeout,
                 &self.cancel,
             )
-            .await
-        {
+            .await;
+        drop(egress);
+        drop(network);
+        match built {
             Ok(captured) => {
                 self.report.extend_from_slice(&captured.output);
                 if !captured.success() {

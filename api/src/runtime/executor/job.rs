@@ -5,13 +5,13 @@
 use super::Executor;
 use super::collect::{Collected, collect};
 use super::in_cluster;
-use super::network::RunNetwork;
 use super::steps::StepClock;
 use super::workspace::prepare;
 use super::{secrets, writeback};
 use crate::runtime::buildah::{Captured, RunError, capture};
 use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::limits::RunCgroups;
+use crate::runtime::network::IsolatedNetwork;
 use crate::runtime::worker::Worker;
 use domain::catalog::ResourceProfile;
 use domain::environments::environment::OwnerScope;
@@ -270,7 +270,7 @@ async fn execute(
             b"only a user may run a task version with an output policy\n".to_vec(),
         ));
     }
-    let mut network = RunNetwork::create(has_output_policy).await?;
+    let mut network = IsolatedNetwork::create(has_output_policy).await?;
     clock.lap("network");
     let metadata = executor.metadata(Some(company));
     let grant = writeback::Grant {
@@ -282,7 +282,7 @@ async fn execute(
     };
     let credential = writeback::mint(state, grant, &metadata).await?;
     let stop_door = CancellationToken::new();
-    if let (Some(credential), Some(port)) = (&credential, network.door_port()) {
+    if let (Some(credential), Some(port)) = (&credential, network.listener_port()) {
         let url = format!("http://127.0.0.1:{port}{}", credential.path);
         secrets.push((
             "SERVICE_CT_WRITEBACK_URL".into(),
@@ -316,7 +316,7 @@ async fn work(
     workdir: &Path,
     facts: &RunFacts,
     image: &str,
-    network: &RunNetwork,
+    network: &IsolatedNetwork,
     secrets: secrets::Opened,
     container: &mut WorkingContainer,
     cancel: &CancellationToken,
@@ -374,7 +374,7 @@ async fn work(
 
 /// `sh -c '<enter cgroups> exec "$@"' sh nsenter ... unshare ... buildah run ...`:
 /// the whole tree runs in the run's cgroups, the run's own network namespace
-/// (loopback only, so no outbound network; [`RunNetwork`]) and a fresh PID
+/// (loopback only, so no outbound network; [`IsolatedNetwork`]) and a fresh PID
 /// namespace with its own `/proc` (the work sees
 /// only its own processes, and every process of the run dies with the namespace's
 /// first process when the run ends, is cancelled or times out), with no
@@ -382,7 +382,7 @@ async fn work(
 fn run_command(
     executor: &Executor,
     cgroups: &RunCgroups,
-    network: &RunNetwork,
+    network: &IsolatedNetwork,
     container: &str,
     workspace: &Path,
     contents: &VersionContents,

@@ -15,7 +15,6 @@
 mod collect;
 mod in_cluster;
 mod job;
-mod network;
 mod secrets;
 mod steps;
 mod workspace;

@@ -224,6 +224,50 @@ async fn build_caches_are_kept_per_environment() {
     assert!(!cache.exists(), "an archived environment's cache stays");
 }
 
+/// A build's steps reach the public internet through the build's proxy only:
+/// this host's own addresses (the service here) and the metadata address are not
+/// reachable directly (the build has no route) nor through the proxy (403), and
+/// the proxy settings do not stay in the image.
+#[tokio::test]
+async fn build_steps_reach_no_host_local_address() {
+    let app = TestApp::spawn().await;
+    let (_, boss, _, _) = callers(&app).await;
+    let service = format!("{}/health", app.base);
+    // (busybox's `wget -T` crashes; an unreachable address fails at once here.)
+    let step = format!(
+        "RUN test \"$http_proxy\" = \"$HTTPS_PROXY\" && test -n \"$http_proxy\" \\\n\
+         && ! env -u http_proxy -u HTTP_PROXY wget -q -O /dev/null {service} \\\n\
+         && ! env -u http_proxy -u HTTP_PROXY wget -q -O /dev/null http://169.254.169.254/ \\\n\
+         && wget -O /dev/null {service} 2>&1 | grep -q Forbidden \\\n\
+         && wget -O /dev/null http://169.254.169.254/latest/ 2>&1 | grep -q Forbidden\n"
+    );
+    let env = boss.environment("fenced").await;
+    let version = boss.version(&env, busybox_context(&step, &[])).await;
+    let attempt = boss.build(&env, &version).await;
+    let finished = boss
+        .finished(&env, &version, attempt["id"].as_str().unwrap())
+        .await;
+    assert_eq!(finished["status"], "completed", "{finished}");
+    let image: String =
+        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
+            .bind(&version)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let config = Buildah::new(&app.state.runtime.builder)
+        .simple(&[
+            "inspect",
+            "--type",
+            "image",
+            "--format",
+            "{{.OCIv1.Config.Env}}",
+            &image,
+        ])
+        .await
+        .unwrap();
+    assert!(!config.to_lowercase().contains("proxy"), "{config}");
+}
+
 #[tokio::test]
 async fn a_failing_step_is_dockerfile_exit() {
     let (attempt, _) = failed_build("RUN exit 3\n", &[]).await;
