@@ -30,6 +30,9 @@ use tokio_util::sync::CancellationToken;
 const MAX_HEAD: usize = 16 * 1024;
 /// How long a listener waits for a request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most connections a listener serves at once; more are closed unanswered (each
+/// one holds a file of this process, which the work must not exhaust).
+const MAX_CONNECTIONS: usize = 128;
 /// The answer to a request a listener does not let through.
 const REFUSED: &[u8] = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
@@ -90,8 +93,8 @@ impl IsolatedNetwork {
         self.port
     }
 
-    /// Serves the listener until `stop` fires, each connection with `handle`.
-    /// Connections still open then are cut.
+    /// Serves the listener until `stop` fires, each connection with `handle`, at
+    /// most [`MAX_CONNECTIONS`] at once. Connections still open then are cut.
     fn serve<F, H>(&mut self, stop: CancellationToken, handle: H)
     where
         H: Fn(TcpStream) -> F + Send + 'static,
@@ -113,7 +116,9 @@ impl IsolatedNetwork {
                 tokio::select! {
                     _ = stop.cancelled() => break,
                     accepted = listener.accept() => {
-                        if let Ok((stream, _)) = accepted {
+                        if let Ok((stream, _)) = accepted
+                            && connections.len() < MAX_CONNECTIONS
+                        {
                             connections.spawn(handle(stream));
                         }
                     }
