@@ -89,7 +89,7 @@ impl RunCgroups {
         profile: ResourceProfile,
     ) -> std::io::Result<Self> {
         let spec = profile.spec();
-        let name = format!("sandbox-run-{}", run.simple());
+        let name = run_cgroup(run);
         let mut cgroups = Self {
             dirs: Vec::new(),
             memory: None,
@@ -115,7 +115,7 @@ impl RunCgroups {
     /// [`BUILD_MAX_PIDS`] processes; memory and cpu are not limited (no build
     /// profile names them).
     pub fn for_build(host: HostLimits, attempt: uuid::Uuid) -> std::io::Result<Self> {
-        let name = format!("sandbox-build-{}", attempt.simple());
+        let name = build_cgroup(attempt);
         let mut cgroups = Self {
             dirs: Vec::new(),
             memory: None,
@@ -185,10 +185,31 @@ impl RunCgroups {
 /// cgroups, then the cgroups themselves. Nothing to do for a run that executed
 /// elsewhere or on a host without the controllers.
 pub async fn end_leftover_run(run: uuid::Uuid) {
-    let name = format!("sandbox-run-{}", run.simple());
+    end_leftover(&run_cgroup(run)).await;
+}
+
+/// Kills whatever is left of a build attempt that was running on this host when
+/// its server stopped (buildah and its steps, with no timeout watching them), as
+/// [`end_leftover_run`] does for a run.
+pub async fn end_leftover_build(attempt: uuid::Uuid) {
+    end_leftover(&build_cgroup(attempt)).await;
+}
+
+/// The name of a run's cgroups (in every hierarchy).
+fn run_cgroup(run: uuid::Uuid) -> String {
+    format!("sandbox-run-{}", run.simple())
+}
+
+/// The name of a build attempt's cgroups.
+fn build_cgroup(attempt: uuid::Uuid) -> String {
+    format!("sandbox-build-{}", attempt.simple())
+}
+
+/// Kills every process in the cgroups called `name`, then removes them.
+async fn end_leftover(name: &str) {
     let dirs: Vec<PathBuf> = [MEMORY_ROOT, CPU_ROOT, PIDS_ROOT, DEVICES_ROOT]
         .iter()
-        .map(|root| Path::new(root).join(&name))
+        .map(|root| Path::new(root).join(name))
         .filter(|dir| dir.is_dir())
         .collect();
     for _ in 0..50 {

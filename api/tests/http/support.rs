@@ -56,6 +56,9 @@ pub struct Options {
     pub read_wait_timeout: std::time::Duration,
     /// Whether the trigger pass takes a `now` from the operator.
     pub allow_clock_override: bool,
+    /// Whether this server starts its workers (builder, executor, janitor); a
+    /// test without them leaves the work to a server process of its own.
+    pub workers: bool,
 }
 
 impl Default for Options {
@@ -69,6 +72,7 @@ impl Default for Options {
             run_slots: 4,
             read_wait_timeout: std::time::Duration::from_secs(10),
             allow_clock_override: true,
+            workers: true,
         }
     }
 }
@@ -221,9 +225,11 @@ impl TestApp {
         let started = AppState::start(&config, db.pool.clone(), cancel.clone())
             .await
             .expect("state");
-        api::runtime::start(&started.state.runtime)
-            .await
-            .expect("workers start");
+        if options.workers {
+            api::runtime::start(&started.state.runtime)
+                .await
+                .expect("workers start");
+        }
         let app = api::server::app(started.state.clone());
         let shutdown = cancel.clone();
         tokio::spawn(async move {
@@ -297,6 +303,41 @@ impl TestApp {
     /// The server's data directory (objects, buildah storage).
     pub fn data_dir(&self) -> &std::path::Path {
         self._data.path()
+    }
+
+    /// Starts `sandbox-api serve` (its own process, with its workers) on this
+    /// app's database and data directory.
+    pub fn server_process(&self) -> std::process::Child {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        std::process::Command::new(env!("CARGO_BIN_EXE_sandbox-api"))
+            .arg("serve")
+            .env("DATABASE_URL", &self.db.url)
+            .env("SANDBOX_DATA_DIR", self.data_dir())
+            .env("SANDBOX_LISTEN", format!("127.0.0.1:{port}"))
+            .env("SANDBOX_JWT_SECRET", JWT_SECRET)
+            .env("SANDBOX_RUN_SLOTS", "2")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the server binary starts")
+    }
+
+    /// Whether a process with exactly this command line runs on this host (the
+    /// work of a run or a build).
+    pub fn running_command(cmdline: &[&str]) -> bool {
+        let wanted: Vec<u8> = cmdline
+            .iter()
+            .flat_map(|arg| [arg.as_bytes(), b"\0"].concat())
+            .collect();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+            .any(|found| found == wanted)
     }
 
     /// The number of events in the log.

@@ -44,6 +44,16 @@ fn platform(detail: &str, stage: &str) -> Outcome {
     )
 }
 
+/// The local name of an attempt's image.
+pub(super) fn local_image(version_id: Uuid, attempt_id: Uuid) -> String {
+    format!("localhost/sandbox-env/{version_id}:{}", attempt_id.simple())
+}
+
+/// Where an attempt's context is unpacked and built.
+pub(super) fn work_dir(builder: &Builder, attempt_id: Uuid) -> PathBuf {
+    builder.state.builder.work_dir.join(attempt_id.to_string())
+}
+
 /// What an attempt works with.
 struct Job<'a> {
     builder: &'a Builder,
@@ -65,7 +75,7 @@ pub(super) async fn run(
     company: Option<Uuid>,
     cancel: CancellationToken,
 ) {
-    let work = builder.state.builder.work_dir.join(attempt_id.to_string());
+    let work = work_dir(builder, attempt_id);
     let mut job = Job {
         builder,
         attempt_id,
@@ -230,11 +240,7 @@ impl Job<'_> {
         {
             return Ok(Outcome::Cancelled);
         }
-        let image = format!(
-            "localhost/sandbox-env/{}:{}",
-            self.version_id,
-            self.attempt_id.simple()
-        );
+        let image = local_image(self.version_id, self.attempt_id);
         let buildah = &self.builder.buildah;
         let cgroups = RunCgroups::for_build(self.builder.host, self.attempt_id)?;
         let mut network = IsolatedNetwork::create(true).await?;

@@ -14,7 +14,7 @@ use crate::limits::company_limits;
 use crate::runtime::Runtime;
 use crate::runtime::buildah::Buildah;
 use crate::runtime::heartbeat::{self, WORKER_GONE};
-use crate::runtime::limits::HostLimits;
+use crate::runtime::limits::{self, HostLimits};
 use crate::runtime::worker::{Running, Worker};
 use domain::environments::version::{
     BuildFailure, EnvironmentVersion, TerminalClass, VersionCommand,
@@ -181,6 +181,14 @@ impl Worker for Builder {
                 }
             };
             tracing::warn!(%attempt_id, "recovering a build attempt whose worker is gone");
+            // Its processes, files and image, if it ran on this host (a crashed
+            // server of this machine): nothing of an attempt ended as lost goes on.
+            limits::end_leftover_build(attempt_id).await;
+            let _ = tokio::fs::remove_dir_all(job::work_dir(self, attempt_id)).await;
+            let image = job::local_image(version_id, attempt_id);
+            if self.buildah.image_exists(&image).await {
+                let _ = self.buildah.remove_image(&image).await;
+            }
             self.command(version_id, company, command).await;
         }
         Ok(())

@@ -3,6 +3,7 @@
 mod builds;
 mod catalog;
 mod curated;
+mod restart;
 mod uploads;
 mod versions;
 

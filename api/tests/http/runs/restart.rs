@@ -4,31 +4,9 @@
 
 use super::{finished, runnable, running, submit};
 use crate::environments::callers;
-use crate::support::{JWT_SECRET, TestApp};
+use crate::support::TestApp;
 use crate::tasks::ready_environment_version;
 use serde_json::json;
-use std::process::{Child, Command, Stdio};
-
-/// Starts `sandbox-api serve` on the test app's database and data directory.
-fn server_process(app: &TestApp) -> Child {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    Command::new(env!("CARGO_BIN_EXE_sandbox-api"))
-        .arg("serve")
-        .env("DATABASE_URL", &app.db.url)
-        .env("SANDBOX_DATA_DIR", app.data_dir())
-        .env("SANDBOX_LISTEN", format!("127.0.0.1:{port}"))
-        .env("SANDBOX_JWT_SECRET", JWT_SECRET)
-        .env("SANDBOX_RUN_SLOTS", "2")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the server binary starts")
-}
 
 #[tokio::test]
 async fn a_run_whose_server_was_killed_ends_platform_failed() {
@@ -39,7 +17,7 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
     let ready = ready_environment_version(&boss).await;
     let (_, version) = runnable(&boss, &ready, "sleep 300\n", json!({})).await;
 
-    let mut first = server_process(&app);
+    let mut first = app.server_process();
     let (status, run) = submit(
         &member,
         &lab,
@@ -53,7 +31,7 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
 
-    let mut second = server_process(&app);
+    let mut second = app.server_process();
     let done = finished(&member, &lab, id).await;
     second.kill().unwrap();
     second.wait().unwrap();
@@ -63,17 +41,9 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
         "{done}"
     );
     assert!(
-        !sleeping_300(),
+        !TestApp::running_command(&["sleep", "300"]),
         "the work of the killed server's run was left running"
     );
     let workdir = app.data_dir().join("runs").join(id.replace('-', ""));
     assert!(!workdir.exists(), "its workspace was left: {workdir:?}");
-}
-
-/// Whether a `sleep 300` (the run's work) is running on this host.
-fn sleeping_300() -> bool {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
-        .any(|cmdline| cmdline == b"sleep\x00300\x00")
 }
