@@ -316,7 +316,8 @@ async fn measure(server: &Server, args: &RunsArgs) -> anyhow::Result<Figures> {
 /// One bare `buildah from` + `run` + `rm` of the script; its steps go to `steps`.
 async fn bare_run(buildah: &Buildah, image: &str, steps: &mut Steps) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let container = timed(steps, "container", buildah.from_image(image)).await?;
+    let name = format!("bench-bare-{}", uuid::Uuid::new_v4().simple());
+    let container = timed(steps, "container", buildah.from_image(image, &name)).await?;
     let mut command = buildah.command();
     command.args([
         "run",

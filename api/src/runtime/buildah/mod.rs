@@ -189,15 +189,17 @@ impl Buildah {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
     }
 
-    /// A working container of an image: a local one (`localhost/...`) is never
+    /// A working container of an image, called `name` (so that a server after a
+    /// crash can find and remove it): a local image (`localhost/...`) is never
     /// pulled; one in a registry (`SANDBOX_REGISTRY`) is pulled when missing.
-    pub async fn from_image(&self, image: &str) -> anyhow::Result<String> {
+    pub async fn from_image(&self, image: &str, name: &str) -> anyhow::Result<String> {
         let pull = if image.starts_with("localhost/") {
             "--pull-never"
         } else {
             "--pull=missing"
         };
-        self.simple(&["from", pull, "--quiet", image]).await
+        self.simple(&["from", pull, "--quiet", "--name", name, image])
+            .await
     }
 
     /// Renames a local image to `target` (a registry reference) and pushes it

@@ -49,6 +49,11 @@ pub(super) fn local_image(version_id: Uuid, attempt_id: Uuid) -> String {
     format!("localhost/sandbox-env/{version_id}:{}", attempt_id.simple())
 }
 
+/// The name of the working container that verifies an attempt's image.
+pub(super) fn container_name(attempt_id: Uuid) -> String {
+    format!("sandbox-build-{}", attempt_id.simple())
+}
+
 /// Where an attempt's context is unpacked and built.
 pub(super) fn work_dir(builder: &Builder, attempt_id: Uuid) -> PathBuf {
     builder.state.builder.work_dir.join(attempt_id.to_string())
@@ -298,7 +303,9 @@ impl Job<'_> {
             let _ = buildah.remove_image(&image).await;
             return Ok(Outcome::Cancelled);
         }
-        let container = buildah.from_image(&image).await?;
+        let container = buildah
+            .from_image(&image, &container_name(self.attempt_id))
+            .await?;
         let root = buildah.mount(&container).await;
         let reserved = match &root {
             Ok(root) => RESERVED_IMAGE_PATHS

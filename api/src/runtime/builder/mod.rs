@@ -181,10 +181,11 @@ impl Worker for Builder {
                 }
             };
             tracing::warn!(%attempt_id, "recovering a build attempt whose worker is gone");
-            // Its processes, files and image, if it ran on this host (a crashed
+            // Its processes, files, container and image, if it ran on this host (a crashed
             // server of this machine): nothing of an attempt ended as lost goes on.
             limits::end_leftover_build(attempt_id).await;
             let _ = tokio::fs::remove_dir_all(job::work_dir(self, attempt_id)).await;
+            let _ = self.buildah.remove(&job::container_name(attempt_id)).await;
             let image = job::local_image(version_id, attempt_id);
             if self.buildah.image_exists(&image).await {
                 let _ = self.buildah.remove_image(&image).await;

@@ -130,6 +130,11 @@ impl WorkingContainer {
     }
 }
 
+/// The name of a run's working container.
+pub(super) fn container_name(run_id: Uuid) -> String {
+    format!("sandbox-run-{}", run_id.simple())
+}
+
 /// Where a run's workspace is prepared on this machine.
 pub(super) fn workdir(executor: &Executor, run_id: Uuid) -> std::path::PathBuf {
     executor
@@ -328,7 +333,11 @@ async fn work(
     secrets::write(&workspace, &secrets).await?;
     drop(secrets);
     clock.lap("workspace");
-    let name = match executor.buildah.from_image(image).await {
+    let name = match executor
+        .buildah
+        .from_image(image, &container_name(run_id))
+        .await
+    {
         Ok(name) => name,
         Err(error) => {
             let log = format!("the environment image is not available: {error:#}\n");

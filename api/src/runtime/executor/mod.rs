@@ -251,6 +251,7 @@ impl Worker for Executor {
             // this machine): nothing of a run ended as lost goes on running.
             crate::runtime::limits::end_leftover_run(run_id).await;
             let _ = tokio::fs::remove_dir_all(job::workdir(self, run_id)).await;
+            let _ = self.buildah.remove(&job::container_name(run_id)).await;
             self.finish_bare(run_id, company, class, code).await;
         }
         Ok(())

@@ -6,6 +6,7 @@ use super::{finished, runnable, running, submit};
 use crate::environments::callers;
 use crate::support::TestApp;
 use crate::tasks::ready_environment_version;
+use api::runtime::buildah::Buildah;
 use serde_json::json;
 
 #[tokio::test]
@@ -46,4 +47,13 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
     );
     let workdir = app.data_dir().join("runs").join(id.replace('-', ""));
     assert!(!workdir.exists(), "its workspace was left: {workdir:?}");
+    let containers = Buildah::new(&app.state.runtime.builder)
+        .simple(&["containers", "--format", "{{.ContainerName}}"])
+        .await
+        .unwrap();
+    let container = format!("sandbox-run-{}", id.replace('-', ""));
+    assert!(
+        !containers.lines().any(|name| name == container),
+        "its working container was left: {containers}"
+    );
 }
