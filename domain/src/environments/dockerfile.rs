@@ -64,10 +64,7 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
                         format!("FROM {image} names its image through a variable"),
                     ));
                 }
-                let names_stage = stages
-                    .iter()
-                    .flatten()
-                    .any(|stage| stage.eq_ignore_ascii_case(image));
+                let names_stage = stages.iter().flatten().any(|stage| stage == image);
                 if !names_stage && base_image::is_private(image) {
                     return Err(refuse(
                         "private_base_image",
@@ -77,11 +74,7 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
                         ),
                     ));
                 }
-                stages.push(
-                    from.as_
-                        .as_ref()
-                        .map(|(_, name)| name.value.to_ascii_lowercase()),
-                );
+                stages.push(from.as_.as_ref().map(|(_, name)| name.value.to_string()));
             }
             Instruction::Add(add) => {
                 for source in &add.src {
@@ -196,6 +189,8 @@ fn flag(options: &[Flag<'_>], name: &str) -> Option<String> {
 }
 
 /// Whether `reference` names a stage defined earlier (by `AS` name or index).
+/// Names compare exactly, as buildah compares them: `COPY --from=abc` after `AS
+/// ABC` is not that stage to buildah but an image (`abc`, an id prefix).
 fn reviewed(stages: &[Option<String>], reference: &str) -> bool {
     if reference.contains('$') {
         return false;
@@ -203,8 +198,7 @@ fn reviewed(stages: &[Option<String>], reference: &str) -> bool {
     if let Ok(index) = reference.parse::<usize>() {
         return index < stages.len();
     }
-    let reference = reference.to_ascii_lowercase();
-    stages.iter().flatten().any(|name| *name == reference)
+    stages.iter().flatten().any(|name| name == reference)
 }
 
 fn is_network_source(source: &str) -> bool {
@@ -293,6 +287,20 @@ mod tests {
             rule("FROM alpine AS cafe\nFROM cafe\nRUN echo ok\n"),
             None,
             "`cafe` is the earlier stage, not an image id"
+        );
+        assert_eq!(
+            rule("FROM alpine AS CAFE\nFROM cafe\n"),
+            Some("private_base_image"),
+            "buildah matches stage names exactly: `cafe` is an image id prefix"
+        );
+        assert_eq!(rule("FROM \"3f2\"\n"), Some("private_base_image"));
+        assert_eq!(
+            rule("FROM containers-storage:3f2\n"),
+            Some("private_base_image")
+        );
+        assert_eq!(
+            rule("FROM alpine AS ABC\nFROM scratch\nCOPY --from=abc /s /s\n"),
+            Some("copy_from_unreviewed_stage")
         );
     }
 

@@ -108,7 +108,8 @@ async fn dockerfile_rules_refuse_with_policy_reject() {
 }
 
 /// Another company's built image sits in the same buildah storage; no way of
-/// naming it in `FROM` (its name, short name, id or id prefix) builds on it.
+/// naming it in `FROM` (its name, short name, last components, id, id prefix,
+/// quoted, through a transport) builds on it.
 #[tokio::test]
 async fn a_from_of_another_company_s_image_is_refused() {
     let app = TestApp::spawn().await;
@@ -144,18 +145,31 @@ async fn a_from_of_another_company_s_image_is_refused() {
         token: seed.token("globex", "ceo"),
     };
     let other = globex.environment("thief").await;
-    for from in [
+    for (i, from) in [
         image.clone(),
         image.trim_start_matches("localhost/").to_string(),
         format!("sha256:{id}"),
         id[..3].to_string(),
-    ] {
+        format!("\"{}\"", &id[..3]),
+        format!("containers-storage:{image}"),
+        image.rsplit('/').next().unwrap().to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // At most 5 upload inits per company and minute: the last attempts are
+        // acme's own, refused all the same.
+        let (caller, env) = if i < 4 {
+            (&globex, &other)
+        } else {
+            (&boss, &env)
+        };
         let dockerfile = format!("FROM {from}\nRUN cat /secret\n");
         let context = super::tar_gz(&[("Dockerfile", dockerfile.as_bytes())]);
-        let version = globex.version(&other, context).await;
-        let attempt = globex.build(&other, &version).await;
-        let finished = globex
-            .finished(&other, &version, attempt["id"].as_str().unwrap())
+        let version = caller.version(env, context).await;
+        let attempt = caller.build(env, &version).await;
+        let finished = caller
+            .finished(env, &version, attempt["id"].as_str().unwrap())
             .await;
         assert_eq!(
             finished["error_code"], "policy_reject",
