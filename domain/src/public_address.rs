@@ -41,6 +41,8 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         // IPv4-compatible (deprecated) and the NAT64 prefix carry an IPv4 address last.
         [0, 0, 0, 0, 0, 0, high, low] if high != 0 => is_public_v4(embedded(high, low)),
         [0x64, 0xff9b, 0, 0, 0, 0, high, low] => is_public_v4(embedded(high, low)),
+        // The local-use NAT64 prefix (64:ff9b:1::/48) is not public itself.
+        [0x64, 0xff9b, 1, ..] => false,
         // 6to4 carries it after the prefix.
         [0x2002, high, low, ..] => is_public_v4(embedded(high, low)),
         _ => {
@@ -94,6 +96,7 @@ mod tests {
             "::ffff:127.0.0.1",
             "::127.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::808:808",
             "2002:7f00:1::",
             "fd00:ec2::254",
             "fe80::1",

@@ -23,7 +23,8 @@ pub(super) async fn remove_retired(state: &Runtime) -> anyhow::Result<()> {
     }
     for environment in environments::retired_environments(&state.pool, &held).await? {
         let cache = buildah.caches().join(environment.to_string());
-        if let Err(error) = std::fs::remove_dir_all(&cache) {
+        let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(cache)).await?;
+        if let Err(error) = removed {
             tracing::warn!(%environment, %error, "build cache removal failed");
         }
     }

@@ -1,8 +1,9 @@
 //! A build's way out (spec: "build-time RUN steps can reach the public
 //! internet"): its namespace's listener is an HTTP proxy that connects only to
-//! public addresses ([`public_address::is_public`]) and the blocks the operator
-//! adds (`SANDBOX_BUILD_EGRESS_ALLOW`: an internal package mirror, or the gateway
-//! a host's resolver answers with for public names). The build reaches nothing
+//! public addresses ([`public_address::is_public`]) other than this host's own,
+//! and the blocks the operator adds (`SANDBOX_BUILD_EGRESS_ALLOW`: an internal
+//! package mirror, or the gateway a host's resolver answers with for public
+//! names). The build reaches nothing
 //! else: not this host (its database, this service, other tenants' run doors),
 //! not the private network behind it, not a cloud metadata service. buildah and
 //! the steps find the proxy through `HTTP_PROXY` / `HTTPS_PROXY` (see
@@ -37,9 +38,40 @@ pub struct Destinations {
 }
 
 impl Destinations {
-    /// Whether the proxy may connect to `ip`.
+    /// Whether the proxy may connect to `ip`: a public address that is not one of
+    /// this host's own (a public address of the host reaches every service bound
+    /// to all its addresses, this one and its database included), or one in the
+    /// operator's blocks. When the host's addresses cannot be read, only the
+    /// operator's blocks.
     pub fn allow(&self, ip: IpAddr) -> bool {
-        public_address::is_public(ip) || self.extra.iter().any(|block| block.contains(&ip))
+        self.allow_beside(ip, own_addresses().as_deref())
+    }
+
+    /// [`Self::allow`] with the host's addresses given (`None`: unknown).
+    fn allow_beside(&self, ip: IpAddr, own: Option<&[IpAddr]>) -> bool {
+        let public = public_address::is_public(ip) && own.is_some_and(|own| !own.contains(&ip));
+        public || self.extra.iter().any(|block| block.contains(&ip))
+    }
+}
+
+/// The addresses of this host's interfaces now (they can change while it runs).
+fn own_addresses() -> Option<Vec<IpAddr>> {
+    match nix::ifaddrs::getifaddrs() {
+        Ok(interfaces) => Some(
+            interfaces
+                .filter_map(|interface| interface.address)
+                .filter_map(|address| {
+                    address
+                        .as_sockaddr_in()
+                        .map(|v4| IpAddr::V4(v4.ip()))
+                        .or_else(|| address.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+                })
+                .collect(),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "this host's addresses cannot be read");
+            None
+        }
     }
 }
 
@@ -299,6 +331,25 @@ mod tests {
         )
         .await;
         String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[test]
+    fn the_host_s_own_public_addresses_are_refused_unless_the_operator_allows_them() {
+        let own: std::net::IpAddr = "203.0.114.7".parse().unwrap();
+        let other: std::net::IpAddr = "8.8.8.8".parse().unwrap();
+        let none = Destinations::default();
+        assert!(none.allow_beside(other, Some(&[own])));
+        assert!(!none.allow_beside(own, Some(&[own])));
+        assert!(!none.allow_beside(other, None), "unknown own addresses");
+        let operator = Destinations {
+            extra: ["203.0.114.0/24".parse().unwrap()].into(),
+        };
+        assert!(operator.allow_beside(own, Some(&[own])));
+        assert!(
+            super::own_addresses()
+                .unwrap()
+                .contains(&"127.0.0.1".parse().unwrap())
+        );
     }
 
     #[tokio::test]
