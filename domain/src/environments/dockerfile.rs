@@ -2,7 +2,8 @@
 //!
 //! Any public base image and `scratch` are allowed. Refused: a dynamic FROM (the
 //! image named through a variable), a FROM of an image that is not public (see
-//! `base_image.rs`), any `# syntax=` directive line, ADD from a network
+//! `base_image.rs`; a base image's `ONBUILD` triggers meet these rules too,
+//! [`check_triggers`]), any `# syntax=` directive line, ADD from a network
 //! source, `RUN --network=host`, `RUN --mount` of type secret or ssh or whose `from=`
 //! names an unreviewed stage, `COPY --from` an unreviewed stage, and a Dockerfile
 //! over 1 MiB. A stage is reviewed when this Dockerfile defines it before the
@@ -32,8 +33,9 @@ fn refuse(rule: &'static str, message: impl Into<String>) -> DockerfileRejection
     }
 }
 
-/// Checks a Dockerfile against every rule.
-pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
+/// Checks a Dockerfile against every rule; returns the base images it builds
+/// on (each `FROM` image that is neither `scratch` nor an earlier stage).
+pub fn check(bytes: &[u8]) -> Result<Vec<String>, DockerfileRejection> {
     if bytes.len() > MAX_DOCKERFILE_BYTES {
         return Err(refuse(
             "dockerfile_too_large",
@@ -54,6 +56,7 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
     let dockerfile = parse_dockerfile::parse(&parseable)
         .map_err(|e| refuse("dockerfile_unparsable", e.to_string()))?;
     let mut stages: Vec<Option<String>> = Vec::new();
+    let mut base_images = Vec::new();
     for instruction in &dockerfile.instructions {
         match instruction {
             Instruction::From(from) => {
@@ -65,6 +68,9 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
                     ));
                 }
                 let names_stage = stages.iter().flatten().any(|stage| stage == image);
+                if !names_stage && image != "scratch" && !base_images.iter().any(|b| b == image) {
+                    base_images.push(image.to_string());
+                }
                 if !names_stage && base_image::is_private(image) {
                     return Err(refuse(
                         "private_base_image",
@@ -104,7 +110,16 @@ pub fn check(bytes: &[u8]) -> Result<(), DockerfileRejection> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(base_images)
+}
+
+/// Checks the `ONBUILD` triggers a base image carries by the same rules (they
+/// run in the build as if written after its `FROM`): a public image could
+/// otherwise bring `COPY --from=<local image id prefix>` into any build. Triggers
+/// see no stage of the building Dockerfile, so a trigger naming one is refused.
+pub fn check_triggers(triggers: &[String]) -> Result<(), DockerfileRejection> {
+    let text = format!("FROM scratch\n{}\n", triggers.join("\n"));
+    check(text.as_bytes()).map(|_| ())
 }
 
 /// The text with every `ENTRYPOINT []` and `CMD []` line emptied (line numbers
@@ -301,6 +316,36 @@ mod tests {
         assert_eq!(
             rule("FROM alpine AS ABC\nFROM scratch\nCOPY --from=abc /s /s\n"),
             Some("copy_from_unreviewed_stage")
+        );
+    }
+
+    #[test]
+    fn base_images_are_listed_once_without_stages_or_scratch() {
+        assert_eq!(
+            check(b"FROM alpine:3 AS a\nFROM a\nFROM scratch\nFROM debian\nFROM alpine:3\n")
+                .unwrap(),
+            ["alpine:3", "debian"]
+        );
+    }
+
+    #[test]
+    fn onbuild_triggers_are_checked_by_the_same_rules() {
+        use super::check_triggers;
+        assert_eq!(
+            check_triggers(&["RUN make".into(), "COPY . /src".into()]),
+            Ok(())
+        );
+        assert_eq!(
+            check_triggers(&["COPY --from=3f2 / /loot".into()])
+                .unwrap_err()
+                .rule,
+            "copy_from_unreviewed_stage"
+        );
+        assert_eq!(
+            check_triggers(&["RUN --mount=type=bind,from=3f2,target=/x ls".into()])
+                .unwrap_err()
+                .rule,
+            "run_mount_unreviewed_stage"
         );
     }
 

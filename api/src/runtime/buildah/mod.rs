@@ -134,32 +134,17 @@ impl Buildah {
             .recursive(true)
             .mode(0o700)
             .create(&cache)?;
-        let buildah = self.command();
-        let buildah = buildah.as_std();
-        let mut command = Command::new("sh");
-        let Confinement { cgroups, network } = confinement;
-        let proxy = network.listener_port().map(egress::proxy_env);
-        if let Some(proxy) = &proxy {
-            command.envs(proxy.iter().cloned());
-        }
-        command
-            .env("TMPDIR", &cache)
-            .arg("-c")
-            .arg(cgroups.enter_script())
-            .arg("sh")
-            .arg("nsenter")
-            .arg(network.nsenter_arg())
-            .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
-            .arg(buildah.get_program())
-            .args(buildah.get_args())
-            .args([
-                "bud",
-                "--isolation",
-                "chroot",
-                "--layers=false",
-                "--format",
-                "oci",
-            ]);
+        let mut command = self.confined(confinement);
+        command.env("TMPDIR", &cache).args([
+            "bud",
+            "--isolation",
+            "chroot",
+            "--layers=false",
+            "--pull=never",
+            "--format",
+            "oci",
+        ]);
+        let proxy = confinement.network.listener_port().map(egress::proxy_env);
         for (name, value) in proxy.iter().flatten() {
             command.arg("--build-arg").arg(format!("{name}={value}"));
         }
@@ -169,6 +154,57 @@ impl Buildah {
             .args(["-t", image])
             .arg(context);
         capture(command, timeout, cancel).await
+    }
+
+    /// Pulls a build's base image unless it is here already, in the build's
+    /// confinement (its network's proxy is the only way out).
+    pub async fn pull_base(
+        &self,
+        image: &str,
+        confinement: Confinement<'_>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Captured, RunError> {
+        let mut command = self.confined(confinement);
+        command.args(["pull", "--policy", "missing", "--quiet", image]);
+        capture(command, timeout, cancel).await
+    }
+
+    /// The `ONBUILD` triggers an image carries (Docker-format images only), one
+    /// instruction each.
+    pub async fn onbuild_triggers(&self, image: &str) -> anyhow::Result<Vec<String>> {
+        let format = "{{range .Docker.Config.OnBuild}}{{println .}}{{end}}";
+        let listed = self
+            .simple(&["inspect", "--type", "image", "--format", format, image])
+            .await?;
+        Ok(listed
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// A buildah command (its subcommand still to add) in the confinement: its
+    /// cgroups, its network namespace with the proxy variables set, and PID and
+    /// IPC namespaces of its own.
+    fn confined(&self, confinement: Confinement<'_>) -> Command {
+        let Confinement { cgroups, network } = confinement;
+        let buildah = self.command();
+        let buildah = buildah.as_std();
+        let mut command = Command::new("sh");
+        if let Some(port) = network.listener_port() {
+            command.envs(egress::proxy_env(port));
+        }
+        command
+            .arg("-c")
+            .arg(cgroups.enter_script())
+            .arg("sh")
+            .arg("nsenter")
+            .arg(network.nsenter_arg())
+            .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
+            .arg(buildah.get_program())
+            .args(buildah.get_args());
+        command
     }
 
     /// Runs a short buildah subcommand and returns its trimmed stdout.

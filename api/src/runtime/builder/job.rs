@@ -2,7 +2,7 @@
 //! image, store the report, record the outcome.
 
 use super::Builder;
-use crate::runtime::buildah::{Confinement, RunError};
+use crate::runtime::buildah::{Captured, Confinement, RunError};
 use crate::runtime::limits::RunCgroups;
 use crate::runtime::network::IsolatedNetwork;
 use crate::runtime::unpack;
@@ -135,6 +135,101 @@ pub(super) async fn run(
 }
 
 impl Job<'_> {
+    /// Pulls the base images and checks their `ONBUILD` triggers, then builds
+    /// the image, all in the build's confinement and within its time limit;
+    /// `Some` outcome when the attempt ends here.
+    async fn build_image(
+        &mut self,
+        context: &std::path::Path,
+        image: &str,
+        base_images: &[String],
+    ) -> anyhow::Result<Option<Outcome>> {
+        let builder = self.builder;
+        let (state, buildah) = (&builder.state, &builder.buildah);
+        let deadline = std::time::Instant::now() + state.builder.timeout;
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let cgroups = RunCgroups::for_build(builder.host, self.attempt_id)?;
+        let mut network = IsolatedNetwork::create(true).await?;
+        let stop_egress = CancellationToken::new();
+        network.open_egress(state.builder.egress.clone(), stop_egress.clone());
+        let _egress = stop_egress.drop_guard();
+        let confinement = Confinement {
+            cgroups: &cgroups,
+            network: &network,
+        };
+        for base in base_images {
+            let pulled = buildah
+                .pull_base(base, confinement, left(), &self.cancel)
+                .await;
+            if let Some(ended) = self.ended(pulled, "base_image_unavailable") {
+                return Ok(Some(ended));
+            }
+            let triggers = buildah.onbuild_triggers(base).await?;
+            if let Err(rejection) = dockerfile::check_triggers(&triggers) {
+                self.note(&format!("ONBUILD of {base}: {rejection}"));
+                return Ok(Some(failed(
+                    TerminalClass::CustomerFailed,
+                    "policy_reject",
+                    rejection.rule,
+                    "validation",
+                )));
+            }
+        }
+        let built = buildah
+            .build(
+                self.environment_id,
+                confinement,
+                context,
+                image,
+                left(),
+                &self.cancel,
+            )
+            .await;
+        Ok(self.ended(built, "build_step_failed"))
+    }
+
+    /// How a buildah command of the build ended: `None` when it succeeded, else
+    /// the attempt's outcome (`failure` names a step that exited non-zero, unless
+    /// its output shows a base image could not be pulled).
+    fn ended(&mut self, finished: Result<Captured, RunError>, failure: &str) -> Option<Outcome> {
+        match finished {
+            Ok(captured) => {
+                self.report.extend_from_slice(&captured.output);
+                if captured.success() {
+                    return None;
+                }
+                let detail = match classify_build_failure(&captured.output) {
+                    "build_step_failed" => failure,
+                    pull => pull,
+                };
+                Some(failed(
+                    TerminalClass::CustomerFailed,
+                    "dockerfile_exit",
+                    detail,
+                    "build",
+                ))
+            }
+            Err(RunError::TimedOut(output)) => {
+                self.report.extend_from_slice(&output);
+                self.note("the build ran past its time limit");
+                Some(failed(
+                    TerminalClass::CustomerFailed,
+                    "dockerfile_exit",
+                    "build_timeout",
+                    "build",
+                ))
+            }
+            Err(RunError::Cancelled(output)) => {
+                self.report.extend_from_slice(&output);
+                Some(Outcome::Cancelled)
+            }
+            Err(RunError::Io(error)) => {
+                self.note(&format!("buildah cannot run: {error}"));
+                Some(platform("builder_unavailable", "build"))
+            }
+        }
+    }
+
     fn note(&mut self, line: &str) {
         self.report.extend_from_slice(line.as_bytes());
         self.report.push(b'\n');
@@ -226,15 +321,18 @@ impl Job<'_> {
                 "validation",
             ));
         };
-        if let Err(rejection) = dockerfile::check(dockerfile_bytes) {
-            self.note(&rejection.to_string());
-            return Ok(failed(
-                TerminalClass::CustomerFailed,
-                "policy_reject",
-                rejection.rule,
-                "validation",
-            ));
-        }
+        let base_images = match dockerfile::check(dockerfile_bytes) {
+            Ok(base_images) => base_images,
+            Err(rejection) => {
+                self.note(&rejection.to_string());
+                return Ok(failed(
+                    TerminalClass::CustomerFailed,
+                    "policy_reject",
+                    rejection.rule,
+                    "validation",
+                ));
+            }
+        };
         self.note(&format!(
             "validation passed: {} entries, {} bytes of content",
             manifest.entries, manifest.total_bytes
@@ -246,59 +344,10 @@ impl Job<'_> {
             return Ok(Outcome::Cancelled);
         }
         let image = local_image(self.version_id, self.attempt_id);
-        let buildah = &self.builder.buildah;
-        let cgroups = RunCgroups::for_build(self.builder.host, self.attempt_id)?;
-        let mut network = IsolatedNetwork::create(true).await?;
-        let stop_egress = CancellationToken::new();
-        network.open_egress(state.builder.egress.clone(), stop_egress.clone());
-        let egress = stop_egress.drop_guard();
-        let built = buildah
-            .build(
-                self.environment_id,
-                Confinement {
-                    cgroups: &cgroups,
-                    network: &network,
-                },
-                &context,
-                &image,
-                state.builder.timeout,
-                &self.cancel,
-            )
-            .await;
-        drop(egress);
-        drop(network);
-        match built {
-            Ok(captured) => {
-                self.report.extend_from_slice(&captured.output);
-                if !captured.success() {
-                    let detail = classify_build_failure(&captured.output);
-                    return Ok(failed(
-                        TerminalClass::CustomerFailed,
-                        "dockerfile_exit",
-                        detail,
-                        "build",
-                    ));
-                }
-            }
-            Err(RunError::TimedOut(output)) => {
-                self.report.extend_from_slice(&output);
-                self.note("the build ran past its time limit");
-                return Ok(failed(
-                    TerminalClass::CustomerFailed,
-                    "dockerfile_exit",
-                    "build_timeout",
-                    "build",
-                ));
-            }
-            Err(RunError::Cancelled(output)) => {
-                self.report.extend_from_slice(&output);
-                return Ok(Outcome::Cancelled);
-            }
-            Err(RunError::Io(error)) => {
-                self.note(&format!("buildah cannot run: {error}"));
-                return Ok(platform("builder_unavailable", "build"));
-            }
+        if let Some(ended) = self.build_image(&context, &image, &base_images).await? {
+            return Ok(ended);
         }
+        let buildah = &self.builder.buildah;
         if !self.advance(BuildStatus::Verifying).await {
             let _ = buildah.remove_image(&image).await;
             return Ok(Outcome::Cancelled);

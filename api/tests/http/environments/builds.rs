@@ -282,6 +282,95 @@ async fn build_steps_reach_no_host_local_address() {
     assert!(!config.to_lowercase().contains("proxy"), "{config}");
 }
 
+/// A public base image's `ONBUILD` triggers run in the build as if written after
+/// its `FROM`; they are checked by the same rules. Measured with buildah 1.28,
+/// a trigger `COPY --from=<image id>` read another company's image.
+#[tokio::test]
+async fn a_base_image_s_onbuild_triggers_are_checked() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, _) = callers(&app).await;
+    let env = boss.environment("py").await;
+    let version = boss
+        .version(&env, busybox_context("RUN echo acme-only > /secret\n", &[]))
+        .await;
+    let attempt = boss.build(&env, &version).await;
+    let built = boss
+        .finished(&env, &version, attempt["id"].as_str().unwrap())
+        .await;
+    assert_eq!(built["status"], "completed", "{built}");
+    let image: String =
+        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
+            .bind(&version)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let buildah = Buildah::new(&app.state.runtime.builder);
+    let id = buildah
+        .simple(&[
+            "inspect",
+            "--type",
+            "image",
+            "--format",
+            "{{.FromImageID}}",
+            &image,
+        ])
+        .await
+        .unwrap();
+    // A "public" image with such a trigger, already in storage (its pull finds it).
+    let public = format!("docker.io/attacker/onbuild-{}:1", Uuid::new_v4().simple());
+    let container = buildah
+        .simple(&[
+            "from",
+            "--name",
+            &format!("onbuild-{}", Uuid::new_v4().simple()),
+            "scratch",
+        ])
+        .await
+        .unwrap();
+    let trigger = format!("COPY --from={id} /secret /loot");
+    let configured = buildah
+        .command()
+        .env("BUILDAH_FORMAT", "docker")
+        .args(["config", "--onbuild", &trigger, &container])
+        .status()
+        .await
+        .unwrap();
+    assert!(configured.success());
+    buildah
+        .simple(&[
+            "commit", "--format", "docker", "--quiet", &container, &public,
+        ])
+        .await
+        .unwrap();
+    buildah.remove(&container).await.unwrap();
+    assert_eq!(buildah.onbuild_triggers(&public).await.unwrap(), [trigger]);
+
+    let globex = super::Caller {
+        app: &app,
+        token: seed.token("globex", "ceo"),
+    };
+    let other = globex.environment("heir").await;
+    let dockerfile = format!(
+        "FROM {public}\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"cat\", \"/loot\"]\n"
+    );
+    let busybox = std::fs::read("/bin/busybox").unwrap();
+    let context = super::tar_gz(&[("Dockerfile", dockerfile.as_bytes()), ("busybox", &busybox)]);
+    let version = globex.version(&other, context).await;
+    let attempt = globex.build(&other, &version).await;
+    let finished = globex
+        .finished(&other, &version, attempt["id"].as_str().unwrap())
+        .await;
+    let _ = buildah.remove_image(&public).await;
+    assert_eq!(
+        (
+            finished["error_code"].as_str(),
+            finished["error_detail"].as_str()
+        ),
+        (Some("policy_reject"), Some("copy_from_unreviewed_stage")),
+        "{finished}"
+    );
+}
+
 #[tokio::test]
 async fn a_failing_step_is_dockerfile_exit() {
     let (attempt, _) = failed_build("RUN exit 3\n", &[]).await;
