@@ -3,7 +3,7 @@
 //! environment versions nothing pinned for the company's retention, and a curated
 //! environment's new version is announced to the companies pinning it.
 
-use crate::environments::{Caller, busybox_context, callers};
+use crate::environments::{Caller, built_image, busybox_context, callers};
 use crate::runs::{runnable, submit};
 use crate::support::{As, TestApp, json};
 use crate::tasks::{company_task, draft};
@@ -122,32 +122,15 @@ async fn operator_limits_alone_do_not_shorten_retention() {
     assert!(notified(&member, "run_content_expiring").await.is_empty());
 }
 
-/// Builds a version of `env` and waits for it; answers its id and image.
-async fn built(app: &TestApp, boss: &Caller<'_>, env: &str) -> (String, String) {
-    let version = boss.version(env, busybox_context("", &[])).await;
-    let attempt = boss.build(env, &version).await;
-    let done = boss
-        .finished(env, &version, attempt["id"].as_str().unwrap())
-        .await;
-    assert_eq!(done["terminal_class"], "completed", "{done}");
-    let image: String =
-        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
-            .bind(&version)
-            .fetch_one(&app.db.pool)
-            .await
-            .unwrap();
-    (version, image)
-}
-
 #[tokio::test]
 async fn images_unreferenced_past_their_retention_are_removed_and_their_owners_told() {
     let app = TestApp::without_executor().await;
     let (seed, boss, _, member) = callers(&app).await;
     let buildah = Buildah::new(&app.state.runtime.builder);
     let env = boss.environment("retained").await;
-    let (_, kept_image) = built(&app, &boss, &env).await;
-    let (pinned, pinned_image) = built(&app, &boss, &env).await;
-    let (unpinned, unpinned_image) = built(&app, &boss, &env).await;
+    let (_, kept_image) = built_image(&app, &boss, &env, "").await;
+    let (pinned, pinned_image) = built_image(&app, &boss, &env, "").await;
+    let (unpinned, unpinned_image) = built_image(&app, &boss, &env, "").await;
     let task = company_task(&boss, "pinning").await;
     let fields = body!({"environment_version_id": pinned, "work_script": "true\n",
                         "timeout_seconds": 60});

@@ -56,12 +56,13 @@ pub enum RunError {
     Io(#[from] std::io::Error),
 }
 
-/// What a build runs inside.
+/// What a build or a run runs inside.
 #[derive(Clone, Copy)]
 pub struct Confinement<'a> {
     /// Its cgroups.
     pub cgroups: &'a RunCgroups,
-    /// Its network namespace, with the build's proxy as its listener.
+    /// Its network namespace (a build's with its proxy as the listener, a run's
+    /// with its door, if any).
     pub network: &'a IsolatedNetwork,
 }
 
@@ -134,7 +135,7 @@ impl Buildah {
             .recursive(true)
             .mode(0o700)
             .create(&cache)?;
-        let mut command = self.confined(confinement);
+        let mut command = self.through_proxy(confinement);
         command.env("TMPDIR", &cache).args([
             "bud",
             "--isolation",
@@ -165,7 +166,7 @@ impl Buildah {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Captured, RunError> {
-        let mut command = self.confined(confinement);
+        let mut command = self.through_proxy(confinement);
         command.args(["pull", "--policy", "missing", "--quiet", image]);
         capture(command, timeout, cancel).await
     }
@@ -184,17 +185,24 @@ impl Buildah {
             .collect())
     }
 
+    /// [`Self::confined`], with the proxy variables of the network's listener
+    /// set (a build's: its proxy to the public internet).
+    fn through_proxy(&self, confinement: Confinement<'_>) -> Command {
+        let mut command = self.confined(confinement);
+        if let Some(port) = confinement.network.listener_port() {
+            command.envs(egress::proxy_env(port));
+        }
+        command
+    }
+
     /// A buildah command (its subcommand still to add) in the confinement: its
-    /// cgroups, its network namespace with the proxy variables set, and PID and
-    /// IPC namespaces of its own.
-    fn confined(&self, confinement: Confinement<'_>) -> Command {
+    /// cgroups, its network namespace, and PID and IPC namespaces of its own with
+    /// their own `/proc` (the builder's and the executor's work alike).
+    pub fn confined(&self, confinement: Confinement<'_>) -> Command {
         let Confinement { cgroups, network } = confinement;
         let buildah = self.command();
         let buildah = buildah.as_std();
         let mut command = Command::new("sh");
-        if let Some(port) = network.listener_port() {
-            command.envs(egress::proxy_env(port));
-        }
         command
             .arg("-c")
             .arg(cgroups.enter_script())

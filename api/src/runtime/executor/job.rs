@@ -8,7 +8,7 @@ use super::in_cluster;
 use super::steps::StepClock;
 use super::workspace::prepare;
 use super::{secrets, writeback};
-use crate::runtime::buildah::{Captured, RunError, capture};
+use crate::runtime::buildah::{Captured, Confinement, RunError, capture};
 use crate::runtime::kube::cluster::Cluster;
 use crate::runtime::limits::RunCgroups;
 use crate::runtime::network::IsolatedNetwork;
@@ -396,18 +396,8 @@ fn run_command(
     workspace: &Path,
     contents: &VersionContents,
 ) -> tokio::process::Command {
-    let buildah = executor.buildah.command();
-    let std = buildah.as_std();
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = executor.buildah.confined(Confinement { cgroups, network });
     command
-        .arg("-c")
-        .arg(cgroups.enter_script())
-        .arg("sh")
-        .arg("nsenter")
-        .arg(network.nsenter_arg())
-        .args(["unshare", "--pid", "--fork", "--mount-proc", "--ipc"])
-        .arg(std.get_program())
-        .args(std.get_args())
         .args(["run", "--isolation", "chroot", "--cap-drop", "all"])
         .args(["--workingdir", WORKSPACE, "-v"])
         .arg(format!("{}:{WORKSPACE}", workspace.display()));

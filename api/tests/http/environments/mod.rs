@@ -3,6 +3,7 @@
 mod builds;
 mod catalog;
 mod curated;
+mod isolation;
 mod restart;
 mod uploads;
 mod versions;
@@ -143,6 +144,17 @@ impl Caller<'_> {
         attempt
     }
 
+    /// Uploads `context` as a new version of `environment`, builds it and waits:
+    /// the version's id and its finished attempt.
+    pub async fn build_context(&self, environment: &str, context: Vec<u8>) -> (String, Value) {
+        let version = self.version(environment, context).await;
+        let attempt = self.build(environment, &version).await;
+        let finished = self
+            .finished(environment, &version, attempt["id"].as_str().unwrap())
+            .await;
+        (version, finished)
+    }
+
     /// Polls an attempt until it is terminal.
     pub async fn finished(&self, environment: &str, version: &str, attempt: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -180,4 +192,25 @@ pub async fn callers(app: &TestApp) -> (crate::support::Seed, Caller<'_>, Caller
         token: seed.token("acme", "member"),
     };
     (seed, boss, dm, member)
+}
+
+/// Builds a busybox version of `environment` with `steps` and waits for it to
+/// complete: the version's id and its image.
+pub async fn built_image(
+    app: &TestApp,
+    caller: &Caller<'_>,
+    environment: &str,
+    steps: &str,
+) -> (String, String) {
+    let (version, done) = caller
+        .build_context(environment, busybox_context(steps, &[]))
+        .await;
+    assert_eq!(done["terminal_class"], "completed", "{done}");
+    let image: String =
+        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
+            .bind(&version)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    (version, image)
 }
