@@ -12,6 +12,8 @@ missing=()
 have_postgres || missing+=(postgresql)
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# A run's workspace is an ext4 filesystem of its profile's size (mkfs.ext4).
+PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]}"

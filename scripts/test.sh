@@ -10,6 +10,8 @@ command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
 # A run's network namespace gets its loopback up with `ip` (iproute2).
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# A run's workspace is an ext4 filesystem of its profile's size (mkfs.ext4).
+PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 # Independent clients in the tests (RSA-OAEP interop, HMAC-signed callbacks) are Python.
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
 # The simulated cluster's kubelet runs the pod's stage and collect scripts with the

@@ -13,6 +13,7 @@ pub mod kube;
 pub mod limits;
 pub mod migrations;
 pub mod network;
+pub mod programs;
 pub mod unpack;
 pub mod worker;
 

@@ -4,9 +4,9 @@
 
 use super::Executor;
 use super::collect::{Collected, collect};
-use super::in_cluster;
 use super::steps::StepClock;
 use super::workspace::prepare;
+use super::{disk, in_cluster};
 use super::{secrets, writeback};
 use crate::runtime::buildah::{Captured, Confinement, RunError, capture};
 use crate::runtime::kube::cluster::Cluster;
@@ -85,6 +85,7 @@ pub(super) async fn run(
     cancel: CancellationToken,
 ) {
     let workdir = workdir(executor, run_id);
+    let _removed = disk::WorkdirGuard::new(&workdir);
     let mut container = WorkingContainer::default();
     let executed = execute(executor, run_id, company, &workdir, &mut container, &cancel);
     let ending = match executed.await {
@@ -157,7 +158,7 @@ pub(super) async fn resume(
     let workspace = workdir.join("workspace");
     let followed = async {
         // What a killed worker left of the workspace is not the run's results.
-        let _ = tokio::fs::remove_dir_all(&workdir).await;
+        disk::remove_workdir(&workdir).await;
         tokio::fs::create_dir_all(&workspace).await?;
         in_cluster::follow(executor, cluster, run_id, company, &workspace, &cancel).await
     };
@@ -186,7 +187,7 @@ async fn finish(
         // recorded, and the next start ends the run `platform_failed`
         // (`worker_lost`) once this worker's heartbeat is stale.
         tracing::info!(%run_id, "run stopped by shutdown; the next start recovers it");
-        let _ = tokio::fs::remove_dir_all(workdir).await;
+        disk::remove_workdir(workdir).await;
         return false;
     }
     let mut clock = StepClock::start();
@@ -197,7 +198,7 @@ async fn finish(
             Collected::default()
         }
     };
-    let _ = tokio::fs::remove_dir_all(workdir).await;
+    disk::remove_workdir(workdir).await;
     clock.lap("collect");
     let command = RunCommand::Finish(Box::new(RunEnded {
         terminal_class: ending.class,
@@ -328,6 +329,11 @@ async fn work(
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
     let mut clock = StepClock::start();
+    let profile = facts.profile();
+    if executor.workspace_disks {
+        disk::mount(workdir, profile.spec().workspace_mib).await?;
+    }
+    clock.lap("workspace_disk");
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
     secrets::write(&workspace, &secrets).await?;
@@ -351,7 +357,6 @@ async fn work(
     };
     clock.lap("container");
     let container = container.0.insert(name);
-    let profile = facts.profile();
     let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
     clock.lap("cgroups");
     let started = executor.command(run_id, company, RunCommand::Start).await;
@@ -375,10 +380,16 @@ async fn work(
     );
     let outcome = capture(command, timeout, cancel).await;
     clock.lap("work");
-    let oom_killed = cgroups.oom_killed();
+    let limit = if cgroups.oom_killed() {
+        Some("memory_limit_exceeded")
+    } else if disk::is_full(workdir) {
+        Some("workspace_limit_exceeded")
+    } else {
+        None
+    };
     drop(cgroups);
     clock.lap("cgroups_removal");
-    Ok(classify(outcome, oom_killed))
+    Ok(classify(outcome, limit))
 }
 
 /// `sh -c '<enter cgroups> exec "$@"' sh nsenter ... unshare ... buildah run ...`:
@@ -432,8 +443,9 @@ pub(super) fn work_env(contents: &VersionContents) -> Vec<(String, String)> {
     env
 }
 
-/// The terminal class of a finished command.
-fn classify(outcome: Result<Captured, RunError>, oom_killed: bool) -> Ending {
+/// The terminal class of a finished command; `limit` names the limit the work ran
+/// into, if any (the cause of a failure, when it failed).
+fn classify(outcome: Result<Captured, RunError>, limit: Option<&str>) -> Ending {
     match outcome {
         Ok(captured) if captured.success() => Ending {
             class: TerminalClass::Completed,
@@ -442,11 +454,7 @@ fn classify(outcome: Result<Captured, RunError>, oom_killed: bool) -> Ending {
             log: captured.output,
         },
         Ok(captured) => {
-            let code = if oom_killed {
-                "memory_limit_exceeded"
-            } else {
-                "exit_nonzero"
-            };
+            let code = limit.unwrap_or("exit_nonzero");
             ending(
                 TerminalClass::CustomerFailed,
                 code,

@@ -13,6 +13,7 @@
 //! cluster is re-attached instead: this worker takes it over and follows it.
 
 mod collect;
+mod disk;
 mod in_cluster;
 mod job;
 mod secrets;
@@ -51,10 +52,26 @@ pub struct Executor {
     worker_id: String,
     buildah: Buildah,
     host: HostLimits,
+    /// Whether workspaces get a filesystem of their profile's size (`disk.rs`).
+    workspace_disks: bool,
     slots: Arc<Semaphore>,
     running: Running,
     /// The cluster runs execute in (the Kubernetes executor), if any.
     cluster: Option<Arc<Cluster>>,
+}
+
+/// Whether this host can size workspaces (logged once when it cannot).
+fn workspace_disks(state: &Runtime) -> bool {
+    let probed = std::fs::create_dir_all(&state.builder.run_dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| disk::probe(&state.builder.run_dir));
+    if let Err(error) = &probed {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "workspaces cannot get a filesystem of their own: a run's workspace is not limited to its profile's size"
+        );
+    }
+    probed.is_ok()
 }
 
 /// A started run whose worker stopped heartbeating.
@@ -79,12 +96,14 @@ impl Executor {
                 "cgroup v1 controllers missing: runs are not limited by the missing ones"
             );
         }
+        let workspace_disks = cluster.is_none() && workspace_disks(&state);
         Self {
             buildah: Buildah::new(&state.builder),
             slots: Arc::new(Semaphore::new(state.builder.run_slots)),
             worker_id: heartbeat::worker_id("executor"),
             running: Running::default(),
             host,
+            workspace_disks,
             state,
             cluster,
         }
@@ -250,7 +269,7 @@ impl Worker for Executor {
             // Its processes and files, if it ran on this host (a crashed server of
             // this machine): nothing of a run ended as lost goes on running.
             crate::runtime::limits::end_leftover_run(run_id).await;
-            let _ = tokio::fs::remove_dir_all(job::workdir(self, run_id)).await;
+            disk::remove_workdir(&job::workdir(self, run_id)).await;
             let _ = self.buildah.remove(&job::container_name(run_id)).await;
             self.finish_bare(run_id, company, class, code).await;
         }

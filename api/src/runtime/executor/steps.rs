@@ -10,12 +10,13 @@ use std::time::Instant;
 pub const STEP_SECONDS: &str = "sandbox_run_step_seconds";
 
 /// The steps, in the order a run goes through them on a worker.
-pub const STEPS: [&str; 15] = [
+pub const STEPS: [&str; 16] = [
     "claim",
     "facts",
     "secrets",
     "network",
     "writeback",
+    "workspace_disk",
     "workspace",
     "container",
     "cgroups",

@@ -16,6 +16,7 @@
 pub mod door;
 pub mod egress;
 
+use crate::runtime::programs::sbin;
 use nix::sched::{CloneFlags, unshare};
 use std::fs::File;
 use std::future::Future;
@@ -129,23 +130,14 @@ impl IsolatedNetwork {
     }
 }
 
-/// `ip link set lo up` in the calling thread's namespace (a child inherits it), with
-/// `ip` found on the `PATH` or in the sbin directories a service's `PATH` may lack.
+/// `ip link set lo up` in the calling thread's namespace (a child inherits it).
 fn loopback_up() -> anyhow::Result<()> {
-    let mut last = None;
-    for program in ["ip", "/usr/sbin/ip", "/sbin/ip"] {
-        match std::process::Command::new(program)
-            .args(["link", "set", "lo", "up"])
-            .status()
-        {
-            Ok(status) if status.success() => return Ok(()),
-            Ok(status) => anyhow::bail!("`ip link set lo up` failed: {status}"),
-            Err(error) => last = Some(error),
-        }
-    }
-    Err(anyhow::anyhow!(
-        "`ip` (iproute2) could not be started: {last:?}"
-    ))
+    let status = std::process::Command::new(sbin("ip"))
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .map_err(|error| anyhow::anyhow!("`ip` (iproute2) could not be started: {error}"))?;
+    anyhow::ensure!(status.success(), "`ip link set lo up` failed: {status}");
+    Ok(())
 }
 
 /// Reads a request head within [`HEAD_TIMEOUT`]: (head without its blank line,
