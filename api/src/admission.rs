@@ -100,15 +100,14 @@ pub async fn lock(pool: &PgPool, company: Uuid, purpose: &str) -> sqlx::Result<A
     Ok(locked.expect("a lock wanted throughout is taken"))
 }
 
-/// The lock of one table attachment file (`key`) of a company: an upload holds it
-/// while it puts the bytes in place and records them, the janitor while it checks
-/// that no record holds the file and deletes it, so neither undoes the other.
-pub async fn attachment_lock(
-    pool: &PgPool,
-    company: Uuid,
-    key: &str,
-) -> sqlx::Result<AdmissionLock> {
-    lock(pool, company, &format!("attachment {key}")).await
+/// The lock of one stored object of a company that the janitor deletes when
+/// nothing holds it, while a request may put the same bytes in place again (a
+/// table attachment file, a run's content-addressed inputs file): the writer holds
+/// it while it puts the bytes in place (and, for an attachment, records them), the
+/// janitor while it checks that nothing holds the object and deletes it, so neither
+/// undoes the other.
+pub async fn object_lock(pool: &PgPool, company: Uuid, key: &str) -> sqlx::Result<AdmissionLock> {
+    lock(pool, company, &format!("object {key}")).await
 }
 
 /// [`lock`] for a waiter whose work an earlier holder may do for it (a batch):

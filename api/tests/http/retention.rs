@@ -1,7 +1,8 @@
 //! Retention notices and image storage cleanup: the janitor warns a run's
 //! submitter a day before its contents expire, removes the images of archived
 //! environment versions nothing pinned for the company's retention, and a curated
-//! environment's new version is announced to the companies pinning it.
+//! environment's new version is announced to the companies pinning it; an
+//! expired run's shared inputs file goes only when no submission stages it again.
 
 use crate::environments::{Caller, built_image, busybox_context, callers};
 use crate::runs::{runnable, submit};
@@ -284,4 +285,88 @@ async fn a_curated_environment_s_new_version_is_announced_to_the_companies_pinni
     )
     .await;
     assert!(refused.is_err());
+}
+
+/// Submits `input` to `version` in `lab` under `key` and cancels the run (so it
+/// ends at once); answers its id.
+async fn cancelled_run(member: &Caller<'_>, lab: &str, version: &str, key: &str) -> String {
+    let body = body!({"task_version_id": version, "input": {"n": 1}});
+    let (status, run) = submit(member, lab, key, body).await;
+    assert_eq!(status, 200, "{run}");
+    cancelled(member, lab, run["id"].as_str().unwrap()).await
+}
+
+/// Cancels a run and waits for its end.
+async fn cancelled(member: &Caller<'_>, lab: &str, run_id: &str) -> String {
+    let path = format!("/chatrooms/{lab}/runs/{run_id}/cancel");
+    assert_eq!(member.post(&path, body!({})).await.0, 200);
+    crate::runs::finished(member, lab, run_id).await;
+    run_id.to_string()
+}
+
+/// Moves a run's end past the default retention.
+async fn past_retention(app: &TestApp, run_id: &str) {
+    sqlx::query("UPDATE runs SET terminal_at = now() - interval '31 days' WHERE id = $1::uuid")
+        .bind(run_id)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+}
+
+/// Sets a file's modification time two hours back.
+fn aged(file: &std::path::Path) {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
+    let handle = std::fs::File::options().write(true).open(file).unwrap();
+    handle.set_modified(old).unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_run_s_input_is_kept_when_staged_again_and_deleted_under_its_lock() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = crate::tasks::ready_environment_version(&boss).await;
+    let (_, version) = runnable(&boss, &ready, "echo hi\n", body!({})).await;
+    let first = cancelled_run(&member, &lab, &version, "first").await;
+    let (key, company): (String, uuid::Uuid) =
+        sqlx::query_as("SELECT input_key, company_id FROM runs WHERE id = $1::uuid")
+            .bind(&first)
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+    let file = app.data_dir().join("objects").join(&key);
+
+    // A retry puts its source's input file in place again, as freshly staged: a
+    // sweep that does not see the retry yet (its read model row not written; here
+    // its contents marked expired) keeps the file written two hours ago.
+    aged(&file);
+    let retry = format!("/chatrooms/{lab}/runs/{first}/retry");
+    let (status, retried) = crate::runs::post_keyed(&member, &retry, "again", None).await;
+    assert_eq!(status, 200, "{retried}");
+    let retried = cancelled(&member, &lab, retried["id"].as_str().unwrap()).await;
+    sqlx::query("UPDATE runs SET content_state = 'expired' WHERE id = $1::uuid")
+        .bind(&retried)
+        .execute(&app.db.pool)
+        .await
+        .unwrap();
+    past_retention(&app, &first).await;
+    sweep(&app).await;
+    assert!(file.exists(), "the retry's input stays");
+
+    // Past retention, held by no other run, written two hours ago: the file goes,
+    // but not while a submission of the same bytes holds its lock.
+    let last = cancelled_run(&member, &lab, &version, "last").await;
+    aged(&file);
+    past_retention(&app, &last).await;
+    let held = api::admission::object_lock(&app.db.pool, company, &key)
+        .await
+        .unwrap();
+    let runtime = app.state.runtime.clone();
+    let sweeping = tokio::spawn(async move { api::runtime::janitor::sweep(&runtime).await });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(file.exists(), "the janitor waits for the lock");
+    assert!(!sweeping.is_finished());
+    drop(held);
+    sweeping.await.unwrap().unwrap();
+    assert!(!file.exists(), "then deletes the expired run's input");
 }

@@ -157,7 +157,8 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
 async fn submit(call: &AgentCall, row: &ProposalRow, run_id: Uuid) -> Result<String, ToolError> {
     let caller = &call.caller;
     kill_switch::check(&caller.state, Some(caller.principal.company_id)).await?;
-    let input = staged_input(&caller.state, &row.input_key, &row.input_digest)
+    let company = caller.principal.company_id;
+    let input = staged_input(&caller.state, company, &row.input_key, &row.input_digest)
         .await
         .ok_or_else(|| {
             ToolError::new(

@@ -57,7 +57,7 @@ pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
 /// deleted (or a cell emptied, a column or table deleted) thus takes its files
 /// with it at the next sweep; a sweep that stopped halfway is finished by the next.
 ///
-/// Each key is checked again under its lock ([`admission::attachment_lock`]), which
+/// Each key is checked again under its lock ([`admission::object_lock`]), which
 /// an upload of the same bytes holds while it puts them in place and records them:
 /// an upload during the sweep either lands first (the key is fresh again and
 /// stays) or after the bytes went (and puts them back).
@@ -68,7 +68,7 @@ pub async fn sweep_attachments(
     let before = now - UNHELD_FILE_KEPT;
     let unheld = objects::unheld_attachments(&state.pool, before, 500).await?;
     for (key, company, _) in unheld {
-        let _lock = admission::attachment_lock(&state.pool, company, &key).await?;
+        let _lock = admission::object_lock(&state.pool, company, &key).await?;
         let Some(uploads) = objects::unheld_attachment(&state.pool, &key, before).await? else {
             continue;
         };

@@ -3,6 +3,7 @@
 //! (`RunContentExpired`).
 
 use super::metadata;
+use crate::admission;
 use crate::runtime::Runtime;
 use chrono::{DateTime, Utc};
 use domain::runs::run::{Run, RunCommand};
@@ -59,6 +60,10 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
         {
             state.objects.delete(&key).await?;
         }
+        // Inputs are content-addressed and shared: a submission or a retry puts
+        // the same bytes in place under the object's lock, so under it a file
+        // another run holds, or one written in the last hour, is kept.
+        let lock = admission::object_lock(&state.pool, run.company_id, &run.input_key).await?;
         let shared: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active' AND id <> $2)",
         )
@@ -66,9 +71,6 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
         .bind(run.id)
         .fetch_one(&state.pool)
         .await?;
-        // Inputs are content-addressed: a submission staging the same bytes right
-        // now marks the object written (`Objects::put_content_addressed`), so a
-        // recently written one is kept.
         let recent = state
             .objects
             .modified_at(&run.input_key)
@@ -77,6 +79,7 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
         if !shared && !recent {
             state.objects.delete(&run.input_key).await?;
         }
+        drop(lock);
         state
             .bus
             .record::<Run>(

@@ -11,7 +11,9 @@ use super::detail::detail_of;
 use super::together::{self, Candidate};
 use super::views::SandboxRunDetailResponse;
 use crate::access::Room;
+use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::objects::Written;
 use crate::request::Caller;
 use crate::routes::sandbox::tasks::output_policy;
 use crate::secrets::slots;
@@ -60,11 +62,10 @@ pub fn not_stageable(error: InputError) -> ApiError {
 pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
     let canonical = input::canonicalize(value, InputLimits::default()).map_err(not_stageable)?;
     let hex = canonical.digest.trim_start_matches("sha256:");
-    let key = format!("runs/inputs/{}/{hex}.json", caller.principal.company_id);
-    let written = caller
-        .state
-        .objects
-        .put_content_addressed(&key, Bytes::from(canonical.canonical.clone()))
+    let company = caller.principal.company_id;
+    let key = format!("runs/inputs/{company}/{hex}.json");
+    let bytes = Bytes::from(canonical.canonical.clone());
+    let written = put_input(&caller.state, company, &key, bytes)
         .await
         .map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "input staging failed");
@@ -85,21 +86,49 @@ pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
 
 /// An inputs file staged earlier, verified against its digest (`None` when it is
 /// gone, unreadable or not the bytes recorded): a retry's or a confirmed
-/// proposal's input.
-pub async fn staged_input(state: &AppState, key: &str, digest: &str) -> Option<StagedInput> {
+/// proposal's input. It is put in place again, so it counts as freshly staged for
+/// the janitor, which keeps a recently written inputs file.
+pub async fn staged_input(
+    state: &AppState,
+    company: Uuid,
+    key: &str,
+    digest: &str,
+) -> Option<StagedInput> {
     let bytes = state.objects.get_bytes(key).await.ok()?;
     if input::digest(&bytes) != digest {
         return None;
     }
     let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let byte_size = bytes.len() as i64;
+    if let Err(error) = put_input(state, company, key, bytes).await {
+        tracing::error!(
+            error = format!("{error:#}"),
+            "a staged input could not be kept"
+        );
+        return None;
+    }
     Some(StagedInput {
         value,
         object: StoredObject {
             key: key.to_string(),
-            byte_size: bytes.len() as i64,
+            byte_size,
             digest: digest.to_string(),
         },
     })
+}
+
+/// Puts an inputs file in place under its object lock: the run contents janitor
+/// checks and deletes an expired run's inputs file under the same lock, so a
+/// submission of the same bytes either lands first (the file is fresh and stays)
+/// or after the file went (and puts it back).
+async fn put_input(
+    state: &AppState,
+    company: Uuid,
+    key: &str,
+    bytes: Bytes,
+) -> anyhow::Result<Written> {
+    let _lock = admission::object_lock(&state.pool, company, key).await?;
+    state.objects.put_content_addressed(key, bytes).await
 }
 
 /// Enforces the version's input schema; fails open when the stored schema cannot

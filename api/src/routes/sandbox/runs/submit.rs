@@ -120,9 +120,14 @@ async fn retry_run(
     let staged = match fresh {
         Some(staged) => staged,
         None if !source.content_active() => return Err(retry_input_unavailable()),
-        None => staged_input(&caller.state, &source.input_key, &source.input_digest)
-            .await
-            .ok_or_else(retry_input_unavailable)?,
+        None => staged_input(
+            &caller.state,
+            caller.principal.company_id,
+            &source.input_key,
+            &source.input_digest,
+        )
+        .await
+        .ok_or_else(retry_input_unavailable)?,
     };
     let admission = Admission {
         run_id: key.target(&caller.principal, &format!("runs.retry.{run_id}")),

@@ -165,7 +165,7 @@ async fn upload_blob(
     let key = key(company_id, table.row.id, &written.digest);
     // Held until the upload is recorded: the janitor cannot delete the bytes between
     // the rename and the record that keeps them.
-    let _lock = admission::attachment_lock(caller.pool(), company_id, &key).await?;
+    let _lock = admission::object_lock(caller.pool(), company_id, &key).await?;
     objects_store
         .rename(&incoming, &key)
         .await
