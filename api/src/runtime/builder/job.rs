@@ -103,13 +103,15 @@ pub(super) async fn run(
     let now = chrono::Utc::now();
     match outcome {
         Outcome::Ready(image) => {
-            job.command(VersionCommand::Complete {
+            let complete = VersionCommand::Complete {
                 attempt_id,
-                image,
-                report,
+                image: image.clone(),
+                report: report.clone(),
                 now,
-            })
-            .await;
+            };
+            if !job.command(complete).await {
+                job.unrecorded(&image, report).await;
+            }
         }
         Outcome::Failed(failure) => {
             job.command(VersionCommand::Fail {
@@ -120,21 +122,54 @@ pub(super) async fn run(
             })
             .await;
         }
-        Outcome::Cancelled => {
-            job.command(VersionCommand::BeginCancel { attempt_id, now })
-                .await;
-            job.command(VersionCommand::FinishCancel {
-                attempt_id,
-                report,
-                now,
-            })
-            .await;
-        }
+        Outcome::Cancelled => job.finish_cancel(report).await,
     }
     let _ = tokio::fs::remove_dir_all(&job.work).await;
 }
 
 impl Job<'_> {
+    /// Ends a cancelled attempt.
+    async fn finish_cancel(&self, report: Option<BuildReport>) {
+        let (attempt_id, now) = (self.attempt_id, chrono::Utc::now());
+        self.command(VersionCommand::BeginCancel { attempt_id, now })
+            .await;
+        self.command(VersionCommand::FinishCancel {
+            attempt_id,
+            report,
+            now,
+        })
+        .await;
+    }
+
+    /// After a built image was not recorded: a cancel came once the work was done
+    /// (the attempt waits in `cancel_requested` for this worker, which finishes it
+    /// here), or another worker ended the attempt. Either way the image is no
+    /// version's and is removed. Kept when the version cannot be read (the
+    /// recording may have gone through; a lost attempt's recovery removes it).
+    async fn unrecorded(&self, image: &str, report: Option<BuildReport>) {
+        let state = &self.builder.state;
+        let Ok(version) = state
+            .bus
+            .load::<EnvironmentVersion>(&self.version_id.to_string())
+            .await
+        else {
+            return;
+        };
+        if version.image.as_deref() == Some(image) {
+            return;
+        }
+        if let Err(error) = self.builder.buildah.remove_image(image).await {
+            tracing::warn!(attempt_id = %self.attempt_id, error = format!("{error:#}"), "an unrecorded image was not removed");
+        }
+        let pending = version.attempt(self.attempt_id).map(|a| a.status);
+        if matches!(
+            pending,
+            Some(BuildStatus::CancelRequested | BuildStatus::Cancelling)
+        ) {
+            self.finish_cancel(report).await;
+        }
+    }
+
     /// Pulls the base images and checks their `ONBUILD` triggers, then builds
     /// the image, all in the build's confinement and within its time limit;
     /// `Some` outcome when the attempt ends here.

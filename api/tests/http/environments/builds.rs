@@ -1,4 +1,4 @@
-//! Real builds with buildah: ready versions, rule refusals, failures, cancel,
+//! Real builds with buildah: ready versions, rule refusals, failures,
 //! retries, recovery after a lost worker, and the company build limits.
 
 use super::{busybox_context, callers};
@@ -9,7 +9,7 @@ use domain::environments::version::{
 };
 use domain::principal::{Actor, EventMetadata};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uuid::Uuid;
 
 fn operator(time: chrono::DateTime<Utc>) -> EventMetadata {
@@ -196,56 +196,6 @@ async fn build_requests_are_validated() {
         )
         .await;
     assert_code(&provisioning, 409, "provisioning_retry_not_eligible");
-}
-
-#[tokio::test]
-async fn cancel_moves_a_running_build_to_cancelled() {
-    let app = TestApp::spawn().await;
-    let (_, boss, _, _) = callers(&app).await;
-    let env = boss.environment("py").await;
-    let version = boss
-        .version(&env, busybox_context("RUN sleep 60\n", &[]))
-        .await;
-    let attempt = boss.build(&env, &version).await;
-    let id = attempt["id"].as_str().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, now) = boss
-            .get(&format!(
-                "/environments/{env}/versions/{version}/builds/{id}"
-            ))
-            .await;
-        if now["status"] == "building" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the build never started: {now}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let cancel = format!("/environments/{env}/versions/{version}/builds/{id}/cancel");
-    let (status, requested) = boss.post(&cancel, json!({})).await;
-    assert_eq!(status, 200);
-    assert!(
-        ["cancel_requested", "cancelling", "cancelled"]
-            .contains(&requested["status"].as_str().unwrap())
-    );
-    assert_eq!(
-        boss.post(&cancel, json!({})).await.0,
-        200,
-        "repeating a cancel in progress is harmless"
-    );
-    let finished = boss.finished(&env, &version, id).await;
-    assert_eq!(
-        (finished["status"].as_str(), finished["error_code"].as_str()),
-        (Some("cancelled"), Some("tenant_cancel"))
-    );
-    assert_code(&boss.post(&cancel, json!({})).await, 409, "not_cancellable");
-    let (_, draft) = boss
-        .get(&format!("/environments/{env}/versions/{version}"))
-        .await;
-    assert_eq!(
-        draft["state"], "draft",
-        "a cancelled build leaves a draft to build again"
-    );
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Environments, uploads, versions and builds over HTTP.
 
 mod builds;
+mod cancels;
 mod catalog;
 mod curated;
 mod isolation;
