@@ -13,6 +13,7 @@ mod run_contents;
 
 use crate::admission;
 use crate::runtime::Runtime;
+use crate::runtime::buildah::Buildah;
 use domain::environments::upload::{ContextUpload, UploadCommand};
 use domain::objects::{ObjectCommand, OwnedObject};
 use domain::principal::{Actor, EventMetadata};
@@ -39,7 +40,8 @@ pub fn spawn(state: Arc<Runtime>, interval: Duration) {
 }
 
 /// Expires every live session and every run's contents past their lifetime, and
-/// removes the attachment files no record holds.
+/// removes the attachment files no record holds, retired images and build caches,
+/// and the working containers of killed builds.
 pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     expire_sessions(state).await?;
@@ -47,6 +49,12 @@ pub async fn sweep(state: &Runtime) -> anyhow::Result<()> {
     run_contents::warn(state, now).await?;
     images::remove_unreferenced(state, now).await?;
     build_caches::remove_retired(state).await?;
+    if let Err(error) = Buildah::new(&state.builder).remove_stray_containers().await {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "leftover build containers were not removed"
+        );
+    }
     proposals::settle(state, now).await?;
     sweep_attachments(state, now).await
 }

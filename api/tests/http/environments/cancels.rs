@@ -14,7 +14,7 @@ async fn cancel_moves_a_running_build_to_cancelled() {
     let (_, boss, _, _) = callers(&app).await;
     let env = boss.environment("py").await;
     let version = boss
-        .version(&env, busybox_context("RUN sleep 60\n", &[]))
+        .version(&env, busybox_context("RUN sleep 97\n", &[]))
         .await;
     let attempt = boss.build(&env, &version).await;
     let id = attempt["id"].as_str().unwrap();
@@ -25,10 +25,16 @@ async fn cancel_moves_a_running_build_to_cancelled() {
                 "/environments/{env}/versions/{version}/builds/{id}"
             ))
             .await;
-        if now["status"] == "building" {
+        // Cancelled once its `RUN` step runs, inside `buildah bud`'s working
+        // container.
+        let stepping = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 97"])
+            .output()
+            .unwrap();
+        if now["status"] == "building" && !stepping.stdout.is_empty() {
             break;
         }
-        assert!(Instant::now() < deadline, "the build never started: {now}");
+        assert!(Instant::now() < deadline, "the build's step never ran: {now}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let cancel = format!("/environments/{env}/versions/{version}/builds/{id}/cancel");
@@ -49,6 +55,9 @@ async fn cancel_moves_a_running_build_to_cancelled() {
         (Some("cancelled"), Some("tenant_cancel"))
     );
     assert_code(&boss.post(&cancel, json!({})).await, 409, "not_cancellable");
+    let buildah = Buildah::new(&app.state.runtime.builder);
+    let left = buildah.simple(&["containers", "--quiet"]).await.unwrap();
+    assert_eq!(left, "", "the stopped build left no working container");
     let (_, draft) = boss
         .get(&format!("/environments/{env}/versions/{version}"))
         .await;
