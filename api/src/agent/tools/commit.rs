@@ -158,8 +158,11 @@ async fn submit(call: &AgentCall, row: &ProposalRow, run_id: Uuid) -> Result<Str
     let caller = &call.caller;
     kill_switch::check(&caller.state, Some(caller.principal.company_id)).await?;
     let company = caller.principal.company_id;
+    // Gone or not stored again: both leave the proposal committable.
     let input = staged_input(&caller.state, company, &row.input_key, &row.input_digest)
         .await
+        .ok()
+        .flatten()
         .ok_or_else(|| {
             ToolError::new(
                 Code::ConfirmationInputUnavailable,

@@ -6,15 +6,23 @@
 //!
 //! Every `bud` holds a shared lock on `<storage>/bud.lock` while it runs (a file
 //! lock: every process of the host using this storage takes part). Once no `bud`
-//! runs (the exclusive lock is free), every builder container that is not one the
-//! service named itself (`sandbox-run-*`, `sandbox-build-*`) is such a leftover.
+//! runs (the exclusive lock is free), every container named the way `bud` names
+//! them is such a leftover. The service's own containers (`sandbox-run-<id>`,
+//! `sandbox-build-<id>`) never are: only `bud`'s names end in `working-container`.
 
 use super::Buildah;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
 
-/// The service's own working containers start with this; `bud`'s never do.
-const NAMED: &str = "sandbox-";
+/// Whether `name` is one `bud` gives a working container: `working-container`
+/// (`FROM scratch`) or `<base image>-working-container`, with `-<n>` when taken.
+fn named_by_bud(name: &str) -> bool {
+    let stem = name
+        .rsplit_once('-')
+        .filter(|(_, n)| n.parse::<u32>().is_ok())
+        .map_or(name, |(stem, _)| stem);
+    stem == "working-container" || stem.ends_with("-working-container")
+}
 
 /// A shared hold on the storage's `bud` lock, released when dropped.
 pub struct BudLock {
@@ -58,21 +66,58 @@ impl Buildah {
             return Ok(0);
         };
         let listed = self.simple(&["containers", "--json"]).await?;
-        let containers: Vec<serde_json::Value> = serde_json::from_str(&listed)?;
+        // An empty storage lists `null`.
+        let containers: Option<Vec<serde_json::Value>> = serde_json::from_str(&listed)?;
         let mut removed = 0;
-        for container in containers {
+        for container in containers.into_iter().flatten() {
             let name = container["containername"].as_str().unwrap_or_default();
-            if container["builder"] != true || name.starts_with(NAMED) {
+            if container["builder"] != true || !named_by_bud(name) {
                 continue;
             }
             let id = container["id"].as_str().unwrap_or_default();
-            self.remove(id).await?;
-            tracing::info!(
-                container = name,
-                "removed the working container of a killed build"
-            );
-            removed += 1;
+            match self.remove(id).await {
+                Ok(()) => {
+                    tracing::info!(
+                        container = name,
+                        "removed the working container of a killed build"
+                    );
+                    removed += 1;
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        container = name,
+                        error = format!("{error:#}"),
+                        "a killed build's working container was not removed"
+                    );
+                }
+            }
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_by_bud;
+
+    #[test]
+    fn only_bud_s_working_container_names_are_leftovers() {
+        for name in [
+            "working-container",
+            "working-container-2",
+            "alpine-working-container",
+            "sandbox-foo-working-container-12",
+        ] {
+            assert!(named_by_bud(name), "{name}");
+        }
+        for name in [
+            "sandbox-run-0123456789abcdef0123456789abcdef",
+            "sandbox-build-0123456789abcdef0123456789abcdef",
+            "bench-bare-0123456789abcdef0123456789abcdef",
+            "working-container-x",
+            "my-container",
+        ] {
+            assert!(!named_by_bud(name), "{name}");
+        }
     }
 }

@@ -102,17 +102,7 @@ pub(super) async fn run(
     let report = job.store_report().await;
     let now = chrono::Utc::now();
     match outcome {
-        Outcome::Ready(image) => {
-            let complete = VersionCommand::Complete {
-                attempt_id,
-                image: image.clone(),
-                report: report.clone(),
-                now,
-            };
-            if !job.command(complete).await {
-                job.unrecorded(&image, report).await;
-            }
-        }
+        Outcome::Ready(image) => job.complete(image, report).await,
         Outcome::Failed(failure) => {
             job.command(VersionCommand::Fail {
                 attempt_id,
@@ -141,32 +131,52 @@ impl Job<'_> {
         .await;
     }
 
-    /// After a built image was not recorded: a cancel came once the work was done
-    /// (the attempt waits in `cancel_requested` for this worker, which finishes it
-    /// here), or another worker ended the attempt. Either way the image is no
-    /// version's and is removed. Kept when the version cannot be read (the
-    /// recording may have gone through; a lost attempt's recovery removes it).
-    async fn unrecorded(&self, image: &str, report: Option<BuildReport>) {
+    /// Records the built image. A refusal is read from the version: a cancel
+    /// that came once the work was done (the attempt waits in `cancel_requested`
+    /// for this worker, which finishes it here) or another worker that ended the
+    /// attempt leave the image to no version, and it is removed; an attempt still
+    /// running (the recording failed on the way) is tried again, three times,
+    /// then left to the recovery of a lost attempt.
+    async fn complete(&self, image: String, report: Option<BuildReport>) {
         let state = &self.builder.state;
-        let Ok(version) = state
-            .bus
-            .load::<EnvironmentVersion>(&self.version_id.to_string())
-            .await
-        else {
-            return;
-        };
-        if version.image.as_deref() == Some(image) {
-            return;
-        }
-        if let Err(error) = self.builder.buildah.remove_image(image).await {
-            tracing::warn!(attempt_id = %self.attempt_id, error = format!("{error:#}"), "an unrecorded image was not removed");
-        }
-        let pending = version.attempt(self.attempt_id).map(|a| a.status);
-        if matches!(
-            pending,
-            Some(BuildStatus::CancelRequested | BuildStatus::Cancelling)
-        ) {
-            self.finish_cancel(report).await;
+        for pause in [1, 2, 4, 0] {
+            let complete = VersionCommand::Complete {
+                attempt_id: self.attempt_id,
+                image: image.clone(),
+                report: report.clone(),
+                now: chrono::Utc::now(),
+            };
+            if self.command(complete).await {
+                return;
+            }
+            let Ok(version) = state
+                .bus
+                .load::<EnvironmentVersion>(&self.version_id.to_string())
+                .await
+            else {
+                tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
+                continue;
+            };
+            if version.image.as_deref() == Some(image.as_str()) {
+                return;
+            }
+            let Some(status) = version.attempt(self.attempt_id).map(|a| a.status) else {
+                return;
+            };
+            let cancelling = matches!(
+                status,
+                BuildStatus::CancelRequested | BuildStatus::Cancelling
+            );
+            if cancelling || status.is_terminal() {
+                if let Err(error) = self.builder.buildah.remove_image(&image).await {
+                    tracing::warn!(attempt_id = %self.attempt_id, error = format!("{error:#}"), "an unrecorded image was not removed");
+                }
+                if cancelling {
+                    self.finish_cancel(report).await;
+                }
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
         }
     }
 

@@ -11,12 +11,18 @@
 use crate::runtime::programs::sbin;
 use anyhow::Context;
 use nix::mount::{MntFlags, umount2};
+use sqlx::PgPool;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+use uuid::Uuid;
 
 /// The image file, beside the workspace in the run's work directory.
 const IMAGE: &str = "workspace.img";
+/// How old a probe's directory is before it counts as left by a crash (a probe
+/// takes milliseconds).
+const PROBE_AGE: Duration = Duration::from_secs(60);
 /// Free bytes below which the workspace of a failed run counts as full.
 const FULL_BELOW: u64 = 1 << 20;
 
@@ -50,6 +56,47 @@ pub(super) fn is_full(workdir: &Path) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Removes the work directories under `run_dir` that no run needs: those of runs
+/// that ended (a crashed server's run that another host recovered leaves its
+/// workspace mounted here) or that no run owns, and the probes a crash
+/// interrupted. A run not ended yet keeps its directory: another server of this
+/// host may share the directory and run it.
+pub(super) async fn remove_leftovers(pool: &PgPool, run_dir: &Path) -> anyhow::Result<()> {
+    let mut entries = match tokio::fs::read_dir(run_dir).await {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error.into()),
+    };
+    let mut runs = Vec::new();
+    while let Some(entry) = entries.next_entry().await? {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Ok(run_id) = Uuid::parse_str(&name) {
+            runs.push((run_id, entry.path()));
+        } else if name.starts_with("probe-") && is_older_than(&entry.path(), PROBE_AGE) {
+            remove_workdir(&entry.path()).await;
+        }
+    }
+    let ids: Vec<Uuid> = runs.iter().map(|(id, _)| *id).collect();
+    let open: Vec<Uuid> =
+        sqlx::query_scalar("SELECT id FROM runs WHERE id = ANY($1) AND terminal_at IS NULL")
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?;
+    for (run_id, path) in runs {
+        if !open.contains(&run_id) {
+            tracing::info!(%run_id, "removing the work directory of an ended run");
+            remove_workdir(&path).await;
+        }
+    }
+    Ok(())
+}
+
+fn is_older_than(path: &Path, age: Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|at| at.elapsed().is_ok_and(|elapsed| elapsed > age))
 }
 
 /// Removes a run's work directory, unmounting its workspace first (which frees the

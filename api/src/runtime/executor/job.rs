@@ -330,8 +330,12 @@ async fn work(
     let state = &executor.state;
     let mut clock = StepClock::start();
     let profile = facts.profile();
-    if executor.workspace_disks {
-        disk::mount(workdir, profile.spec().workspace_mib).await?;
+    if executor.workspace_disks
+        && let Err(error) = disk::mount(workdir, profile.spec().workspace_mib).await
+    {
+        // No loop device free, say: the run goes on in a plain directory.
+        tracing::warn!(%run_id, error = format!("{error:#}"), "the workspace has no size limit");
+        disk::remove_workdir(workdir).await;
     }
     clock.lap("workspace_disk");
     let workspace = workdir.join("workspace");

@@ -54,6 +54,8 @@ pub struct Executor {
     host: HostLimits,
     /// Whether workspaces get a filesystem of their profile's size (`disk.rs`).
     workspace_disks: bool,
+    /// Set once the work directories a crash left are removed (the first pass).
+    leftovers: Arc<tokio::sync::OnceCell<()>>,
     slots: Arc<Semaphore>,
     running: Running,
     /// The cluster runs execute in (the Kubernetes executor), if any.
@@ -104,6 +106,7 @@ impl Executor {
             running: Running::default(),
             host,
             workspace_disks,
+            leftovers: Arc::default(),
             state,
             cluster,
         }
@@ -222,6 +225,17 @@ impl Worker for Executor {
     /// a job leaves the running set only after it tried to record its end, and
     /// claims happen later in the same pass, so such a run has no job any more.
     async fn recover(&self) -> anyhow::Result<()> {
+        self.leftovers
+            .get_or_init(|| async {
+                let run_dir = &self.state.builder.run_dir;
+                if let Err(error) = disk::remove_leftovers(&self.state.pool, run_dir).await {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "leftover work directories were not removed"
+                    );
+                }
+            })
+            .await;
         let mine: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
             "SELECT id, company_id, status FROM runs
               WHERE worker_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",

@@ -1,6 +1,8 @@
 //! A restart never leaves a run in `starting` or `running`: a server process is
 //! killed (SIGKILL) while its executor runs a run, and the next server ends the run
-//! `platform_failed` (`worker_lost`) and kills what is left of it on this host.
+//! `platform_failed` (`worker_lost`) and kills what is left of it on this host. A
+//! server's executor also removes, at its start, the work directories of ended
+//! runs that another host recovered.
 
 use super::{finished, runnable, running, submit};
 use crate::environments::callers;
@@ -56,4 +58,31 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
         !containers.lines().any(|name| name == container),
         "its working container was left: {containers}"
     );
+
+    // The run ended elsewhere while its workspace stayed mounted here (its
+    // server crashed, another host recovered it): the next start removes it.
+    let workspace = workdir.join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let image = workdir.join("workspace.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"PATH="$PATH:/usr/sbin:/sbin"; mkfs.ext4 -q -F "$1" && mount -o loop "$1" "$2""#)
+        .args(["sh", image.to_str().unwrap(), workspace.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut third = app.server_process();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while workdir.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    third.kill().unwrap();
+    third.wait().unwrap();
+    assert!(!workdir.exists(), "the ended run's work directory stayed");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(workspace.to_str().unwrap()), "{mounts}");
 }

@@ -67,13 +67,7 @@ pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
     let bytes = Bytes::from(canonical.canonical.clone());
     let written = put_input(&caller.state, company, &key, bytes)
         .await
-        .map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "input staging failed");
-            ApiError::code(
-                Code::InputStagingUnavailable,
-                "the input could not be stored; try again later",
-            )
-        })?;
+        .map_err(staging_unavailable)?;
     Ok(StagedInput {
         value: canonical.value,
         object: StoredObject {
@@ -87,34 +81,43 @@ pub async fn stage(caller: &Caller, value: Value) -> ApiResult<StagedInput> {
 /// An inputs file staged earlier, verified against its digest (`None` when it is
 /// gone, unreadable or not the bytes recorded): a retry's or a confirmed
 /// proposal's input. It is put in place again, so it counts as freshly staged for
-/// the janitor, which keeps a recently written inputs file.
+/// the janitor, which keeps a recently written inputs file; a failure to put it
+/// is `input_staging_unavailable`, as for a new input.
 pub async fn staged_input(
     state: &AppState,
     company: Uuid,
     key: &str,
     digest: &str,
-) -> Option<StagedInput> {
-    let bytes = state.objects.get_bytes(key).await.ok()?;
+) -> ApiResult<Option<StagedInput>> {
+    let Ok(bytes) = state.objects.get_bytes(key).await else {
+        return Ok(None);
+    };
     if input::digest(&bytes) != digest {
-        return None;
+        return Ok(None);
     }
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Ok(None);
+    };
     let byte_size = bytes.len() as i64;
-    if let Err(error) = put_input(state, company, key, bytes).await {
-        tracing::error!(
-            error = format!("{error:#}"),
-            "a staged input could not be kept"
-        );
-        return None;
-    }
-    Some(StagedInput {
+    put_input(state, company, key, bytes)
+        .await
+        .map_err(staging_unavailable)?;
+    Ok(Some(StagedInput {
         value,
         object: StoredObject {
             key: key.to_string(),
             byte_size,
             digest: digest.to_string(),
         },
-    })
+    }))
+}
+
+fn staging_unavailable(error: anyhow::Error) -> ApiError {
+    tracing::error!(error = format!("{error:#}"), "input staging failed");
+    ApiError::code(
+        Code::InputStagingUnavailable,
+        "the input could not be stored; try again later",
+    )
 }
 
 /// Puts an inputs file in place under its object lock: the run contents janitor

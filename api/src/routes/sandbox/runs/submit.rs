@@ -126,7 +126,7 @@ async fn retry_run(
             &source.input_key,
             &source.input_digest,
         )
-        .await
+        .await?
         .ok_or_else(retry_input_unavailable)?,
     };
     let admission = Admission {
