@@ -266,8 +266,11 @@ async fn run_pod(job: &Value, secret: &Value, pod: &Path, storage: &Storage) -> 
     }
     let work = &spec["initContainers"][1];
     let image = work["image"].as_str().unwrap();
+    // Named: the service removes containers with `bud`'s default names as a
+    // killed build's leftovers, and this pod shares its storage.
+    let name = format!("pod-{}", uuid::Uuid::new_v4().simple());
     let from = buildah(storage)
-        .args(["from", "--pull-never", "--quiet", image])
+        .args(["from", "--pull-never", "--quiet", "--name", &name, image])
         .output()
         .await
         .unwrap();
