@@ -29,7 +29,7 @@ const FULL_BELOW: u64 = 1 << 20;
 /// Whether this host can give workspaces a size: makes, mounts and removes a small
 /// one under `dir`. Blocking (a few milliseconds, once at start).
 pub(super) fn probe(dir: &Path) -> anyhow::Result<()> {
-    let workdir = dir.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
+    let workdir = dir.join(format!("probe-{}", Uuid::new_v4().simple()));
     let made = make(&workdir, 1);
     remove(&workdir);
     made

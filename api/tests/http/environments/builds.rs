@@ -45,12 +45,7 @@ async fn a_real_context_builds_into_a_ready_version() {
         .await;
     assert_eq!(ready["state"], "ready");
     assert!(ready["ready_at"].is_string());
-    let image: String =
-        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
-            .bind(&version)
-            .fetch_one(&app.db.pool)
-            .await
-            .unwrap();
+    let image = super::recorded_image(&app, &version).await;
     assert!(image.starts_with("localhost/sandbox-env/"));
     let kinds: Vec<(String, serde_json::Value)> =
         sqlx::query_as("SELECT kind, recipients FROM notifications WHERE company_id = $1")

@@ -207,11 +207,15 @@ pub async fn built_image(
         .build_context(environment, busybox_context(steps, &[]))
         .await;
     assert_eq!(done["terminal_class"], "completed", "{done}");
-    let image: String =
-        sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
-            .bind(&version)
-            .fetch_one(&app.db.pool)
-            .await
-            .unwrap();
+    let image = recorded_image(app, &version).await;
     (version, image)
+}
+
+/// The image a ready version records.
+pub async fn recorded_image(app: &TestApp, version: &str) -> String {
+    sqlx::query_scalar("SELECT image FROM environment_versions WHERE id = $1::uuid")
+        .bind(version)
+        .fetch_one(&app.db.pool)
+        .await
+        .unwrap()
 }
