@@ -41,6 +41,9 @@ pub struct Buildah {
     runroot: PathBuf,
     caches: PathBuf,
     driver: StorageDriver,
+    /// The storage whose images this one reads, when it keeps only containers
+    /// ([`Self::own_containers`]).
+    images: Option<Box<Buildah>>,
 }
 
 impl Buildah {
@@ -52,7 +55,24 @@ impl Buildah {
             runroot: settings.storage_dir.join("run"),
             caches: settings.storage_dir.join("cache"),
             driver: StorageDriver::of(&settings.storage_dir),
+            images: None,
         }
+    }
+
+    /// buildah with storage of its own under `dir` for working containers of this
+    /// storage's images, which it reads in place (overlay's additional image store,
+    /// read-only): a container's writable layer is then on `dir`'s file system, and
+    /// goes with it. None with vfs storage, whose containers copy their image whole.
+    /// Measured here: ~10 ms more per run (the new storage's first mount checks).
+    pub fn own_containers(&self, dir: &Path) -> Option<Self> {
+        (self.driver == StorageDriver::Overlay).then(|| Self {
+            program: self.program.clone(),
+            root: dir.join("root"),
+            runroot: dir.join("run"),
+            caches: self.caches.clone(),
+            driver: self.driver,
+            images: Some(Box::new(self.clone())),
+        })
     }
 
     /// A buildah command with the global storage flags.
@@ -65,6 +85,11 @@ impl Buildah {
             .arg(&self.runroot)
             .arg("--storage-driver")
             .arg(self.driver.name());
+        if let Some(images) = &self.images {
+            command
+                .arg("--storage-opt")
+                .arg(format!("overlay.imagestore={}", images.root.display()));
+        }
         command
     }
 
@@ -214,12 +239,18 @@ impl Buildah {
 
     /// A working container of an image, called `name` (so that a server after a
     /// crash can find and remove it): a local image (`localhost/...`) is never
-    /// pulled; one in a registry (`SANDBOX_REGISTRY`) is pulled when missing.
+    /// pulled; one in a registry (`SANDBOX_REGISTRY`) is pulled when missing (by a
+    /// storage of containers only: into the storage whose images it reads).
     pub async fn from_image(&self, image: &str, name: &str) -> anyhow::Result<String> {
-        let pull = if image.starts_with("localhost/") {
-            "--pull-never"
-        } else {
-            "--pull=missing"
+        let pull = match &self.images {
+            _ if image.starts_with("localhost/") => "--pull-never",
+            Some(images) => {
+                images
+                    .simple(&["pull", "--policy", "missing", "--quiet", image])
+                    .await?;
+                "--pull-never"
+            }
+            None => "--pull=missing",
         };
         self.simple(&["from", pull, "--quiet", "--name", name, image])
             .await

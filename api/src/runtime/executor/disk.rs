@@ -1,12 +1,14 @@
-//! A run's workspace as a filesystem of its own, of the resource profile's
-//! `workspace_mib` (standard: 512 MiB): an ext4 image file in the run's work
-//! directory, mounted through a loop device at `<workdir>/workspace`. Writing past
-//! it fails with ENOSPC inside the run instead of filling the host's disk, which
-//! builds, other runs and the event store share. The image file is sparse: it takes
-//! only what is written, and it goes with the work directory.
+//! A run's disk: its work directory is a filesystem of its own, of the resource
+//! profile's `workspace_mib` (standard: 512 MiB), an ext4 image file beside the
+//! directory (`<run>.img`) mounted through a loop device. It holds the workspace
+//! and, with overlay storage, the run's working container (its writable layer:
+//! whatever the work writes outside `/workspace`; `buildah::Buildah::own_containers`).
+//! Writing past it fails with ENOSPC inside the run instead of filling the host's
+//! disk, which builds, other runs and the event store share. The image file is
+//! sparse: it takes only what is written, and it goes with the work directory.
 //!
 //! A host that cannot make such filesystems (no loop devices, no `mkfs.ext4`) runs
-//! workspaces as plain directories; the executor logs it once at start.
+//! in plain directories; the executor logs it once at start.
 
 use crate::runtime::programs::sbin;
 use anyhow::Context;
@@ -18,16 +20,14 @@ use std::process::Command;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// The image file, beside the workspace in the run's work directory.
-const IMAGE: &str = "workspace.img";
 /// How old a probe's directory is before it counts as left by a crash (a probe
 /// takes milliseconds).
 const PROBE_AGE: Duration = Duration::from_secs(60);
-/// Free bytes below which the workspace of a failed run counts as full.
+/// Free bytes below which the disk of a failed run counts as full.
 const FULL_BELOW: u64 = 1 << 20;
 
-/// Whether this host can give workspaces a size: makes, mounts and removes a small
-/// one under `dir`. Blocking (a few milliseconds, once at start).
+/// Whether this host can give runs a disk: makes, mounts and removes a small one
+/// under `dir`. Blocking (a few milliseconds, once at start).
 pub(super) fn probe(dir: &Path) -> anyhow::Result<()> {
     let workdir = dir.join(format!("probe-{}", Uuid::new_v4().simple()));
     let made = make(&workdir, 1);
@@ -35,21 +35,26 @@ pub(super) fn probe(dir: &Path) -> anyhow::Result<()> {
     made
 }
 
-/// Makes the workspace filesystem of `workdir` and mounts it at
-/// `<workdir>/workspace`.
+/// Makes the disk of a run and mounts it at `workdir`.
 pub(super) async fn mount(workdir: &Path, workspace_mib: u32) -> anyhow::Result<()> {
     let workdir = workdir.to_path_buf();
     tokio::task::spawn_blocking(move || make(&workdir, workspace_mib)).await?
 }
 
-/// Whether the work filled its workspace filesystem (its bytes or its inodes);
-/// false for a plain directory.
+/// Whether `workdir` is a run's disk (not a plain directory).
+pub(super) fn is_disk(workdir: &Path) -> bool {
+    workdir
+        .parent()
+        .is_some_and(|parent| is_mount_point(parent, workdir))
+}
+
+/// Whether the work filled its disk (its bytes or its inodes); false for a plain
+/// directory.
 pub(super) fn is_full(workdir: &Path) -> bool {
-    let workspace = workdir.join("workspace");
-    if !is_mounted(workdir, &workspace) {
+    if !is_disk(workdir) {
         return false;
     }
-    match nix::sys::statvfs::statvfs(&workspace) {
+    match nix::sys::statvfs::statvfs(workdir) {
         Ok(stats) => {
             let free = stats.blocks_available() * stats.fragment_size();
             free < FULL_BELOW || stats.files_available() == 0
@@ -59,10 +64,10 @@ pub(super) fn is_full(workdir: &Path) -> bool {
 }
 
 /// Removes the work directories under `run_dir` that no run needs: those of runs
-/// that ended (a crashed server's run that another host recovered leaves its
-/// workspace mounted here) or that no run owns, and the probes a crash
-/// interrupted. A run not ended yet keeps its directory: another server of this
-/// host may share the directory and run it.
+/// that ended (a crashed server's run that another host recovered leaves its disk
+/// mounted here) or that no run owns, and the probes a crash interrupted. A run not
+/// ended yet keeps its directory: another server of this host may share the
+/// directory and run it.
 pub(super) async fn remove_leftovers(pool: &PgPool, run_dir: &Path) -> anyhow::Result<()> {
     let mut entries = match tokio::fs::read_dir(run_dir).await {
         Ok(entries) => entries,
@@ -71,13 +76,17 @@ pub(super) async fn remove_leftovers(pool: &PgPool, run_dir: &Path) -> anyhow::R
     };
     let mut runs = Vec::new();
     while let Some(entry) = entries.next_entry().await? {
-        let name = entry.file_name().to_string_lossy().into_owned();
+        // A work directory, or its disk's image file.
+        let path = entry.path().with_extension("");
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
         if let Ok(run_id) = Uuid::parse_str(&name) {
-            runs.push((run_id, entry.path()));
+            runs.push((run_id, path));
         } else if name.starts_with("probe-") && is_older_than(&entry.path(), PROBE_AGE) {
-            remove_workdir(&entry.path()).await;
+            remove_workdir(&path).await;
         }
     }
+    runs.sort();
+    runs.dedup();
     let ids: Vec<Uuid> = runs.iter().map(|(id, _)| *id).collect();
     let open: Vec<Uuid> =
         sqlx::query_scalar("SELECT id FROM runs WHERE id = ANY($1) AND terminal_at IS NULL")
@@ -99,8 +108,8 @@ fn is_older_than(path: &Path, age: Duration) -> bool {
         .is_ok_and(|at| at.elapsed().is_ok_and(|elapsed| elapsed > age))
 }
 
-/// Removes a run's work directory, unmounting its workspace first (which frees the
-/// loop device: `mount -o loop` sets it to detach with its last user).
+/// Removes a run's work directory and its disk, unmounting the disk first (which
+/// frees the loop device: `mount -o loop` sets it to detach with its last user).
 pub(super) async fn remove_workdir(workdir: &Path) {
     let workdir = workdir.to_path_buf();
     let _ = tokio::task::spawn_blocking(move || remove(&workdir)).await;
@@ -108,7 +117,7 @@ pub(super) async fn remove_workdir(workdir: &Path) {
 
 /// Removes a run's work directory (as [`remove_workdir`]) when dropped: a run's
 /// task dropped with its runtime (a process shutting down) would otherwise leave
-/// the workspace mounted and its loop device taken. Blocking, and cheap once the
+/// the disk mounted and its loop device taken. Blocking, and cheap once the
 /// directory is gone.
 pub(super) struct WorkdirGuard(PathBuf);
 
@@ -125,9 +134,8 @@ impl Drop for WorkdirGuard {
 }
 
 fn make(workdir: &Path, workspace_mib: u32) -> anyhow::Result<()> {
-    let workspace = workdir.join("workspace");
-    std::fs::create_dir_all(&workspace)?;
-    let image = workdir.join(IMAGE);
+    std::fs::create_dir_all(workdir)?;
+    let image = image_file(workdir);
     std::fs::File::create(&image)?.set_len(image_bytes(workspace_mib))?;
     // No journal (nothing survives a crash of the run anyway), nothing reserved for
     // root, inode tables initialised lazily: an empty 512 MiB image takes ~400 KiB
@@ -139,9 +147,14 @@ fn make(workdir: &Path, workspace_mib: u32) -> anyhow::Result<()> {
     run(Command::new(sbin("mount"))
         .args(["-t", "ext4", "-o", "loop,nosuid,nodev,noinit_itable"])
         .arg(&image)
-        .arg(&workspace))?;
-    std::fs::remove_dir(workspace.join("lost+found")).context("lost+found")?;
+        .arg(workdir))?;
+    std::fs::remove_dir(workdir.join("lost+found")).context("lost+found")?;
     Ok(())
+}
+
+/// The disk's image file, beside the work directory.
+fn image_file(workdir: &Path) -> PathBuf {
+    workdir.with_extension("img")
 }
 
 /// The image's size: `workspace_mib` plus ext4's own tables, so that at least
@@ -165,22 +178,38 @@ fn run(command: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn is_mounted(workdir: &Path, workspace: &Path) -> bool {
-    match (std::fs::metadata(workdir), std::fs::metadata(workspace)) {
+fn is_mount_point(outer: &Path, inner: &Path) -> bool {
+    match (std::fs::metadata(outer), std::fs::metadata(inner)) {
         (Ok(outer), Ok(inner)) => outer.dev() != inner.dev(),
         _ => false,
     }
 }
 
 fn remove(workdir: &Path) {
+    // The disk at the work directory; a work directory of an earlier version of
+    // the service has it at its workspace instead.
     let workspace = workdir.join("workspace");
-    if is_mounted(workdir, &workspace) && umount2(&workspace, MntFlags::empty()).is_err() {
-        // Still in use (a process of the run that outlived it): detached now, gone
-        // with its last user.
-        if let Err(error) = umount2(&workspace, MntFlags::MNT_DETACH) {
-            tracing::warn!(workspace = %workspace.display(), %error, "a run's workspace could not be unmounted");
-            return;
-        }
+    if is_mount_point(workdir, &workspace) && !unmount(&workspace) {
+        return;
+    }
+    if is_disk(workdir) && !unmount(workdir) {
+        return;
     }
     let _ = std::fs::remove_dir_all(workdir);
+    let _ = std::fs::remove_file(image_file(workdir));
+}
+
+/// Unmounts a disk; one still in use (a process of the run that outlived it) is
+/// detached now and gone with its last user. Whether it is unmounted.
+fn unmount(at: &Path) -> bool {
+    if umount2(at, MntFlags::empty()).is_ok() {
+        return true;
+    }
+    match umount2(at, MntFlags::MNT_DETACH) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(disk = %at.display(), %error, "a run's disk could not be unmounted");
+            false
+        }
+    }
 }

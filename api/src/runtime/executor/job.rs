@@ -4,6 +4,7 @@
 
 use super::Executor;
 use super::collect::{Collected, collect};
+use super::container::WorkingContainer;
 use super::steps::StepClock;
 use super::workspace::prepare;
 use super::{disk, in_cluster};
@@ -86,7 +87,7 @@ pub(super) async fn run(
 ) {
     let workdir = workdir(executor, run_id);
     let _removed = disk::WorkdirGuard::new(&workdir);
-    let mut container = WorkingContainer::default();
+    let mut container = None;
     let executed = execute(executor, run_id, company, &workdir, &mut container, &cancel);
     let ending = match executed.await {
         Ok(ending) => ending,
@@ -108,32 +109,9 @@ pub(super) async fn run(
     {
         in_cluster::release(executor, cluster, run_id, company).await;
     }
-    container.remove(executor, run_id).await;
-}
-
-/// The working container of a run, removed after the run's end is recorded: its
-/// removal (a `buildah rm`, 20-40 ms) is housekeeping the tenant does not wait
-/// for. The run's slot stays taken until it is gone.
-#[derive(Default)]
-struct WorkingContainer(Option<String>);
-
-impl WorkingContainer {
-    /// Removes the container, if one was made.
-    async fn remove(self, executor: &Executor, run_id: Uuid) {
-        let Some(container) = self.0 else {
-            return;
-        };
-        let mut clock = StepClock::start();
-        if let Err(error) = executor.buildah.remove(&container).await {
-            tracing::warn!(%run_id, error = format!("{error:#}"), "the working container was not removed");
-        }
-        clock.lap("container_removal");
+    if let Some(container) = container {
+        container.remove(run_id).await;
     }
-}
-
-/// The name of a run's working container.
-pub(super) fn container_name(run_id: Uuid) -> String {
-    format!("sandbox-run-{}", run_id.simple())
 }
 
 /// Where a run's workspace is prepared on this machine.
@@ -219,7 +197,7 @@ async fn execute(
     run_id: Uuid,
     company: Uuid,
     workdir: &Path,
-    container: &mut WorkingContainer,
+    container: &mut Option<WorkingContainer>,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
@@ -324,31 +302,28 @@ async fn work(
     image: &str,
     network: &IsolatedNetwork,
     secrets: secrets::Opened,
-    container: &mut WorkingContainer,
+    container: &mut Option<WorkingContainer>,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Ending> {
     let state = &executor.state;
     let mut clock = StepClock::start();
     let profile = facts.profile();
-    if executor.workspace_disks
+    if executor.run_disks
         && let Err(error) = disk::mount(workdir, profile.spec().workspace_mib).await
     {
         // No loop device free, say: the run goes on in a plain directory.
-        tracing::warn!(%run_id, error = format!("{error:#}"), "the workspace has no size limit");
+        tracing::warn!(%run_id, error = format!("{error:#}"), "the run has no disk of its own: what it writes has no size limit");
         disk::remove_workdir(workdir).await;
     }
-    clock.lap("workspace_disk");
+    clock.lap("disk");
     let workspace = workdir.join("workspace");
     prepare(state, &workspace, &facts.contents, &facts.input_key).await?;
     secrets::write(&workspace, &secrets).await?;
     drop(secrets);
     clock.lap("workspace");
-    let name = match executor
-        .buildah
-        .from_image(image, &container_name(run_id))
-        .await
-    {
-        Ok(name) => name,
+    let made = WorkingContainer::create(executor, run_id, workdir, image).await;
+    let made = match made {
+        Ok(made) => made,
         Err(error) => {
             let log = format!("the environment image is not available: {error:#}\n");
             return Ok(ending(
@@ -360,7 +335,7 @@ async fn work(
         }
     };
     clock.lap("container");
-    let container = container.0.insert(name);
+    let container = container.insert(made);
     let cgroups = RunCgroups::create(executor.host, run_id, profile)?;
     clock.lap("cgroups");
     let started = executor.command(run_id, company, RunCommand::Start).await;
@@ -374,14 +349,7 @@ async fn work(
         ));
     }
     let timeout = Duration::from_secs(facts.timeout_seconds.max(1) as u64);
-    let command = run_command(
-        executor,
-        &cgroups,
-        network,
-        container,
-        &workspace,
-        &facts.contents,
-    );
+    let command = run_command(&cgroups, network, container, &workspace, &facts.contents);
     let outcome = capture(command, timeout, cancel).await;
     clock.lap("work");
     let limit = if cgroups.oom_killed() {
@@ -404,14 +372,15 @@ async fn work(
 /// first process when the run ends, is cancelled or times out), with no
 /// capabilities.
 fn run_command(
-    executor: &Executor,
     cgroups: &RunCgroups,
     network: &IsolatedNetwork,
-    container: &str,
+    container: &WorkingContainer,
     workspace: &Path,
     contents: &VersionContents,
 ) -> tokio::process::Command {
-    let mut command = executor.buildah.confined(Confinement { cgroups, network });
+    let mut command = container
+        .buildah()
+        .confined(Confinement { cgroups, network });
     command
         .args(["run", "--isolation", "chroot", "--cap-drop", "all"])
         .args(["--workingdir", WORKSPACE, "-v"])
@@ -420,7 +389,7 @@ fn run_command(
         command.arg("--env").arg(format!("{name}={value}"));
     }
     command
-        .arg(container)
+        .arg(container.name())
         .args(["--", "/bin/sh", "-c", INVOCATION]);
     command
 }

@@ -13,6 +13,7 @@
 //! cluster is re-attached instead: this worker takes it over and follows it.
 
 mod collect;
+mod container;
 mod disk;
 mod in_cluster;
 mod job;
@@ -52,8 +53,8 @@ pub struct Executor {
     worker_id: String,
     buildah: Buildah,
     host: HostLimits,
-    /// Whether workspaces get a filesystem of their profile's size (`disk.rs`).
-    workspace_disks: bool,
+    /// Whether runs get a disk of their profile's workspace size (`disk.rs`).
+    run_disks: bool,
     /// Set once the work directories a crash left are removed (the first pass).
     leftovers: Arc<tokio::sync::OnceCell<()>>,
     slots: Arc<Semaphore>,
@@ -62,15 +63,15 @@ pub struct Executor {
     cluster: Option<Arc<Cluster>>,
 }
 
-/// Whether this host can size workspaces (logged once when it cannot).
-fn workspace_disks(state: &Runtime) -> bool {
+/// Whether this host can give runs a disk (logged once when it cannot).
+fn run_disks(state: &Runtime) -> bool {
     let probed = std::fs::create_dir_all(&state.builder.run_dir)
         .map_err(anyhow::Error::from)
         .and_then(|()| disk::probe(&state.builder.run_dir));
     if let Err(error) = &probed {
         tracing::warn!(
             error = format!("{error:#}"),
-            "workspaces cannot get a filesystem of their own: a run's workspace is not limited to its profile's size"
+            "runs cannot get a disk of their own: what a run writes is not limited to its profile's workspace size"
         );
     }
     probed.is_ok()
@@ -98,14 +99,14 @@ impl Executor {
                 "cgroup v1 controllers missing: runs are not limited by the missing ones"
             );
         }
-        let workspace_disks = cluster.is_none() && workspace_disks(&state);
+        let run_disks = cluster.is_none() && run_disks(&state);
         Self {
             buildah: Buildah::new(&state.builder),
             slots: Arc::new(Semaphore::new(state.builder.run_slots)),
             worker_id: heartbeat::worker_id("executor"),
             running: Running::default(),
             host,
-            workspace_disks,
+            run_disks,
             leftovers: Arc::default(),
             state,
             cluster,
@@ -284,7 +285,10 @@ impl Worker for Executor {
             // this machine): nothing of a run ended as lost goes on running.
             crate::runtime::limits::end_leftover_run(run_id).await;
             disk::remove_workdir(&job::workdir(self, run_id)).await;
-            let _ = self.buildah.remove(&job::container_name(run_id)).await;
+            let _ = self
+                .buildah
+                .remove(&container::container_name(run_id))
+                .await;
             self.finish_bare(run_id, company, class, code).await;
         }
         Ok(())

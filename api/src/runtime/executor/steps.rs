@@ -16,7 +16,7 @@ pub const STEPS: [&str; 16] = [
     "secrets",
     "network",
     "writeback",
-    "workspace_disk",
+    "disk",
     "workspace",
     "container",
     "cgroups",

@@ -248,38 +248,51 @@ rm /workspace/fill
 dd if=/dev/zero of=/workspace/fill bs=1M count=600 && echo wrote=600
 "#;
 
+/// What the work writes outside `/workspace` (its container's writable layer)
+/// takes from the same disk.
+const FILL_ROOT: &str = r#"
+echo "size=$(df -m / | tail -1 | awk '{print $2}')"
+dd if=/dev/zero of=/bin/fill bs=1M count=300 2>/dev/null && echo wrote=300
+dd if=/dev/zero of=/workspace/fill bs=1M count=300 && echo wrote=600
+"#;
+
 #[tokio::test]
-async fn a_run_s_workspace_holds_its_profile_s_size_and_no_more() {
+async fn a_run_s_disk_holds_its_profile_s_workspace_size_and_no_more() {
     let app = TestApp::spawn().await;
     let (seed, boss, _, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;
-    let (_, filling) = runnable(&boss, &ready, FILL, json!({})).await;
-    let body = json!({"task_version_id": filling, "input": {}});
-    let (status, run) = submit(&member, &lab, "fill", body).await;
-    assert_eq!(status, 200, "{run}");
-    let id = run["id"].as_str().unwrap();
-    let done = finished(&member, &lab, id).await;
-    assert_eq!(
-        (done["status"].as_str(), done["error_code"].as_str()),
-        (Some("customer_failed"), Some("workspace_limit_exceeded")),
-        "{done}"
-    );
-    let log = fetch_public(&member, &lab, id, "log").await;
-    let log = log.text().await.unwrap();
-    let size: u32 = log
-        .split("size=")
-        .nth(1)
-        .and_then(|rest| rest.lines().next())
-        .and_then(|n| n.trim().parse().ok())
-        .expect("the workspace's size is in the log");
-    assert!((512..=560).contains(&size), "{log}");
-    assert!(log.contains("wrote=500"), "{log}");
-    assert!(!log.contains("wrote=600"), "{log}");
-    // The workspace's filesystem went with the run.
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    let run_dir = uuid::Uuid::parse_str(id).unwrap().simple().to_string();
-    assert!(!mounts.contains(&run_dir), "{mounts}");
+    for (key, script, written) in [
+        ("fill-workspace", FILL, "wrote=500"),
+        ("fill-root", FILL_ROOT, "wrote=300"),
+    ] {
+        let (_, filling) = runnable(&boss, &ready, script, json!({})).await;
+        let body = json!({"task_version_id": filling, "input": {}});
+        let (status, run) = submit(&member, &lab, key, body).await;
+        assert_eq!(status, 200, "{run}");
+        let id = run["id"].as_str().unwrap();
+        let done = finished(&member, &lab, id).await;
+        let log = fetch_public(&member, &lab, id, "log").await;
+        let log = log.text().await.unwrap();
+        assert_eq!(
+            (done["status"].as_str(), done["error_code"].as_str()),
+            (Some("customer_failed"), Some("workspace_limit_exceeded")),
+            "{done}\n{log}"
+        );
+        let size: u32 = log
+            .split("size=")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .and_then(|n| n.trim().parse().ok())
+            .expect("the disk's size is in the log");
+        assert!((512..=560).contains(&size), "{log}");
+        assert!(log.contains(written), "{log}");
+        assert!(!log.contains("wrote=600"), "{log}");
+        // The disk went with the run.
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let run_dir = uuid::Uuid::parse_str(id).unwrap().simple().to_string();
+        assert!(!mounts.contains(&run_dir), "{mounts}");
+    }
 }
 
 #[tokio::test]
