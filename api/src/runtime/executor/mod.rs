@@ -55,7 +55,8 @@ pub struct Executor {
     host: HostLimits,
     /// Whether runs get a disk of their profile's workspace size (`disk.rs`).
     run_disks: bool,
-    /// Set once the work directories a crash left are removed (the first pass).
+    /// Set once the work directories a crash left are removed (the first pass
+    /// that could).
     leftovers: Arc<tokio::sync::OnceCell<()>>,
     slots: Arc<Semaphore>,
     running: Running,
@@ -226,17 +227,17 @@ impl Worker for Executor {
     /// a job leaves the running set only after it tried to record its end, and
     /// claims happen later in the same pass, so such a run has no job any more.
     async fn recover(&self) -> anyhow::Result<()> {
-        self.leftovers
-            .get_or_init(|| async {
-                let run_dir = &self.state.builder.run_dir;
-                if let Err(error) = disk::remove_leftovers(&self.state.pool, run_dir).await {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "leftover work directories were not removed"
-                    );
-                }
-            })
+        let run_dir = &self.state.builder.run_dir;
+        let swept = self
+            .leftovers
+            .get_or_try_init(|| disk::remove_leftovers(&self.state.pool, run_dir))
             .await;
+        if let Err(error) = swept {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "leftover work directories were not removed; the next pass tries again"
+            );
+        }
         let mine: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
             "SELECT id, company_id, status FROM runs
               WHERE worker_id = $1 AND status IN ('starting', 'running', 'cancel_requested')",
