@@ -120,11 +120,7 @@ fn integers_for_whole_floats(value: &mut Value) {
 /// Classifies a serde_json error the way pydantic names its error types.
 fn violation(mut loc: Vec<String>, error: &serde_json::Error) -> Violation {
     let message = error.to_string();
-    let text = message
-        .split(" at line ")
-        .next()
-        .unwrap_or(&message)
-        .to_string();
+    let text = without_string_input(message.split(" at line ").next().unwrap_or(&message));
     let field = |prefix: &str| {
         text.strip_prefix(prefix)
             .and_then(|rest| rest.split('`').nth(1))
@@ -173,6 +169,20 @@ fn violation(mut loc: Vec<String>, error: &serde_json::Error) -> Violation {
         loc,
         kind,
         input: None,
+    }
+}
+
+/// serde's message without the string it was given: `invalid type: string
+/// "hunter2", expected struct X` names the type only, so a secret sent in the
+/// wrong place is never echoed in a 422.
+fn without_string_input(text: &str) -> String {
+    let start = text.find(": string \"").map(|at| at + ": string".len());
+    let end = text.rfind("\", expected ");
+    match (start, end) {
+        (Some(start), Some(end)) if end >= start => {
+            format!("{}{}", &text[..start], &text[end + 1..])
+        }
+        _ => text.to_string(),
     }
 }
 
@@ -233,6 +243,17 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_mistyped_string_is_not_echoed() {
+        let v = first(r#"{"a": "hunter2, expected"}"#);
+        match v.kind {
+            ViolationKind::Rule { message, .. } => {
+                assert_eq!(message, "invalid type: string, expected i32");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

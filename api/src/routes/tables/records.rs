@@ -293,6 +293,19 @@ pub async fn change(
     record_id: Uuid,
     data: &Map<String, Value>,
 ) -> ApiResult<()> {
+    let command = changing(table, record_id, data).await?;
+    table.caller.command::<Record>(record_id, command).await?;
+    Ok(())
+}
+
+/// The command that changes the named cells of record `record_id` as the table's
+/// caller, once the channel floor, the caller's right to edit the record, the
+/// migration lock and every value were checked.
+pub async fn changing(
+    table: &OpenTable,
+    record_id: Uuid,
+    data: &Map<String, Value>,
+) -> ApiResult<RecordCommand> {
     within_floor(table, None)?;
     raw_write_allowed(table)?;
     let caller = &table.caller;
@@ -300,12 +313,10 @@ pub async fn change(
     unlocked(table)?;
     let changes = cells::validate(&caller.state, table, data, false).await?;
     within_floor(table, Some((&changes, false)))?;
-    let command = RecordCommand::Update {
+    Ok(RecordCommand::Update {
         table_id: table.row.id,
         changes,
-    };
-    caller.command::<Record>(record_id, command).await?;
-    Ok(())
+    })
 }
 
 /// One record.

@@ -51,6 +51,13 @@ async fn bad_writes_are_refused_and_change_nothing() {
     assert_slug(status, &refused, "sandbox_plaintext_value_rejected");
     assert!(!refused.to_string().contains("hunter2-plain"), "{refused}");
 
+    // A value sent where the envelope belongs is refused without being echoed.
+    let misplaced = body("company", &company, json!("hunter2-misplaced"));
+    let (status, refused) = secret_post(&boss, "/secrets", "k1b", misplaced).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["detail"][0]["type"], "type_error", "{refused}");
+    assert!(!refused.to_string().contains("hunter2"), "{refused}");
+
     let mut empty = body("company", &company, Value::Null);
     empty["value"] = json!("");
     let (status, refused) = secret_post(&boss, "/secrets", "k2", empty).await;

@@ -13,6 +13,7 @@
 use super::{CallbackWriteBody, CallbackWriteResult};
 use crate::admission;
 use crate::error::{ApiError, ApiResult};
+use crate::routes::tables::records;
 use crate::routes::tables::scope::OpenTable;
 use domain::error::Code;
 use domain::ids::idempotent_target;
@@ -97,27 +98,29 @@ pub async fn hold_if_ruled(
             return Ok(None);
         }
     }
+    // A held write is checked as one that applies now would be (its values, the
+    // migration lock, the right to edit the record): bad input is refused, not
+    // held. Applying it later checks again.
+    match op {
+        CallbackOp::Create => records::creation(table, write.record_id, &write.body.data).await?,
+        CallbackOp::Update => records::changing(table, write.record_id, &write.body.data).await?,
+    };
     // One decision at a time per record (`already_pending`), or per creation.
     let subject = format!("held-write/{}", write.record_id);
     let _lock = admission::lock(pool, company, &subject).await?;
-    if op == CallbackOp::Update {
-        let handle = table.handle();
-        let found = handle.existing(pool, &[write.record_id]).await;
-        if found.map_err(ApiError::internal)?.is_empty() {
-            return Err(ApiError::NotFound);
-        }
-        if let Some(waiting) = review::pending_for_record(pool, table_id, write.record_id).await? {
-            return Ok(Some(CallbackWriteResult {
-                ok: true,
-                op: op.as_str().into(),
-                status: "already_pending".into(),
-                record_id: None,
-                process_id: Some(waiting.process_id),
-                staged_change_id: Some(waiting.id),
-                rule_label: Some(waiting.rule_label),
-                replayed: false,
-            }));
-        }
+    if op == CallbackOp::Update
+        && let Some(waiting) = review::pending_for_record(pool, table_id, write.record_id).await?
+    {
+        return Ok(Some(CallbackWriteResult {
+            ok: true,
+            op: op.as_str().into(),
+            status: "already_pending".into(),
+            record_id: None,
+            process_id: Some(waiting.process_id),
+            staged_change_id: Some(waiting.id),
+            rule_label: Some(waiting.rule_label),
+            replayed: false,
+        }));
     }
     if review::pending_of_token(pool, write.token_id).await? >= PENDING_BUCKET {
         return Err(ApiError::code(

@@ -201,6 +201,16 @@ async fn held_callback_writes_wait_for_reviewers() {
         "nothing written yet"
     );
 
+    // A write a rule would hold is checked first: bad values are refused, not held
+    // (the processes listed below are the three good holds only).
+    for bad in [
+        json!({"op": "create", "data": {"qty": "many"}}),
+        json!({"op": "create", "data": {"nope": 1}}),
+    ] {
+        let (status, refused) = write(&t, &token, &secret, bad).await;
+        assert_eq!(status, 400, "{refused}");
+    }
+
     // A keyed resend answers the same hold; another body with the key is 409.
     let keyed = json!({"op": "create", "data": {"name": "keyed"}, "idempotency_key": "k-1"});
     let (_, first) = write(&t, &token, &secret, keyed.clone()).await;
@@ -223,6 +233,8 @@ async fn held_callback_writes_wait_for_reviewers() {
     assert_eq!(status, 200);
     assert_eq!(pending["status"], "already_pending");
     assert_eq!(pending["process_id"], updating["process_id"]);
+    let bad = json!({"op": "update", "record_id": existing_id, "data": {qty: "many"}});
+    assert_eq!(write(&t, &token, &secret, bad).await.0, 400);
     let (_, found) = t.search(&table, json!({"pending_approval": true})).await;
     assert_eq!(found["total"], 1, "{found}");
     assert_eq!(found["records"][0]["id"], existing_id.as_str());
