@@ -55,6 +55,11 @@ async fn approvals_pin_a_published_digest_and_can_be_revoked() {
         .0,
         422
     );
+    let upper = format!("sha256:{}", "A".repeat(64));
+    let (status, refused) = dm
+        .post("/secret-approvals", body(version, &upper, json!(["A"])))
+        .await;
+    assert_eq!(status, 422, "the digest is lowercase hex: {refused}");
     let wrong = format!("sha256:{}", "0".repeat(64));
     let draft_id = unpublished["id"].as_str().unwrap();
     let (status, refused) = dm

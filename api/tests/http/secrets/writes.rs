@@ -247,3 +247,48 @@ async fn fifty_parallel_writes_with_one_key_make_one_write() {
         assert_eq!(answer["detail"]["code"], "idempotency_conflict");
     }
 }
+
+#[tokio::test]
+async fn a_revoke_shreds_a_rotation_that_raced_it() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, _) = callers(&app).await;
+    let company = seed.company("acme").to_string();
+    let task = company_task(&boss, "job").await;
+    let pem = public_key(&app).await;
+    let body = || {
+        write_body(
+            "company",
+            &company,
+            &task,
+            "API_TOKEN",
+            rust_seal(&pem, b"correct horse battery staple"),
+        )
+    };
+    let revoke = json!({"consumer_scope": "company", "consumer_id": company,
+                        "task_id": task, "slot_name": "API_TOKEN"});
+    for round in 0..30 {
+        let (status, bound) = secret_post(&boss, "/secrets", &format!("w{round}"), body()).await;
+        assert_eq!(status, 200, "{bound}");
+        // Each rotation either lands before the revoke, or finds the slot revoked.
+        let keys: Vec<String> = (0..3).map(|n| format!("r{round}-{n}")).collect();
+        let rotations = keys
+            .iter()
+            .map(|key| secret_post(&boss, "/secrets/rotate", key, body()));
+        let key = format!("v{round}");
+        let revoking = secret_post(&boss, "/secrets/revoke", &key, revoke.clone());
+        let (rotated, (status, revoked)) =
+            tokio::join!(futures::future::join_all(rotations), revoking);
+        assert_eq!(status, 200, "{revoked}");
+        for (status, answer) in rotated {
+            assert!(
+                status == 200 || status == 404 || status == 409,
+                "{status} {answer}"
+            );
+        }
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM secret_values")
+            .fetch_one(&app.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "round {round}: a revoked slot keeps a value");
+    }
+}

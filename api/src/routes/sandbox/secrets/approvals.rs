@@ -56,11 +56,13 @@ fn check(body: &SandboxSecretApprovalCreateRequest) -> ApiResult<Vec<String>> {
     let digest_ok = body
         .task_version_digest
         .strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()));
+        .is_some_and(|hex| {
+            hex.len() == 64 && hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+        });
     if !digest_ok {
         return Err(rule(
             "task_version_digest",
-            "task_version_digest must be sha256: followed by 64 hex digits",
+            "task_version_digest must be sha256: followed by 64 lowercase hex digits",
         ));
     }
     if body.slot_names.is_empty() || body.slot_names.len() > MAX_APPROVAL_SLOTS {

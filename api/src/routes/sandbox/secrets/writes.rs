@@ -121,6 +121,15 @@ async fn key_lock(caller: &Caller, operation_id: Uuid) -> ApiResult<AdmissionLoc
     Ok(admission::lock(caller.pool(), caller.principal.company_id, &purpose).await?)
 }
 
+/// The lock of one slot's binding, held by its writes, rotations and revokes
+/// from their first read of the binding to their command: a revoke then shreds
+/// exactly the versions it revokes, with no rotation landing in between (whose
+/// value would outlive the revocation), and fails only with nothing shredded.
+async fn slot_lock(caller: &Caller, aggregate: Uuid) -> ApiResult<AdmissionLock> {
+    let purpose = format!("secret-binding/{aggregate}");
+    Ok(admission::lock(caller.pool(), caller.principal.company_id, &purpose).await?)
+}
+
 /// The recorded operation of this key, if the same request already ran.
 async fn replayed(
     caller: &Caller,
@@ -210,6 +219,7 @@ pub async fn write(
     if let Some(replay) = replayed(&caller, operation_id, &hash).await? {
         return Ok(Json(replay));
     }
+    let _slot = slot_lock(&caller, aggregate).await?;
     let value_version_id = writer
         .put(caller.pool(), aggregate, &value)
         .await
@@ -283,6 +293,7 @@ pub async fn revoke(
     }
     let aggregate =
         secret_binding_aggregate_id(consumer.scope, consumer.id, task.id(), &body.slot_name);
+    let _slot = slot_lock(&caller, aggregate).await?;
     let current = caller
         .state
         .bus

@@ -62,7 +62,7 @@ fn carries_credentials(
     };
     let fresh = timestamp
         .parse::<i64>()
-        .is_ok_and(|at| (now.timestamp() - at).abs() <= CLOCK_TOLERANCE_SECONDS);
+        .is_ok_and(|at| now.timestamp().abs_diff(at) <= CLOCK_TOLERANCE_SECONDS.unsigned_abs());
     let Ok(sent) = hex::decode(sent) else {
         return false;
     };

@@ -49,7 +49,19 @@ pub struct Published {
     pub time_dependent: bool,
 }
 
+/// Whether the view and the token list the column (whatever its type).
+fn listed(view: &ViewDef, token: &PublicTokenRow, key: &String) -> bool {
+    let lists = |keys: &Option<Vec<String>>| keys.as_ref().is_none_or(|keys| keys.contains(key));
+    lists(&view.columns) && lists(&token.visible_columns)
+}
+
 impl Published {
+    /// Whether the view and the token list the column: a column they do not list
+    /// is hidden, and answers as a missing one does.
+    pub fn lists(&self, column: &ColumnDef) -> bool {
+        listed(&self.view, &self.token, &column.key)
+    }
+
     /// The read handle over the visible columns.
     pub fn handle(&self) -> TableHandle {
         TableHandle {
@@ -156,17 +168,7 @@ pub async fn publish(
     {
         return Err(ApiError::NotFound);
     }
-    let shown = |c: &&ColumnDef| {
-        !never_published(c.column_type)
-            && view
-                .columns
-                .as_ref()
-                .is_none_or(|keys| keys.contains(&c.key))
-            && token
-                .visible_columns
-                .as_ref()
-                .is_none_or(|keys| keys.contains(&c.key))
-    };
+    let shown = |c: &&ColumnDef| !never_published(c.column_type) && listed(&view, &token, &c.key);
     let unshown = all_columns
         .iter()
         .filter(|c| !shown(c))

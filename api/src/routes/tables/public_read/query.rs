@@ -76,9 +76,11 @@ fn check_column(published: &Published, reference: &str, sorting: bool) -> ApiRes
         return Ok(());
     }
     let named = |c: &&domain::tables::column::ColumnDef| c.key == reference || c.name == reference;
+    // Listed columns only: a hidden one answers as a missing one does.
     let computed = published
         .all_columns
         .iter()
+        .filter(|c| published.lists(c))
         .filter(named)
         .any(|c| c.column_type.is_computed());
     if computed {

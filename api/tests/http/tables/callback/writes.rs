@@ -157,6 +157,13 @@ async fn every_failed_authentication_is_the_same_404() {
                 ("x-callback-signature", "zz".into()),
             ],
         ),
+        (
+            token.clone(),
+            vec![
+                ("x-callback-timestamp", i64::MIN.to_string()),
+                ("x-callback-signature", "00".repeat(32)),
+            ],
+        ),
     ];
     let mut answers = Vec::new();
     for (path, headers) in &cases {

@@ -71,13 +71,14 @@ async fn the_query_api_filters_searches_sorts_and_refuses_clearly() {
             json!({"filters": {"col_nothere": "x"}}),
             "Column 'col_nothere' does not exist in table schema".into(),
         ),
+        // A computed column the token does not list is hidden like any other.
         (
             json!({"stored_filters": [{"column": link, "op": "is_null"}]}),
-            format!("Cannot filter on computed column '{link}'"),
+            format!("Column '{link}' does not exist in table schema"),
         ),
         (
             json!({"sort_by": link}),
-            "Cannot sort on computed column".into(),
+            format!("Column '{link}' does not exist in table schema"),
         ),
         (
             json!({"sort_by": owner}),
@@ -89,6 +90,26 @@ async fn the_query_api_filters_searches_sorts_and_refuses_clearly() {
         ),
     ] {
         let (status, refused) = query(&t, &token, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        assert_eq!(detail(&refused), message, "{body}");
+    }
+    // A computed column the token lists (every column: links are never shown) is
+    // named as one.
+    let body = json!({"view_id": view, "secretless": true, "allow_query": true, "rpm": 1000});
+    let (status, minted) = mint(&t, &table, body).await;
+    assert_eq!(status, 200, "{minted}");
+    let listing = minted["token_id"].as_str().unwrap().to_string();
+    for (body, message) in [
+        (
+            json!({"stored_filters": [{"column": link, "op": "is_null"}]}),
+            format!("Cannot filter on computed column '{link}'"),
+        ),
+        (
+            json!({"sort_by": link}),
+            "Cannot sort on computed column".into(),
+        ),
+    ] {
+        let (status, refused) = query(&t, &listing, body.clone()).await;
         assert_eq!(status, 400, "{body}: {refused}");
         assert_eq!(detail(&refused), message, "{body}");
     }
