@@ -74,10 +74,13 @@ impl SecretStore {
         Ok(Writer { kek, pepper })
     }
 
-    /// Decrypts a value version; `None` once it was shredded (or never stored).
+    /// Decrypts a value version of the binding `binding_aggregate_id`; `None` once
+    /// it was shredded (or never stored), or when it is another binding's (a run's
+    /// pin naming another slot's or consumer's value receives nothing).
     pub async fn open(
         &self,
         pool: &PgPool,
+        binding_aggregate_id: Uuid,
         value_version_id: Uuid,
     ) -> anyhow::Result<Option<Zeroizing<Vec<u8>>>> {
         let kek = self
@@ -86,9 +89,10 @@ impl SecretStore {
             .ok_or_else(|| anyhow!("the secret store is not configured"))?;
         let row: Option<StoredValue> = sqlx::query_as(
             "SELECT kek_id, wrapped_key, nonce, ciphertext FROM secret_values
-              WHERE value_version_id = $1",
+              WHERE value_version_id = $1 AND binding_aggregate_id = $2",
         )
         .bind(value_version_id)
+        .bind(binding_aggregate_id)
         .fetch_optional(pool)
         .await?;
         let Some(StoredValue {

@@ -42,6 +42,7 @@ pub(super) struct RunFacts {
     image: Option<String>,
     slot_sources: Option<Json<SlotSources>>,
     task_version_id: Uuid,
+    task_id: Uuid,
     owner_scope: OwnerScope,
     owner_id: Uuid,
     principal_type: String,
@@ -204,7 +205,7 @@ async fn execute(
     let mut clock = StepClock::start();
     let mut facts: RunFacts = sqlx::query_as(
         "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
-                r.slot_sources, r.task_version_id, t.owner_scope, t.owner_id,
+                r.slot_sources, r.task_version_id, t.id AS task_id, t.owner_scope, t.owner_id,
                 r.principal_type, r.principal_id
            FROM runs r
            JOIN task_versions v ON v.id = r.task_version_id
@@ -226,7 +227,14 @@ async fn execute(
     };
     let sources = facts.slot_sources.take().map(|s| s.0).unwrap_or_default();
     let owner = owner_consumer(facts.owner_scope, facts.owner_id);
-    let mut secrets = match secrets::open(state, facts.task_version_id, owner, &sources).await? {
+    let mut secrets = match secrets::open(
+        state,
+        (facts.task_id, facts.task_version_id),
+        owner,
+        &sources,
+    )
+    .await?
+    {
         Ok(secrets) => secrets,
         Err(refusal) => {
             return Ok(ending(

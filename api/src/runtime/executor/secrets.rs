@@ -4,6 +4,7 @@
 
 use crate::runtime::Runtime;
 use domain::secrets::ConsumerScope;
+use domain::secrets::binding::secret_binding_aggregate_id;
 use domain::secrets::resolve::{BorrowedSlots, SlotSources, borrowed_slots};
 use projections::read_models::secrets::query as secrets;
 use std::path::Path;
@@ -22,7 +23,8 @@ pub(super) enum Refusal {
         .0.consumer_scope.as_str(), .0.consumer_id, .0.slot_names
     )]
     Unapproved(BorrowedSlots),
-    /// A pinned value was revoked (and shredded) after submission.
+    /// A pinned value was revoked (and shredded) after submission, or is not its
+    /// binding's.
     #[error("the secret of slot {0} was revoked after the run was submitted\n")]
     Shredded(String),
 }
@@ -43,7 +45,7 @@ pub(super) type Opened = Vec<(String, Zeroizing<Vec<u8>>)>;
 /// Checks the approvals of the borrowed slots, then opens every pinned value.
 pub(super) async fn open(
     state: &Runtime,
-    task_version_id: Uuid,
+    (task_id, task_version_id): (Uuid, Uuid),
     owner: (ConsumerScope, Uuid),
     sources: &SlotSources,
 ) -> anyhow::Result<Result<Opened, Refusal>> {
@@ -61,9 +63,13 @@ pub(super) async fn open(
     }
     let mut opened = Vec::with_capacity(sources.len());
     for (slot, source) in sources {
+        // The pin's value must be its own binding's: that of its consumer, for
+        // this task's slot.
+        let binding =
+            secret_binding_aggregate_id(source.consumer_scope, source.consumer_id, task_id, slot);
         match state
             .secrets
-            .open(&state.pool, source.value_version_id)
+            .open(&state.pool, binding, source.value_version_id)
             .await?
         {
             Some(value) => opened.push((slot.clone(), value)),

@@ -8,6 +8,8 @@ use crate::environments::callers;
 use crate::runs::{finished, runnable, submit};
 use crate::support::{TestApp, captured_log};
 use crate::tasks::ready_environment_version;
+use domain::secrets::ConsumerScope;
+use domain::secrets::binding::secret_binding_aggregate_id;
 use projections::audit::export::{ExportFilter, Exporter};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -204,12 +206,18 @@ async fn a_secret_reaches_its_run_and_leaks_nowhere_and_revoking_shreds_it() {
     assert_eq!(status, 200, "{revoked}");
     assert_eq!(revoked["state"], "terminal");
     assert_eq!(revoked["secret_binding"]["state"], "revoked");
+    let aggregate = secret_binding_aggregate_id(
+        ConsumerScope::Company,
+        company.parse().unwrap(),
+        task.parse().unwrap(),
+        "API_TOKEN",
+    );
     for version in versions {
         let opened = app
             .state
             .runtime
             .secrets
-            .open(&app.db.pool, version)
+            .open(&app.db.pool, aggregate, version)
             .await
             .unwrap();
         assert!(opened.is_none(), "a shredded value still opens");
@@ -227,4 +235,51 @@ async fn a_secret_reaches_its_run_and_leaks_nowhere_and_revoking_shreds_it() {
     )
     .await;
     assert_eq!(run["secret_slot_provenance"], json!({}));
+}
+
+#[tokio::test]
+async fn a_pin_naming_another_binding_s_value_opens_nothing() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let company = seed.company("acme").to_string();
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let pem = public_key(&app).await;
+    let mut tasks = Vec::new();
+    for (key, value) in [("w-one", PLAINTEXT), ("w-other", "the-other-task-s-value")] {
+        let declared = json!({"secret_slot_declarations": ["API_TOKEN"]});
+        let (task, version) = runnable(&boss, &ready, WORK, declared).await;
+        let enable = format!("/chatrooms/{lab}/granted-jobs/{task}/enable");
+        assert_eq!(boss.post(&enable, json!({})).await.0, 200);
+        let body = write_body(
+            "company",
+            &company,
+            &task,
+            "API_TOKEN",
+            python_seal(&pem, value),
+        );
+        assert_eq!(secret_post(&boss, "/secrets", key, body).await.0, 200);
+        tasks.push((uuid::Uuid::parse_str(&task).unwrap(), version));
+    }
+    // The other task's binding names the first task's value (a read model gone
+    // wrong): its run receives nothing.
+    sqlx::query(
+        "UPDATE secret_bindings SET value_version_id =
+                (SELECT value_version_id FROM secret_bindings WHERE task_id = $1)
+          WHERE task_id = $2",
+    )
+    .bind(tasks[0].0)
+    .bind(tasks[1].0)
+    .execute(&app.db.pool)
+    .await
+    .unwrap();
+    let body = json!({"task_version_id": tasks[1].1, "input": {}});
+    let (status, run) = submit(&member, &lab, "r-other", body).await;
+    assert_eq!(status, 200, "{run}");
+    let done = finished(&member, &lab, run["id"].as_str().unwrap()).await;
+    assert_eq!(
+        (done["status"].as_str(), done["error_code"].as_str()),
+        (Some("customer_failed"), Some("secret_unavailable")),
+        "{done}"
+    );
 }

@@ -25,7 +25,7 @@ use super::scope::{Mount, OpenTable, open_table_id};
 use crate::access::INSUFFICIENT;
 use crate::auth::user_principal;
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::{IdempotencyKey, request_hash};
+use crate::idempotency::{IdempotencyKey, MAX_KEY_CHARS, request_hash};
 use crate::middleware::body_limit::read_capped;
 use crate::openapi::enums::string_enum;
 use crate::request::{Caller, Context};
@@ -258,11 +258,17 @@ async fn callback_write(
     credentials::admit(&state, &token)?;
     let write: CallbackWriteBody = serde_json::from_slice(&bytes).map_err(invalid_body)?;
     let (record_id, operation) = target(&token, &write)?;
+    // A shape problem of the body: 400 like the others, not the header's 422.
     let key = write
         .idempotency_key
         .as_deref()
         .map(|key| IdempotencyKey::parse(Some(key)))
-        .transpose()?;
+        .transpose()
+        .map_err(|_| {
+            invalid_body(format!(
+                "idempotency_key must be 1 to {MAX_KEY_CHARS} characters, without NUL"
+            ))
+        })?;
     let table = open_as_moderator(&state, ctx, &token, operation).await?;
     let held = hold::Write {
         token_id: token.id,

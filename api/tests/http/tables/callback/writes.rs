@@ -85,6 +85,14 @@ async fn bad_writes_are_refused_and_change_nothing() {
         (json!({"op": "create", "data": {}, "extra": 1}), 400),
         (json!({"op": "delete", "data": {}}), 400),
         (
+            json!({"op": "create", "data": {}, "idempotency_key": ""}),
+            400,
+        ),
+        (
+            json!({"op": "create", "data": {}, "idempotency_key": "k".repeat(129)}),
+            400,
+        ),
+        (
             json!({"op": "create", "data": {}, "record_id": uuid::Uuid::new_v4()}),
             400,
         ),
