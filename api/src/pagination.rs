@@ -204,11 +204,23 @@ fn decode_token<C: DeserializeOwned>(token: &str) -> Result<C, ApiError> {
             None,
         ));
     }
-    let bytes = URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| invalid("page_token is not a token this service issued"))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|_| invalid("page_token is not a token this service issued"))
+    let foreign = || invalid("page_token is not a token this service issued");
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| foreign())?;
+    let document: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| foreign())?;
+    // PostgreSQL refuses NUL in text: a cursor holding one was not issued here.
+    if holds_nul(&document) {
+        return Err(foreign());
+    }
+    serde_json::from_value(document).map_err(|_| foreign())
+}
+
+fn holds_nul(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => text.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(holds_nul),
+        serde_json::Value::Object(fields) => fields.values().any(holds_nul),
+        _ => false,
+    }
 }
 
 /// Splits one extra row off a `size + 1` fetch and makes the next token from the last

@@ -50,45 +50,57 @@ pub(super) async fn expire(state: &Runtime, now: DateTime<Utc>) -> anyhow::Resul
     .fetch_all(&state.pool)
     .await?;
     for run in expired {
-        // The objects go first, then the expiry is recorded: deleting is
-        // idempotent, so a pass that fails between the two (a crash, a store
-        // error) finds the run active again and finishes it; recorded first, an
-        // expired run's objects would never be looked at again.
-        for key in [run.log_key, run.output_key, run.bundle_key]
-            .into_iter()
-            .flatten()
-        {
-            state.objects.delete(&key).await?;
+        // One run's failure (an object the store will not delete) leaves the
+        // others to expire; the next pass tries it again.
+        let run_id = run.id;
+        if let Err(error) = expire_one(state, run, now).await {
+            tracing::warn!(%run_id, error = format!("{error:#}"), "a run's contents did not expire");
         }
-        // Inputs are content-addressed and shared: a submission or a retry puts
-        // the same bytes in place under the object's lock, so under it a file
-        // another run holds, or one written in the last hour, is kept.
-        let lock = admission::object_lock(&state.pool, run.company_id, &run.input_key).await?;
-        let shared: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active' AND id <> $2)",
-        )
-        .bind(&run.input_key)
-        .bind(run.id)
-        .fetch_one(&state.pool)
-        .await?;
-        let recent = state
-            .objects
-            .modified_at(&run.input_key)
-            .await?
-            .is_some_and(|at| at > now - chrono::Duration::hours(1));
-        if !shared && !recent {
-            state.objects.delete(&run.input_key).await?;
-        }
-        drop(lock);
-        state
-            .bus
-            .record::<Run>(
-                &run.id.to_string(),
-                RunCommand::ExpireContent,
-                &metadata(run.company_id, run.id, now),
-            )
-            .await?;
     }
+    Ok(())
+}
+
+/// Deletes one run's objects (its input unless shared or staged again), then
+/// records the expiry.
+async fn expire_one(state: &Runtime, run: ExpiredRun, now: DateTime<Utc>) -> anyhow::Result<()> {
+    // The objects go first, then the expiry is recorded: deleting is
+    // idempotent, so a pass that fails between the two (a crash, a store
+    // error) finds the run active again and finishes it; recorded first, an
+    // expired run's objects would never be looked at again.
+    for key in [run.log_key, run.output_key, run.bundle_key]
+        .into_iter()
+        .flatten()
+    {
+        state.objects.delete(&key).await?;
+    }
+    // Inputs are content-addressed and shared: a submission or a retry puts
+    // the same bytes in place under the object's lock, so under it a file
+    // another run holds, or one written in the last hour, is kept.
+    let lock = admission::object_lock(&state.pool, run.company_id, &run.input_key).await?;
+    let shared: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE input_key = $1 AND content_state = 'active' AND id <> $2)",
+    )
+    .bind(&run.input_key)
+    .bind(run.id)
+    .fetch_one(&state.pool)
+    .await?;
+    let recent = state
+        .objects
+        .modified_at(&run.input_key)
+        .await?
+        .is_some_and(|at| at > now - chrono::Duration::hours(1));
+    if !shared && !recent {
+        state.objects.delete(&run.input_key).await?;
+    }
+    drop(lock);
+    state
+        .bus
+        .record::<Run>(
+            &run.id.to_string(),
+            RunCommand::ExpireContent,
+            &metadata(run.company_id, run.id, now),
+        )
+        .await?;
     Ok(())
 }
 

@@ -132,6 +132,13 @@ async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
         ))
         .await;
     assert_eq!(next["items"][0]["relative_path"], "sub/table.csv");
+    // A forged cursor holding NUL (base64 of `"\u0000"`) is refused, not a 500.
+    let (status, refused) = member
+        .get(&format!(
+            "/chatrooms/{lab}/runs/{id}/artifacts?page_token=Ilx1MDAwMCI"
+        ))
+        .await;
+    assert_eq!(status, 422, "{refused}");
     let artifact = items[1]["id"].as_str().unwrap();
     let (status, capability) = member
         .post(

@@ -111,6 +111,19 @@ pub enum SubmissionSource {
     CustomTableTrigger,
 }
 
+impl SubmissionSource {
+    /// How the run's output writes (through its writeback or Command-output
+    /// credential) are recorded: as a trigger's own writes when a trigger started
+    /// the run, so that they fire no triggers either (a run writing the table whose
+    /// trigger started it would start itself again, without end); else `usual`.
+    pub fn output_method(self, usual: AuthMethod) -> AuthMethod {
+        match self {
+            Self::CustomTableTrigger => AuthMethod::Trigger,
+            _ => usual,
+        }
+    }
+}
+
 /// An object the run stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredObject {

@@ -128,6 +128,7 @@ pub(super) async fn command_output(
         state: &state,
         ctx,
         caller: None,
+        definition_method: run.submission_source.output_method(AuthMethod::Command),
     };
     let execution = write(&runner, &command, &inputs, None)
         .await

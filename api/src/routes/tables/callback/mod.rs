@@ -40,6 +40,7 @@ use domain::tables::callback_delivery::CallbackOp;
 use domain::tables::callback_token::AllowedOps;
 use domain::tables::column::{ColumnType, is_column_key};
 use projections::read_models::public_tokens::callback::CallbackTokenRow;
+use projections::read_models::runs::query as runs;
 use projections::read_models::tables::query as tables;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -137,11 +138,22 @@ async fn open_as_moderator(
     token: &CallbackTokenRow,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
+    let method = match token.run_id {
+        Some(run_id) => {
+            runs::run(&state.pool, run_id)
+                .await?
+                .map_or(AuthMethod::CallbackToken, |run| {
+                    run.submission_source
+                        .output_method(AuthMethod::CallbackToken)
+                })
+        }
+        None => AuthMethod::CallbackToken,
+    };
     let author = Author {
         company_id: token.company_id,
         table_id: token.table_id,
         user: &token.created_by,
-        method: AuthMethod::CallbackToken,
+        method,
     };
     let table = open_as(state, ctx, author, operation).await?;
     if token.run_id.is_some() && table.row.agent_writes_via_commands_only {

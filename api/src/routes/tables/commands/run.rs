@@ -145,6 +145,10 @@ pub(crate) struct Runner<'a> {
     pub ctx: Context,
     /// The route's caller and mount, which a caller-authority Command runs as.
     pub caller: Option<(&'a Caller, &'a Mount)>,
+    /// How a definition-authority Command's writes are recorded: `command`, or
+    /// `trigger` for the output of a run a trigger started
+    /// (`SubmissionSource::output_method`).
+    pub definition_method: AuthMethod,
 }
 
 /// The table opened as the Command's actor for `operation`.
@@ -165,7 +169,7 @@ async fn open_as_actor(
                 company_id: row.company_id,
                 table_id: row.table_id,
                 user: &row.defined_by,
-                method: AuthMethod::Command,
+                method: runner.definition_method,
             };
             open_as(runner.state, ctx, author, operation).await
         }
@@ -270,6 +274,7 @@ pub(super) async fn execute_command(
         state: &caller.state,
         ctx: caller.ctx.clone(),
         caller: Some((&caller, &mount)),
+        definition_method: AuthMethod::Command,
     };
     if let (PrincipalType::SocialMediaClient, Some(key)) = (caller.principal.principal_type, &key) {
         let execution = deliveries::deliver(&runner, &caller, &row, &inputs, &key.0).await?;
@@ -454,6 +459,7 @@ pub(super) async fn query_command(
         state: &caller.state,
         ctx: caller.ctx.clone(),
         caller: Some((&caller, &mount)),
+        definition_method: AuthMethod::Command,
     };
     let table = open_as_actor(&runner, &row, Operation::ReadRows).await?;
     let RecordListResponse { records, total } = search(&table, search_body).await?;
