@@ -1,5 +1,6 @@
 //! Files handed to a client to save, never to render: `Content-Disposition:
-//! attachment` with a reduced file name and `X-Content-Type-Options: nosniff`
+//! attachment` with a reduced file name, `X-Content-Type-Options: nosniff` and
+//! `Cache-Control: no-store`
 //! (public links, run artifacts, table attachment files).
 
 use axum::body::Body;
@@ -36,5 +37,8 @@ pub fn attachment_response(body: Body, content_type: &str, disposition: String) 
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Served through links and capabilities that can be revoked: no shared cache
+    // may keep serving the bytes after that.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -237,14 +237,17 @@ impl Objects {
         Ok(result.into_stream().map_err(std::io::Error::other))
     }
 
-    /// The object's bytes as a stream checked against what was recorded: each
-    /// chunk is passed on once the next one has arrived, and the last one only when
-    /// all the bytes are `byte_size` bytes of `digest`; otherwise the stream ends
-    /// with an error instead. A response over it (even with its length declared) is
-    /// cut short rather than delivered complete and wrong.
+    /// The object's bytes (or those of `range`, a non-empty slice of it) as a
+    /// stream checked against what was recorded: each chunk is passed on once the
+    /// next one has arrived, and the last one only when all the bytes are
+    /// `byte_size` bytes of `digest`; otherwise the stream ends with an error
+    /// instead. A response over it (even with its length declared) is cut short
+    /// rather than delivered complete and wrong, and holds one chunk in memory at a
+    /// time, whatever the object's size.
     pub async fn get_verified(
         &self,
         key: &str,
+        range: Option<Range<u64>>,
         digest: &str,
         byte_size: u64,
     ) -> anyhow::Result<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
@@ -254,7 +257,16 @@ impl Objects {
             held: Option<Bytes>,
             done: bool,
         }
-        let inner = self.get_stream(key).await?;
+        let options = object_store::GetOptions {
+            range: range.map(object_store::GetRange::from),
+            ..Default::default()
+        };
+        let inner = self
+            .store
+            .get_opts(&StorePath::from(key), options)
+            .await?
+            .into_stream()
+            .map_err(std::io::Error::other);
         let expected = digest.to_string();
         let check = Check {
             hasher: Sha256::new(),

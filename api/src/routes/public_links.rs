@@ -62,22 +62,26 @@ async fn public_object(
                 None => None,
             };
             let (slice, bundle) = slice.zip(linked.bundle_key).ok_or(ApiError::NotFound)?;
-            let start = slice.byte_offset as u64;
-            let bytes = if slice.byte_size == 0 {
-                bytes::Bytes::new()
+            let (start, size) = (slice.byte_offset as u64, slice.byte_size as u64);
+            let body = if size == 0 {
+                if digest(&[]) != slice.digest {
+                    tracing::error!(%run, path = slice.relative_path, "an artifact's bytes do not match its digest");
+                    return Err(ApiError::NotFound);
+                }
+                Body::empty()
             } else {
-                state
+                // Checked as it streams: a file of any size takes one chunk of
+                // memory, and a mismatch cuts the response short.
+                let range = Some(start..start + size);
+                let stream = state
                     .objects
-                    .get_range(&bundle, start..start + slice.byte_size as u64)
+                    .get_verified(&bundle, range, &slice.digest, size)
                     .await
-                    .map_err(|_| ApiError::NotFound)?
+                    .map_err(|_| ApiError::NotFound)?;
+                Body::from_stream(stream)
             };
-            if digest(&bytes) != slice.digest {
-                tracing::error!(%run, path = slice.relative_path, "an artifact's bytes do not match its digest");
-                return Err(ApiError::NotFound);
-            }
             Ok(attachment_response(
-                Body::from(bytes),
+                body,
                 &slice.declared_content_type,
                 attachment(&slice.relative_path),
             ))

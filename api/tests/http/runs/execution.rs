@@ -157,6 +157,7 @@ async fn a_run_executes_its_version_in_the_image_and_keeps_what_it_left() {
     // The artifact's public link serves exactly its bytes; the output's too.
     let file = fetch_public(&member, &lab, id, &format!("artifacts/{artifact}")).await;
     assert_eq!(file.headers()["content-type"], "text/csv");
+    assert_eq!(file.headers()["cache-control"], "no-store");
     assert_eq!(file.text().await.unwrap(), "n,square\n3,9\n");
     let output = fetch_public(&member, &lab, id, "output").await;
     assert_eq!(output.text().await.unwrap(), r#"{"ok":true}"#);

@@ -218,7 +218,7 @@ async fn download_blob(caller: Caller, mount: Mount) -> ApiResult<Response> {
     let stream = caller
         .state
         .objects
-        .get_verified(&key, blob_id, size as u64)
+        .get_verified(&key, None, blob_id, size as u64)
         .await
         .map_err(|_| ApiError::NotFound)?;
     let mut response = attachment_response(
