@@ -5,6 +5,7 @@
 use super::super::gates::Operation;
 use super::super::records::window;
 use super::super::scope::{Mount, open_table, open_table_id};
+use crate::admission;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::request::Caller;
@@ -117,6 +118,9 @@ async fn retry_run(
         .await?
         .ok_or(ApiError::NotFound)?;
     let table = open_table_id(&caller, &mount, run.table_id, Operation::ManageTable).await?;
+    // Retries of one trigger take turns: the next one finds this one's run active.
+    let turn = format!("trigger-retry/{}/{}", table.row.id, run.trigger_id);
+    let _turn = admission::lock(caller.pool(), caller.principal.company_id, &turn).await?;
     if runs::active(caller.pool(), table.row.id, &run.trigger_id).await? {
         return Err(ApiError::code(
             Code::TriggerRunActive,

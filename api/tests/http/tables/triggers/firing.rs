@@ -160,6 +160,13 @@ async fn a_refused_action_fails_its_run_and_new_triggers_skip_older_writes() {
         page["runs"][0]["status"], "failed",
         "the frozen definition ran"
     );
+    // Retries sent at once take turns: one runs, the others find it active.
+    let at_once = (0..5).map(|_| t.call(Method::POST, &retry, "boss", Some(json!({}))));
+    let answers = futures::future::join_all(at_once).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    statuses.sort();
+    assert_eq!(statuses, [201, 409, 409, 409, 409], "{answers:?}");
+    pass(&t, None).await;
     assert_eq!(
         t.call(Method::POST, &retry, "member", Some(json!({})))
             .await
