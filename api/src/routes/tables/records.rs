@@ -210,11 +210,11 @@ fn within_floor(table: &OpenTable, write: Option<(&Cells, bool)>) -> ApiResult<(
     }
 }
 
-/// Raw agent writes (a social media client's) of a table whose settings say
-/// `agent_writes_via_commands_only` are refused (spec 5.8.4).
+/// Raw agent writes (a social media client's, not through a Command) of a table
+/// whose settings say `agent_writes_via_commands_only` are refused (spec 5.8.4).
 fn raw_write_allowed(table: &OpenTable) -> ApiResult<()> {
     let agent = table.caller.principal.principal_type == PrincipalType::SocialMediaClient;
-    if agent && table.row.agent_writes_via_commands_only {
+    if agent && !table.through_command && table.row.agent_writes_via_commands_only {
         return Err(ApiError::code(
             Code::TableGovernedByCommands,
             "this table takes agent writes through its Commands only",

@@ -231,6 +231,9 @@ pub struct OpenTable {
     pub grants: Vec<GrantRow>,
     /// What the caller may read of the tables its rollups and lookups read.
     pub link_gates: Vec<Gate>,
+    /// Opened to make a Command's declared effect: its writes are not raw ones
+    /// (an agent's pass a table that takes agent writes through Commands only).
+    pub through_command: bool,
 }
 
 impl OpenTable {
@@ -405,6 +408,7 @@ async fn open_plain(
         access,
         grants,
         link_gates: Vec::new(),
+        through_command: false,
     })
 }
 

@@ -1,6 +1,7 @@
 //! `settings.agent_writes_via_commands_only` (spec `custom-tables.md` 5.8.4): a
 //! table's managers set it; raw agent writes (a social media client's) are then
-//! refused with 403 `table_governed_by_commands`, while people write as before.
+//! refused with 403 `table_governed_by_commands`, while people write as before and
+//! the agent writes through Commands.
 
 use crate::support::assert_code;
 use crate::tables::fixture::Tables;
@@ -66,6 +67,24 @@ async fn a_commands_only_table_refuses_raw_agent_writes() {
         .call(Method::GET, &format!("{table}/records"), "member", None)
         .await;
     assert_eq!(page["total"], 2, "nothing refused was written: {page}");
+
+    // A Command's write is not a raw one: the agent's caller-authority Command
+    // writes as the agent.
+    let table_id = table.rsplit('/').next().unwrap();
+    let definition = json!({"table_id": table_id, "name": "label it", "kind": "write",
+        "authority": "caller",
+        "inputs": {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]},
+        "write": {"op": "create", "values": {"label": "$input.label"}}});
+    let commands = format!("{}/commands", t.mount("chatroom:lab"));
+    let (status, defined) = t
+        .call(Method::POST, &commands, "member", Some(definition))
+        .await;
+    assert_eq!(status, 201, "{defined}");
+    let execute = format!("{commands}/{}/execute", defined["id"].as_str().unwrap());
+    let body = json!({"inputs": {"label": "through the Command"}});
+    let (status, executed) = t.call(Method::POST, &execute, "line1", Some(body)).await;
+    assert_eq!(status, 200, "{executed}");
+    assert_eq!(executed["op"], "created");
     let (_, kept) = t.call(Method::GET, &record, "member", None).await;
     assert_eq!(kept["data"]["label"], "agent");
 }

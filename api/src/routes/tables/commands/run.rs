@@ -157,7 +157,7 @@ async fn open_as_actor(
     row: &CommandRow,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
-    match (row.definition.authority, runner.caller) {
+    let mut table = match (row.definition.authority, runner.caller) {
         (Authority::Caller, Some((caller, mount))) => {
             open_table_id(caller, mount, row.table_id, operation).await
         }
@@ -173,7 +173,9 @@ async fn open_as_actor(
             };
             open_as(runner.state, ctx, author, operation).await
         }
-    }
+    }?;
+    table.through_command = true;
+    Ok(table)
 }
 
 /// The record an update or upsert targets: `None` when nothing matches.
