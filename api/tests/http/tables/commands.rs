@@ -285,11 +285,16 @@ async fn command_writes_wait_for_the_table_s_approval_rules() {
     assert_eq!(status, 201, "{command}");
     let command = format!("{commands}/{}", command["id"].as_str().unwrap());
 
-    let (status, held) = execute(&t, &command, "member", "", json!({"name": "big"})).await;
+    let (status, held) = execute(&t, &command, "member", "k1", json!({"name": "big"})).await;
     assert_eq!(status, 200, "{held}");
     assert_eq!(held["status"], "held_for_approval");
     assert_eq!(held["rule_label"], "Payouts need finance");
     assert_eq!(held["values"], json!([]));
+    // A resend with the key answers the same hold; nothing more waits.
+    let (status, again) = execute(&t, &command, "member", "k1", json!({"name": "big"})).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["staged_change_id"], held["staged_change_id"]);
+    assert_eq!(again["replayed"], true);
     let (_, page) = t
         .call(Method::GET, &format!("{table}/records"), "boss", None)
         .await;

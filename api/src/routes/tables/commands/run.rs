@@ -330,7 +330,8 @@ pub(crate) async fn write(
         }
         (_, Some(record_id)) => {
             let table = open_as_actor(runner, row, Operation::EditRows).await?;
-            if let Some(held) = held(&table, row, CallbackOp::Update, record_id, &data).await? {
+            let update = (CallbackOp::Update, record_id, None);
+            if let Some(held) = held(&table, row, update, &data).await? {
                 return Ok(held);
             }
             records::change(&table, record_id, &data).await?;
@@ -339,7 +340,10 @@ pub(crate) async fn write(
         (_, None) => {
             let table = open_as_actor(runner, row, Operation::InsertRows).await?;
             let record_id = keyed.unwrap_or_else(Uuid::new_v4);
-            if let Some(held) = held(&table, row, CallbackOp::Create, record_id, &data).await? {
+            // A keyed creation is held once: a resend answers the same hold.
+            let key = keyed.map(|id| id.to_string());
+            let create = (CallbackOp::Create, record_id, key.as_deref());
+            if let Some(held) = held(&table, row, create, &data).await? {
                 return Ok(held);
             }
             records::insert(&table, record_id, &data).await?;
@@ -349,13 +353,13 @@ pub(crate) async fn write(
     answer(runner.state, row, &reader, record_id, op, false).await
 }
 
-/// The write held for approval when a rule of the table lists its event (the one
-/// approval path of callback writes; the process applies it as the actor).
+/// The write (its operation, record and idempotency key) held for approval when a
+/// rule of the table lists its event (the one approval path of callback writes;
+/// the process applies it as the actor).
 async fn held(
     table: &OpenTable,
     row: &CommandRow,
-    op: CallbackOp,
-    record_id: Uuid,
+    (op, record_id, key): (CallbackOp, Uuid, Option<&str>),
     data: &Map<String, Value>,
 ) -> ApiResult<Option<CommandExecution>> {
     let body = CallbackWriteBody {
@@ -368,7 +372,7 @@ async fn held(
         token_id: row.id,
         body: &body,
         record_id,
-        key: None,
+        key,
         source: HoldSource::Command,
     };
     Ok(hold::hold_if_ruled(table, write)
@@ -383,7 +387,7 @@ async fn held(
             status: held.status,
             record_id,
             values: Vec::new(),
-            replayed: false,
+            replayed: held.replayed,
             process_id: held.process_id,
             staged_change_id: held.staged_change_id,
             rule_label: held.rule_label,
