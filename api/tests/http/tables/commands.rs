@@ -103,6 +103,21 @@ async fn commands_run_their_declared_effect_with_checked_inputs() {
         (updated["op"].clone(), updated["record_id"].clone()),
         (json!("updated"), created["record_id"].clone())
     );
+    // The answer names the cells the Command declares, not the rest of the
+    // record the author reads.
+    t.column(&table, json!({"name": "margin", "type": "integer"}))
+        .await;
+    let margin = json!({"data": {"margin": 40}});
+    let (status, _) = t.call(Method::PUT, &record, "boss", Some(margin)).await;
+    assert_eq!(status, 200);
+    let (_, updated) = execute(&t, &command, "member", "", json!({"name": "ada", "qty": 6})).await;
+    let columns: Vec<&str> = updated["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["column"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["name", "qty"], "{updated}");
     // Inputs outside the schema are refused and write nothing.
     assert_code(
         &execute(

@@ -415,7 +415,8 @@ pub(super) async fn answer_record(
     answer(runner.state, row, &table, record_id, op, replayed).await
 }
 
-/// The execution's answer: the record as its actor reads it now.
+/// The execution's answer: the record as its actor reads it now (a
+/// definition-authority Command's: its declared cells of it).
 async fn answer(
     state: &AppState,
     row: &CommandRow,
@@ -425,13 +426,22 @@ async fn answer(
     replayed: bool,
 ) -> ApiResult<CommandExecution> {
     let record = records::read_written(state, table, record_id).await?;
+    let mut values = values(table, &record);
+    // A definition-authority Command answers the cells it declares only: the rest
+    // of the record is its author's to read, not its caller's.
+    if row.definition.authority == Authority::Definition {
+        let declared = row.definition.write.as_ref().map(|write| &write.values);
+        values.retain(|value| {
+            declared.is_some_and(|d| d.contains_key(&value.key) || d.contains_key(&value.column))
+        });
+    }
     Ok(CommandExecution {
         command_id: row.id,
         version: row.version,
         op: op.into(),
         record_id,
         status: "applied".into(),
-        values: values(table, &record),
+        values,
         replayed,
         process_id: None,
         staged_change_id: None,
