@@ -100,6 +100,11 @@ async fn public_links_are_idempotent_revocable_and_unguessable() {
     };
     assert_eq!(globex.post(&path, json!({})).await.0, 404);
 
+    // A retry made before the expiry (its run waits for no slot of ours here).
+    let retry = format!("/chatrooms/{lab}/runs/{id}/retry");
+    let (status, retried) = super::post_keyed(&member, &retry, "before", None).await;
+    assert_eq!(status, 200, "{retried}");
+
     // Past the company's run content retention the contents expire: links and
     // replays stop working, the flags say so.
     sqlx::query("UPDATE runs SET terminal_at = now() - interval '31 days' WHERE id = $1::uuid")
@@ -138,4 +143,11 @@ async fn public_links_are_idempotent_revocable_and_unguessable() {
         409,
         "retry_input_unavailable",
     );
+    // The retry made before answers again with its key, whatever expired since.
+    let (status, again) = super::post_keyed(&member, &retry, "before", None).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["id"], retried["id"]);
+    let other = Some(json!({"input": {"other": true}}));
+    let (status, conflict) = super::post_keyed(&member, &retry, "before", other).await;
+    assert_eq!(status, 409, "{conflict}");
 }

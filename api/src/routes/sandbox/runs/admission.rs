@@ -202,6 +202,67 @@ async fn resource_profile(caller: &Caller, version: &VersionRow) -> ApiResult<Re
     Ok(environment_version.resource_profile)
 }
 
+/// What a submission asks for, as the Run aggregate compares a key's replay with
+/// its first request.
+fn request_hash(
+    room: Uuid,
+    version: Uuid,
+    input_digest: &str,
+    timeout_seconds: i64,
+    retry_of_run_id: Option<Uuid>,
+    request_facts: Option<&str>,
+) -> String {
+    let request = json!([
+        room,
+        version,
+        input_digest,
+        timeout_seconds,
+        retry_of_run_id,
+        request_facts
+    ]);
+    input::digest(request.to_string().as_bytes())
+}
+
+/// The answer to a retry resent with its key and no input, when the key's run
+/// exists: that run (whatever happened since to the source's content or version,
+/// which a new retry needs), or 409 `idempotency_conflict` when the first retry
+/// asked for something else. `None`: the key made no run yet, or the read models
+/// do not show it yet.
+pub async fn replayed_retry(
+    caller: &Caller,
+    run_id: Uuid,
+    room: Uuid,
+    source: &runs::RunRow,
+) -> ApiResult<Option<SandboxRunDetailResponse>> {
+    let run = caller
+        .state
+        .bus
+        .load::<domain::runs::run::Run>(&run_id.to_string())
+        .await?;
+    let Some(first) = run.submitted else {
+        return Ok(None);
+    };
+    let replay = request_hash(
+        room,
+        source.task_version_id,
+        &source.input_digest,
+        source.timeout_seconds,
+        Some(source.id),
+        None,
+    );
+    if first.request_hash != replay {
+        return Err(ApiError::code(
+            Code::IdempotencyConflict,
+            "this Idempotency-Key was used with a different request",
+        ));
+    }
+    // Not shown yet (its first request is still settling): the usual path answers.
+    if runs::run(caller.pool(), run_id).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(detail_of(&caller.state, run_id).await?))
+}
+
 /// Checks the live share and the queue limits and queues the run (or replays it).
 pub async fn admit(
     caller: &Caller,
@@ -218,17 +279,13 @@ pub async fn admit(
         share_required,
         request_facts,
     } = admission;
-    let request_hash = input::digest(
-        json!([
-            room.id,
-            version.id,
-            &input.object.digest,
-            timeout_seconds,
-            retry_of_run_id,
-            request_facts
-        ])
-        .to_string()
-        .as_bytes(),
+    let request_hash = request_hash(
+        room.id,
+        version.id,
+        &input.object.digest,
+        timeout_seconds,
+        retry_of_run_id,
+        request_facts.as_deref(),
     );
     // A replay answers the original run whatever changed since (the aggregate
     // compares the request); only a new run is checked against the share, the

@@ -2,7 +2,9 @@
 //! `POST /chatrooms/{cid}/runs/{rid}/retry`. Both need an `Idempotency-Key`; the
 //! run's id is derived from it, so a repeated request replays the same run.
 
-use super::admission::{Admission, admit, check_timeout, not_stageable, stage, staged_input};
+use super::admission::{
+    Admission, admit, check_timeout, not_stageable, replayed_retry, stage, staged_input,
+};
 use super::views::{
     SandboxManualRunSubmitRequest, SandboxRunDetailResponse, SandboxRunRetryRequest,
 };
@@ -116,6 +118,12 @@ async fn retry_run(
             "only a run in a terminal state can be retried",
         ));
     }
+    let retry_id = key.target(&caller.principal, &format!("runs.retry.{run_id}"));
+    if fresh.is_none()
+        && let Some(replay) = replayed_retry(&caller, retry_id, room.id, &source).await?
+    {
+        return Ok(Json(replay));
+    }
     let version = TaskVersion::runnable(&caller, source.task_version_id).await?;
     let staged = match fresh {
         Some(staged) => staged,
@@ -130,7 +138,7 @@ async fn retry_run(
         .ok_or_else(retry_input_unavailable)?,
     };
     let admission = Admission {
-        run_id: key.target(&caller.principal, &format!("runs.retry.{run_id}")),
+        run_id: retry_id,
         room: &room,
         version: &version,
         input: &staged,
