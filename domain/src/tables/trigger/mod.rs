@@ -43,9 +43,11 @@ pub enum TriggerEvent {
     Updated,
 }
 
-/// What a trigger does.
+/// What a trigger does. A field its type does not take is refused (an
+/// `update_record` naming a `table_id` would otherwise change the triggering
+/// record, not that table's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     /// Creates a record in a table (`values` by column; `$row.<column>` reads the
     /// triggering record).

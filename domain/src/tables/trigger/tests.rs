@@ -326,3 +326,15 @@ fn the_latest_due_window_is_the_only_one_served() {
         Some(at("2026-11-28T22:30:00Z"))
     );
 }
+
+#[test]
+fn an_action_takes_only_its_own_fields() {
+    let update = json!({"type": "update_record", "values": {"Amount": 1}});
+    assert!(serde_json::from_value::<Action>(update).is_ok());
+    let elsewhere = json!({"type": "update_record", "values": {"Amount": 1},
+                           "table_id": "00000000-0000-0000-0000-000000000001"});
+    assert!(serde_json::from_value::<Action>(elsewhere).is_err());
+    let run = json!({"type": "run_sandbox_task", "chatroom_id": "00000000-0000-0000-0000-000000000001",
+                     "task_version_id": "00000000-0000-0000-0000-000000000002"});
+    assert!(serde_json::from_value::<Action>(run).is_ok());
+}

@@ -206,6 +206,13 @@ async fn bad_trigger_sets_are_refused_and_change_nothing() {
             422,
             "",
         ),
+        // `update_record` changes the triggering record; a table it names is refused.
+        (
+            json!({"id": "c", "name": "x", "on": "created", "actions": [
+                {"type": "update_record", "table_id": table_id(&table), "values": {}}]}),
+            422,
+            "",
+        ),
     ];
     for (trigger, status, expected) in cases {
         let mut body = set(&table);
