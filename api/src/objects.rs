@@ -233,7 +233,20 @@ impl Objects {
         &self,
         key: &str,
     ) -> anyhow::Result<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
-        let result = self.store.get(&StorePath::from(key)).await?;
+        self.stream_of(key, None).await
+    }
+
+    /// The object's bytes, or those of `range`, as a stream.
+    async fn stream_of(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+    ) -> anyhow::Result<impl Stream<Item = std::io::Result<Bytes>> + use<>> {
+        let options = object_store::GetOptions {
+            range: range.map(object_store::GetRange::from),
+            ..Default::default()
+        };
+        let result = self.store.get_opts(&StorePath::from(key), options).await?;
         Ok(result.into_stream().map_err(std::io::Error::other))
     }
 
@@ -257,16 +270,7 @@ impl Objects {
             held: Option<Bytes>,
             done: bool,
         }
-        let options = object_store::GetOptions {
-            range: range.map(object_store::GetRange::from),
-            ..Default::default()
-        };
-        let inner = self
-            .store
-            .get_opts(&StorePath::from(key), options)
-            .await?
-            .into_stream()
-            .map_err(std::io::Error::other);
+        let inner = self.stream_of(key, range).await?;
         let expected = digest.to_string();
         let check = Check {
             hasher: Sha256::new(),

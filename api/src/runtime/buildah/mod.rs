@@ -75,6 +75,11 @@ impl Buildah {
         })
     }
 
+    /// Whether this storage keeps containers only ([`Self::own_containers`]).
+    pub fn keeps_containers_only(&self) -> bool {
+        self.images.is_some()
+    }
+
     /// A buildah command with the global storage flags.
     pub fn command(&self) -> Command {
         let mut command = Command::new(&self.program);

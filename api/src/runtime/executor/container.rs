@@ -15,8 +15,6 @@ use uuid::Uuid;
 pub(super) struct WorkingContainer {
     name: String,
     buildah: Buildah,
-    /// Whether it goes with the run's disk (no `buildah rm`).
-    on_disk: bool,
 }
 
 impl WorkingContainer {
@@ -27,17 +25,12 @@ impl WorkingContainer {
         workdir: &Path,
         image: &str,
     ) -> anyhow::Result<Self> {
-        let own = disk::is_disk(workdir)
+        let buildah = disk::is_disk(workdir)
             .then(|| executor.buildah.own_containers(&workdir.join("storage")))
-            .flatten();
-        let on_disk = own.is_some();
-        let buildah = own.unwrap_or_else(|| executor.buildah.clone());
+            .flatten()
+            .unwrap_or_else(|| executor.buildah.clone());
         let name = buildah.from_image(image, &container_name(run_id)).await?;
-        Ok(Self {
-            name,
-            buildah,
-            on_disk,
-        })
+        Ok(Self { name, buildah })
     }
 
     /// The container's name.
@@ -54,7 +47,8 @@ impl WorkingContainer {
     /// recorded: its removal (a `buildah rm`, 20-40 ms) is housekeeping the tenant
     /// does not wait for. The run's slot stays taken until it is gone.
     pub(super) async fn remove(self, run_id: Uuid) {
-        if self.on_disk {
+        // A storage of its own goes with the run's disk.
+        if self.buildah.keeps_containers_only() {
             return;
         }
         let mut clock = StepClock::start();

@@ -12,7 +12,7 @@ use super::together::{self, Candidate};
 use super::views::SandboxRunDetailResponse;
 use crate::access::Room;
 use crate::admission;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, from_spec};
 use crate::objects::Written;
 use crate::request::Caller;
 use crate::routes::sandbox::tasks::output_policy;
@@ -21,7 +21,7 @@ use crate::state::AppState;
 use bytes::Bytes;
 use domain::catalog::{Provider, ResourceProfile};
 use domain::error::Code;
-use domain::runs::run::{RunSubmitted, StoredObject, SubmissionSource};
+use domain::runs::run::{Run, RunError, RunSubmitted, StoredObject, SubmissionSource};
 use domain::sharing::binding::SlotAssignment;
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputError, InputLimits};
@@ -234,11 +234,7 @@ pub async fn replayed_retry(
     room: Uuid,
     source: &runs::RunRow,
 ) -> ApiResult<Option<SandboxRunDetailResponse>> {
-    let run = caller
-        .state
-        .bus
-        .load::<domain::runs::run::Run>(&run_id.to_string())
-        .await?;
+    let run = caller.state.bus.load::<Run>(&run_id.to_string()).await?;
     let Some(first) = run.submitted else {
         return Ok(None);
     };
@@ -251,16 +247,14 @@ pub async fn replayed_retry(
         None,
     );
     if first.request_hash != replay {
-        return Err(ApiError::code(
-            Code::IdempotencyConflict,
-            "this Idempotency-Key was used with a different request",
-        ));
+        return Err(from_spec(&RunError::IdempotencyConflict));
     }
-    // Not shown yet (its first request is still settling): the usual path answers.
-    if runs::run(caller.pool(), run_id).await?.is_none() {
-        return Ok(None);
+    match detail_of(&caller.state, run_id).await {
+        Ok(detail) => Ok(Some(detail)),
+        // Not shown yet (its first request is still settling): the usual path answers.
+        Err(ApiError::NotFound) => Ok(None),
+        Err(error) => Err(error),
     }
-    Ok(Some(detail_of(&caller.state, run_id).await?))
 }
 
 /// Checks the live share and the queue limits and queues the run (or replays it).
