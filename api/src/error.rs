@@ -20,6 +20,10 @@ use serde_json::{Map, Value, json};
 pub enum ApiError {
     /// Missing, cross-company or not visible to the caller.
     NotFound,
+    /// A 404 whose detail names what is missing, where the spec gives the text
+    /// (custom tables: `Custom table not found`, `View not found`, `Token not
+    /// found`); as uniform as [`ApiError::NotFound`] between missing and hidden.
+    Missing(&'static str),
     /// Neither credential was sent, or the one sent is not valid (418).
     Unauthenticated,
     /// An authentication-layer or role refusal with a plain message.
@@ -62,6 +66,7 @@ impl ApiError {
     pub fn describe(&self) -> String {
         match self {
             ApiError::NotFound => "not found".into(),
+            ApiError::Missing(what) => (*what).into(),
             ApiError::Unauthenticated => "not authenticated".into(),
             ApiError::Forbidden(message) => (*message).into(),
             ApiError::MethodNotAllowed => "not allowed".into(),
@@ -253,6 +258,7 @@ impl IntoResponse for ApiError {
                 json!({"detail": "Not found"}),
                 vec![],
             ),
+            ApiError::Missing(what) => (StatusCode::NOT_FOUND, json!({"detail": what}), vec![]),
             ApiError::Unauthenticated => (
                 StatusCode::IM_A_TEAPOT,
                 json!({"detail": "Not authenticated"}),

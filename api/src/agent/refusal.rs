@@ -67,7 +67,7 @@ const AGENT_CODES: [Code; 9] = [
 impl From<ApiError> for ToolError {
     fn from(error: ApiError) -> Self {
         match error {
-            ApiError::NotFound => Self::new(Code::NotFound, "not found"),
+            ApiError::NotFound | ApiError::Missing(_) => Self::new(Code::NotFound, "not found"),
             ApiError::Unauthenticated
             | ApiError::Forbidden(_)
             | ApiError::MethodNotAllowed

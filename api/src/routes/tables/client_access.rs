@@ -7,7 +7,7 @@
 //! client out again.
 
 use super::gates::{self, Operation};
-use super::scope::{Mount, open_table, scope_facts};
+use super::scope::{Mount, TABLE_NOT_FOUND, open_table, scope_facts};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::request::Caller;
@@ -179,19 +179,21 @@ async fn unlock(
     ApiJson(body): ApiJson<Unlock>,
 ) -> ApiResult<Json<Unlocked>> {
     let company = caller.principal.company_id;
-    let table_id = mount.uuid("table_id")?;
+    let table_id = mount
+        .uuid("table_id")
+        .map_err(|_| ApiError::Missing(TABLE_NOT_FOUND))?;
     let row = tables::table(caller.pool(), company, table_id)
         .await?
         .filter(|row| mount.scope(company) == Some(row.scope()))
         .filter(|row| row.client_access && row.client_passphrase)
-        .ok_or(ApiError::NotFound)?;
+        .ok_or(ApiError::Missing(TABLE_NOT_FOUND))?;
     if caller.principal.principal_type != PrincipalType::SocialMediaClient {
         // A user outside the table's scope does not learn that it exists.
         let enters = scope_facts(&caller, row.scope())
             .await?
             .is_some_and(|facts| gates::entry(row.scope_kind, &facts.standing));
         if !enters {
-            return Err(ApiError::NotFound);
+            return Err(ApiError::Missing(TABLE_NOT_FOUND));
         }
         return Err(ApiError::Forbidden(
             "Insufficient permissions. (only social media clients give a passphrase)",
@@ -218,7 +220,7 @@ async fn unlock(
         .load::<CustomTable>(&row.id.to_string())
         .await?;
     let Some(stored) = table.client_passphrase else {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::Missing(TABLE_NOT_FOUND));
     };
     if !matches(body.passphrase, stored).await? {
         return Err(ApiError::code(

@@ -328,7 +328,7 @@ async fn mint_token(
     let table = open_table(&caller, &mount, Operation::PublishTokens).await?;
     let view = tables::view(caller.pool(), table.row.id, body.view_id)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or(ApiError::Missing("View not found"))?;
     let rpm = body.rpm.unwrap_or(DEFAULT_RPM);
     let publication = Publication {
         view: &view,
@@ -416,8 +416,15 @@ where
     A::Error: SpecError,
 {
     let table = open_table(caller, mount, Operation::PublishTokens).await?;
-    let token_id = mount.uuid("token_id")?;
-    caller.command::<A>(token_id, command(table.row.id)).await?;
+    let missing = |_| ApiError::Missing("Token not found");
+    let token_id = mount.uuid("token_id").map_err(missing)?;
+    caller
+        .command::<A>(token_id, command(table.row.id))
+        .await
+        .map_err(|error| match error {
+            ApiError::NotFound => missing(error),
+            other => other,
+        })?;
     Ok(Json(SuccessResponse {
         message: "Token revoked".into(),
     }))

@@ -316,13 +316,19 @@ pub async fn table_columns(state: &AppState, table_id: Uuid) -> ApiResult<Vec<Co
     Ok(tables::columns(&state.pool, table_id).await?)
 }
 
+/// What a table route answers (404) for a table that is missing, in another
+/// company or scope, or hidden from the caller; the spec's text, the same for all.
+pub const TABLE_NOT_FOUND: &str = "Custom table not found";
+
 /// Opens the table the mount's `table_id` names, gated for `operation`.
 pub async fn open_table(
     caller: &Caller,
     mount: &Mount,
     operation: Operation,
 ) -> ApiResult<OpenTable> {
-    let table_id = mount.uuid("table_id")?;
+    let table_id = mount
+        .uuid("table_id")
+        .map_err(|_| ApiError::Missing(TABLE_NOT_FOUND))?;
     open_table_id(caller, mount, table_id, operation).await
 }
 
@@ -348,11 +354,11 @@ async fn open_plain(
 ) -> ApiResult<OpenTable> {
     let row = table_row(&caller.state, caller.principal.company_id, table_id)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or(ApiError::Missing(TABLE_NOT_FOUND))?;
     let kind = row.scope_kind;
     let same_scope = kind == mount.kind && mount.id.is_none_or(|id| id == row.scope_id);
     if !same_scope {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::Missing(TABLE_NOT_FOUND));
     }
     let scope = ScopeRef {
         kind,
@@ -365,7 +371,7 @@ async fn open_plain(
         access::facts(&caller.state, &caller.principal),
         access::grants(&caller.state, &ids)
     )?;
-    let facts = facts.ok_or(ApiError::NotFound)?;
+    let facts = facts.ok_or(ApiError::Missing(TABLE_NOT_FOUND))?;
     let mut standing = Standing {
         table_creator: row.created_by == caller.principal.reference(),
         ..facts.standing
@@ -384,7 +390,7 @@ async fn open_plain(
     // (or before it gave the table's passphrase).
     let refused_client = who.refused_by(&row);
     if refused_client || (!scope_entry && access.source.is_none()) {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::Missing(TABLE_NOT_FOUND));
     }
     standing.read = access.reads();
     standing.insert = access.insert;
@@ -434,7 +440,7 @@ pub async fn link_gates(caller: &Caller, columns: &[ColumnDef]) -> ApiResult<Vec
                 rows: Some(target.access.visible()),
                 columns: target.columns,
             }),
-            Err(ApiError::NotFound | ApiError::Forbidden(_)) => {}
+            Err(ApiError::NotFound | ApiError::Missing(_) | ApiError::Forbidden(_)) => {}
             Err(error) => return Err(error),
         }
     }

@@ -81,7 +81,7 @@ async fn invisible_scopes_answer_404() {
     for path in [&rnd, &lab] {
         let (status, body) = t.call(Method::GET, path, "outsider", None).await;
         assert_eq!(status, 404, "{path}: {body}");
-        assert_eq!(body["detail"], "Not found");
+        assert_eq!(body["detail"], "Custom table not found");
     }
     let (status, _) = t
         .call(

@@ -105,7 +105,12 @@ async fn check_command_authority(caller: &Caller, command: &CommandRow) -> ApiRe
     let mount = Mount::owning(&table);
     match open_table_id(caller, &mount, table.id, Operation::ReadRows).await {
         Ok(_) => Ok(()),
-        Err(ApiError::NotFound | ApiError::Forbidden(_) | ApiError::Refused(_)) => Err(denied()),
+        Err(
+            ApiError::NotFound
+            | ApiError::Missing(_)
+            | ApiError::Forbidden(_)
+            | ApiError::Refused(_),
+        ) => Err(denied()),
         Err(other) => Err(other),
     }
 }
@@ -251,7 +256,12 @@ async fn opened(caller: &Caller, table: &TableRow) -> ApiResult<Option<OpenTable
     .await
     {
         Ok(open) => Ok(Some(open)),
-        Err(ApiError::NotFound | ApiError::Forbidden(_) | ApiError::Refused(_)) => Ok(None),
+        Err(
+            ApiError::NotFound
+            | ApiError::Missing(_)
+            | ApiError::Forbidden(_)
+            | ApiError::Refused(_),
+        ) => Ok(None),
         Err(ApiError::Coded(coded)) if coded.status.as_u16() == 403 => Ok(None),
         Err(other) => Err(other),
     }

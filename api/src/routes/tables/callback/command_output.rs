@@ -138,9 +138,10 @@ pub(super) async fn command_output(
             {
                 ApiError::code(Code::OutputCommandConflict, coded.message)
             }
-            ApiError::NotFound | ApiError::Forbidden(_) | ApiError::Refused(_) => {
-                denied("the Command's author may no longer make its write")
-            }
+            ApiError::NotFound
+            | ApiError::Missing(_)
+            | ApiError::Forbidden(_)
+            | ApiError::Refused(_) => denied("the Command's author may no longer make its write"),
             other => other,
         })?;
     Ok(Json(execution))
@@ -179,7 +180,12 @@ async fn submitter_sees_table(
     .await
     {
         Ok(_) => Ok(()),
-        Err(ApiError::NotFound | ApiError::Forbidden(_) | ApiError::Refused(_)) => Err(lost()),
+        Err(
+            ApiError::NotFound
+            | ApiError::Missing(_)
+            | ApiError::Forbidden(_)
+            | ApiError::Refused(_),
+        ) => Err(lost()),
         Err(other) => Err(other),
     }
 }

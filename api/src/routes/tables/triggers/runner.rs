@@ -92,6 +92,7 @@ pub(super) fn refused(error: ApiError) -> String {
         ApiError::Coded(coded) => format!("{}: {}", coded.code.as_str(), coded.message),
         ApiError::Forbidden(message) => format!("forbidden: {message}"),
         ApiError::NotFound => "not found".into(),
+        ApiError::Missing(what) => what.to_lowercase(),
         ApiError::Validation(violations) => format!("invalid values: {violations:?}"),
         ApiError::Internal(cause) => {
             tracing::error!(error = format!("{cause:#}"), "trigger action failed");

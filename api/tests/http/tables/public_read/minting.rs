@@ -146,7 +146,21 @@ async fn moderators_mint_tokens_that_publish_only_the_intersection() {
     assert_eq!(listed["tokens"][0]["revoked"], true);
     assert_eq!(read(&t, &format!("{token}/records"), None).await.0, 404);
     let unknown = format!("{}/{}", tokens_path(&table), uuid::Uuid::new_v4());
-    assert_eq!(t.call(Method::DELETE, &unknown, "boss", None).await.0, 404);
+    let gone = t.call(Method::DELETE, &unknown, "boss", None).await;
+    assert_eq!(gone, (404, json!({"detail": "Token not found"})));
+    // A missing table answers so before anything else, on every token route.
+    let (_, id) = table.rsplit_once('/').unwrap();
+    let missing = table.replace(id, &uuid::Uuid::new_v4().to_string());
+    let no_table = json!({"detail": "Custom table not found"});
+    let minted = mint(&t, &missing, json!({"view_id": uuid::Uuid::new_v4()})).await;
+    assert_eq!(minted, (404, no_table.clone()));
+    let listed = t
+        .call(Method::GET, &tokens_path(&missing), "boss", None)
+        .await;
+    assert_eq!(listed, (404, no_table.clone()));
+    let revoked = format!("{}/{token}", tokens_path(&missing));
+    let revoked = t.call(Method::DELETE, &revoked, "boss", None).await;
+    assert_eq!(revoked, (404, no_table));
 }
 
 #[tokio::test]
@@ -162,8 +176,8 @@ async fn minting_refuses_what_cannot_be_published() {
         full
     };
     // A view of another table.
-    let (status, _) = mint(&t, &other, refusal(json!({}))).await;
-    assert_eq!(status, 404);
+    let refused = mint(&t, &other, refusal(json!({}))).await;
+    assert_eq!(refused, (404, json!({"detail": "View not found"})));
     // Columns never published.
     let (status, body) = mint(
         &t,
