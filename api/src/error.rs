@@ -175,7 +175,7 @@ pub fn from_spec<E: SpecError>(error: &E) -> ApiError {
 }
 
 /// A failed command: its refusal in the error's own terms, a lost race as
-/// `concurrent_modification`, a late read model as 503.
+/// `concurrent_modification`, a text holding NUL as a 422, a late read model as 503.
 impl<E: SpecError> From<CommandError<E>> for ApiError {
     fn from(error: CommandError<E>) -> Self {
         match error {
@@ -185,6 +185,14 @@ impl<E: SpecError> From<CommandError<E>> for ApiError {
                 "the resource was modified concurrently; nothing changed, resend the request",
             ),
             CommandError::Store(e) => ApiError::Internal(e),
+            CommandError::Unstorable(refused) => ApiError::invalid(
+                &["body"],
+                ViolationKind::Rule {
+                    kind: "value_error",
+                    message: format!("Value error, {refused}"),
+                },
+                None,
+            ),
             CommandError::NotYetVisible(pending) => ApiError::NotYetVisible(pending),
         }
     }

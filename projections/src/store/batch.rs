@@ -6,7 +6,7 @@
 //! statement. A concurrent write to any of the aggregates makes the statement fail
 //! on its sequence (nothing is appended) and the caller answers a conflict.
 
-use super::bus::{CommandBus, CommandError, EventKey};
+use super::bus::{CommandBus, CommandError, EventKey, unexpected};
 use super::snapshot::load_context;
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::persist::{PersistenceError, SerializedEvent};
@@ -162,6 +162,7 @@ impl CommandBus {
         match self.repo().append(&batch.events).await {
             Ok(()) => {}
             Err(PersistenceError::OptimisticLockError) => return Err(CommandError::Conflict),
+            Err(PersistenceError::UnknownError(e)) => return Err(unexpected(e)),
             Err(e) => return Err(CommandError::Store(anyhow::anyhow!(e.to_string()))),
         }
         let ticket = self.pump().appended().await;

@@ -11,7 +11,7 @@
 //! out the command has still committed: it answers [`CommandError::NotYetVisible`],
 //! never a state that lacks its own write.
 
-use super::repository::LogRepository;
+use super::repository::{LogRepository, NulInText};
 use super::snapshot::{load_context, maybe_snapshot};
 use crate::pump::{NotYetVisible, Pump, Ticket};
 use cqrs_es::event_sink::EventSink;
@@ -60,6 +60,10 @@ pub enum CommandError<E: std::error::Error> {
     /// The store failed.
     #[error("event store failure: {0}")]
     Store(anyhow::Error),
+    /// An event would carry a text the read models cannot store (see
+    /// [`NulInText`]); nothing was appended.
+    #[error("{0}")]
+    Unstorable(NulInText),
     /// The command committed, but the read models did not reach its events in time:
     /// the write is durable, a read right now may not show it yet.
     #[error("{0}")]
@@ -403,8 +407,21 @@ fn map_error<E: std::error::Error>(err: AggregateError<E>) -> CommandError<E> {
     match err {
         AggregateError::UserError(e) => CommandError::Rejected(e),
         AggregateError::AggregateConflict => CommandError::Conflict,
-        AggregateError::DatabaseConnectionError(e)
-        | AggregateError::DeserializationError(e)
-        | AggregateError::UnexpectedError(e) => CommandError::Store(anyhow::anyhow!(e)),
+        AggregateError::UnexpectedError(e) => unexpected(e),
+        AggregateError::DatabaseConnectionError(e) | AggregateError::DeserializationError(e) => {
+            CommandError::Store(anyhow::anyhow!(e))
+        }
+    }
+}
+
+/// An unexpected store error: [`CommandError::Unstorable`] for a refused text,
+/// otherwise a store failure.
+pub(super) fn unexpected<E: std::error::Error>(
+    error: Box<dyn std::error::Error + Send + Sync>,
+) -> CommandError<E> {
+    if error.is::<NulInText>() {
+        CommandError::Unstorable(NulInText)
+    } else {
+        CommandError::Store(anyhow::anyhow!(error))
     }
 }

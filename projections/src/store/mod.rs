@@ -8,6 +8,6 @@ mod upcast;
 
 pub use batch::{Batch, Working};
 pub use bus::{CommandBus, CommandError, Committed, EventKey};
-pub use repository::LogRepository;
+pub use repository::{LogRepository, NulInText};
 pub use snapshot::SNAPSHOT_EVERY;
 pub use upcast::upcast;

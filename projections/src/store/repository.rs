@@ -42,6 +42,7 @@ impl LogRepository {
 
     /// Appends events with one statement (one transaction); the sealer numbers them
     /// once committed.
+    /// Refuses ([`NulInText`]) events holding a NUL character.
     pub async fn append(&self, events: &[SerializedEvent]) -> Result<(), PersistenceError> {
         if events.is_empty() {
             return Err(PersistenceError::UnknownError("nothing to append".into()));
@@ -49,6 +50,11 @@ impl LogRepository {
         let mut columns = Columns::with_capacity(events.len());
         for event in events {
             columns.push(event)?;
+        }
+        if columns.payloads.iter().any(|p| p.contains("\\u0000"))
+            && events.iter().any(|event| holds_nul(&event.payload))
+        {
+            return Err(PersistenceError::UnknownError(Box::new(NulInText)));
         }
         sqlx::query(INSERT_EVENTS)
             .bind(columns.aggregate_types)
@@ -63,6 +69,26 @@ impl LogRepository {
             .map_err(map_sqlx)?;
         metrics::counter!("sandbox_events_appended_total").increment(events.len() as u64);
         Ok(())
+    }
+}
+
+/// An event would carry a text holding the NUL character (U+0000). The log's
+/// `json` column takes it, but PostgreSQL's `text` and `jsonb` cannot: every read
+/// model copying the text would stop at that event, for every company. Such an
+/// event is refused before it is appended; the command answers a validation error.
+#[derive(Debug, thiserror::Error)]
+#[error("a text holds the NUL character (U+0000), which cannot be stored")]
+pub struct NulInText;
+
+/// Whether a string anywhere in `value` (a key or a value) holds NUL.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(key, value)| key.contains('\0') || holds_nul(value)),
+        _ => false,
     }
 }
 

@@ -96,11 +96,16 @@ async fn create_validates_the_body() {
         )
         .await;
     assert_validation(&missing, "missing", &["body", "owner_id"]);
+    // The read models cannot store NUL: such a text would stop them for everyone.
+    let nul = boss.post("/environments", json!({"name": "a\u{0}b"})).await;
+    assert_validation(&nul, "value_error", &["body"]);
     assert_eq!(
         app.event_count().await,
         before,
         "refused creates change nothing"
     );
+    let (status, env) = boss.post("/environments", json!({"name": "ab"})).await;
+    assert_eq!(status, 200, "{env}");
 }
 
 #[tokio::test]
