@@ -1,6 +1,7 @@
 //! The Dockerfile rules against 56 real Dockerfiles from public repositories
 //! (vendored under `tests/conformance/dockerfiles`, licenses beside them): every
-//! file parses, and each is accepted or refused only for a rule the spec names.
+//! file parses, and each is accepted or refused only for a rule the spec names (or
+//! one the installed buildah needs).
 
 use domain::environments::dockerfile::check;
 use std::path::PathBuf;
@@ -20,8 +21,12 @@ const SPEC_RULES: [&str; 10] = [
     "dockerfile_too_large",
 ];
 
+/// Rules beyond the spec's: mount paths the installed buildah (1.28) resolves on
+/// the host, which mounted the host's root into a build step (see `dockerfile.rs`).
+const BUILDAH_RULES: [&str; 2] = ["run_mount_escape", "run_mount_from_source"];
+
 /// Files whose verdict their origin makes plain.
-const EXPECTED: [(&str, Result<(), &str>); 10] = [
+const EXPECTED: [(&str, Result<(), &str>); 11] = [
     ("uv-docker-example.Dockerfile", Ok(())),
     ("python-3.13-slim-bookworm.Dockerfile", Ok(())),
     ("hello-world-build.Dockerfile", Ok(())),
@@ -41,6 +46,8 @@ const EXPECTED: [(&str, Result<(), &str>); 10] = [
         Err("add_network_source"),
     ),
     ("docling-serve.Dockerfile", Err("dynamic_from")),
+    // `--mount=from=uv,source=/uv`: a source inside a stage.
+    ("waifu-guesser.Dockerfile", Err("run_mount_from_source")),
 ];
 
 #[test]
@@ -61,6 +68,7 @@ fn every_corpus_dockerfile_parses_and_is_refused_only_by_a_spec_rule() {
             .map_err(|r| r.rule);
         if let Err(rule) = verdict
             && !SPEC_RULES.contains(&rule)
+            && !BUILDAH_RULES.contains(&rule)
         {
             wrong.push(format!("{name}: {rule}"));
         }

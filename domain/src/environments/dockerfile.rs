@@ -6,7 +6,9 @@
 //! [`check_triggers`]), any `# syntax=` directive line, ADD from a network
 //! source, `RUN --network=host`, `RUN --mount` of type secret or ssh or whose `from=`
 //! names an unreviewed stage, `COPY --from` an unreviewed stage, and a Dockerfile
-//! over 1 MiB. A stage is reviewed when this Dockerfile defines it before the
+//! over 1 MiB. Beyond the spec, `RUN --mount` paths the installed buildah would
+//! resolve on the host are refused (`run_mount_escape`, `run_mount_from_source`;
+//! see [`check_mount_paths`]). A stage is reviewed when this Dockerfile defines it before the
 //! instruction that uses it (by name or index); anything else (an external image, a
 //! later or unknown stage, a variable) would pull content these rules never saw.
 
@@ -57,6 +59,8 @@ pub fn check(bytes: &[u8]) -> Result<Vec<String>, DockerfileRejection> {
         .map_err(|e| refuse("dockerfile_unparsable", e.to_string()))?;
     let mut stages: Vec<Option<String>> = Vec::new();
     let mut base_images = Vec::new();
+    // Every `ENV` line so far: a variable they set may not shape a mount path.
+    let mut env = String::new();
     for instruction in &dockerfile.instructions {
         match instruction {
             Instruction::From(from) => {
@@ -101,10 +105,14 @@ pub fn check(bytes: &[u8]) -> Result<Vec<String>, DockerfileRejection> {
                     ));
                 }
             }
-            Instruction::Run(run) => check_run_flags(&run.options, &stages)?,
+            Instruction::Run(run) => check_run_flags(&run.options, &stages, &env)?,
+            Instruction::Env(set) => {
+                env.push_str(&set.arguments.value);
+                env.push('\n');
+            }
             Instruction::Onbuild(onbuild) => {
                 if let Instruction::Run(run) = onbuild.instruction.as_ref() {
-                    check_run_flags(&run.options, &stages)?;
+                    check_run_flags(&run.options, &stages, &env)?;
                 }
             }
             _ => {}
@@ -149,6 +157,7 @@ fn without_empty_exec_forms(text: &str) -> std::borrow::Cow<'_, str> {
 fn check_run_flags(
     options: &[Flag<'_>],
     stages: &[Option<String>],
+    env: &str,
 ) -> Result<(), DockerfileRejection> {
     for option in options {
         let name = option.name.value.as_ref();
@@ -161,29 +170,123 @@ fn check_run_flags(
             return Err(refuse("run_network_host", "RUN --network=host"));
         }
         if name == "mount" {
-            let fields = mount_fields(value);
-            let kind = fields
-                .iter()
-                .find(|(k, _)| *k == "type")
-                .map(|(_, v)| v.to_ascii_lowercase());
-            match kind.as_deref() {
-                Some("secret") => {
-                    return Err(refuse("run_mount_secret", format!("RUN --mount={value}")));
-                }
-                Some("ssh") => return Err(refuse("run_mount_ssh", format!("RUN --mount={value}"))),
-                _ => {}
-            }
-            if let Some((_, from)) = fields.iter().find(|(k, _)| *k == "from")
-                && !reviewed(stages, from)
-            {
-                return Err(refuse(
-                    "run_mount_unreviewed_stage",
-                    format!("RUN --mount={value}"),
-                ));
-            }
+            check_mount(value, stages, env)?;
         }
     }
     Ok(())
+}
+
+/// One `RUN --mount=...`: the spec's rules (no secret or ssh mount, no `from=` an
+/// unreviewed stage), then the ones the installed buildah needs (see
+/// [`check_mount_paths`]).
+fn check_mount(
+    value: &str,
+    stages: &[Option<String>],
+    env: &str,
+) -> Result<(), DockerfileRejection> {
+    let fields = mount_fields(value);
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| *v)
+    };
+    let whole = || format!("RUN --mount={value}");
+    match field("type").map(str::to_ascii_lowercase).as_deref() {
+        Some("secret") => return Err(refuse("run_mount_secret", whole())),
+        Some("ssh") => return Err(refuse("run_mount_ssh", whole())),
+        _ => {}
+    }
+    if let Some(from) = field("from")
+        && !reviewed(stages, from)
+    {
+        return Err(refuse("run_mount_unreviewed_stage", whole()));
+    }
+    check_mount_paths(&field, env).map_err(|rule| {
+        let hint = match rule {
+            "run_mount_from_source" => {
+                "a source inside a stage or image is not mounted; COPY --from=<stage> it instead"
+            }
+            _ => "a mount path that may leave its directory is not mounted",
+        };
+        refuse(rule, format!("{}: {hint}", whole()))
+    })
+}
+
+/// buildah 1.28 (Debian 12's) resolves some mount paths on the host instead of
+/// inside the build, and each of these mounted the host's root into a build step
+/// (tried against it): a cache mount's `id` climbing out of the cache directory
+/// (`id=../../..`, CVE-2024-9675); a `source` inside a stage or image (`from=`)
+/// through a symbolic link the stage made (`ln -s / /r`, `source=/r`,
+/// CVE-2024-1753); and `bind-propagation` options (CVE-2024-9407). Refused until a
+/// buildah with the fixes builds: a mount from a stage takes the stage's root
+/// (`from=x,target=/t`), whose links resolve inside the step.
+fn check_mount_paths<'a>(
+    field: &impl Fn(&str) -> Option<&'a str>,
+    env: &str,
+) -> Result<(), &'static str> {
+    if field("bind-propagation").is_some() {
+        return Err("run_mount_escape");
+    }
+    let cache = field("type").is_some_and(|t| t.eq_ignore_ascii_case("cache"));
+    let paths = [field("id"), field("source"), field("src")];
+    if cache
+        && paths
+            .into_iter()
+            .flatten()
+            .any(|path| climbs_out(path, env))
+    {
+        return Err("run_mount_escape");
+    }
+    if field("from").is_some() && (field("source").is_some() || field("src").is_some()) {
+        return Err("run_mount_from_source");
+    }
+    Ok(())
+}
+
+/// Platform arguments buildah sets itself (an `ARG` may not give them a default).
+const PLATFORM_ARGS: [&str; 8] = [
+    "TARGETPLATFORM",
+    "TARGETOS",
+    "TARGETARCH",
+    "TARGETVARIANT",
+    "BUILDPLATFORM",
+    "BUILDOS",
+    "BUILDARCH",
+    "BUILDVARIANT",
+];
+
+/// Whether a mount path may leave its directory: a `..` component, or a variable
+/// other than a platform argument the Dockerfile's `ENV` lines (`env`) never set.
+fn climbs_out(path: &str, env: &str) -> bool {
+    if path.split('/').any(|part| part == "..") {
+        return true;
+    }
+    let mut rest = path;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let name = match rest.strip_prefix('{') {
+            Some(braced) => match braced.split_once('}') {
+                Some((name, after)) => {
+                    rest = after;
+                    name
+                }
+                None => return true,
+            },
+            None => {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                let (name, after) = rest.split_at(end);
+                rest = after;
+                name
+            }
+        };
+        if !PLATFORM_ARGS.contains(&name) || env.contains(name) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `type=cache,target=/x,from=builder` as key/value pairs.
@@ -393,6 +496,37 @@ mod tests {
             Some("run_mount_ssh")
         );
         assert_eq!(rule("FROM alpine\nRUN --network=none echo ok\n"), None);
+    }
+
+    #[test]
+    fn mount_paths_the_installed_buildah_resolves_on_the_host_are_refused() {
+        let escape = Some("run_mount_escape");
+        for line in [
+            "RUN --mount=type=cache,id=../../../..,target=/h ls /h",
+            "RUN --mount=type=cache,id=a/../../b,target=/h ls /h",
+            "RUN --mount=type=cache,source=../..,target=/h ls /h",
+            "RUN --mount=type=cache,id=$X,target=/h ls /h",
+            "RUN --mount=type=cache,id=${TARGETOS:-..},target=/h ls /h",
+            "RUN --mount=type=bind,target=/h,bind-propagation=rshared ls /h",
+        ] {
+            assert_eq!(rule(&format!("FROM alpine\n{line}\n")), escape, "{line}");
+        }
+        let set = "FROM alpine\nENV TARGETARCH=../..\nRUN --mount=type=cache,id=$TARGETARCH,target=/h ls\n";
+        assert_eq!(rule(set), escape);
+        let symlinked = "FROM alpine AS base\nRUN ln -s / /r\nFROM alpine\n\
+                         RUN --mount=type=bind,from=base,source=/r,target=/h ls /h\n";
+        assert_eq!(rule(symlinked), Some("run_mount_from_source"));
+        for line in [
+            "RUN --mount=type=cache,id=lint-cache-$TARGETPLATFORM,target=/c ls",
+            "RUN --mount=type=cache,id=${TARGETARCH}/go,target=/c ls",
+            "RUN --mount=type=cache,target=/root/.cache/uv ls",
+            "RUN --mount=type=bind,source=uv.lock,target=uv.lock ls",
+            "RUN --mount=type=bind,source=../../x,target=/x ls",
+        ] {
+            assert_eq!(rule(&format!("FROM alpine\n{line}\n")), None, "{line}");
+        }
+        let root = "FROM alpine AS base\nFROM alpine\nRUN --mount=from=base,target=/b ls /b\n";
+        assert_eq!(rule(root), None);
     }
 
     #[test]
