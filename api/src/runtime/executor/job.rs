@@ -47,6 +47,10 @@ pub(super) struct RunFacts {
     owner_id: Uuid,
     principal_type: String,
     principal_id: Uuid,
+    /// Whether the share grant the run was submitted under (if any) is still
+    /// active: a run stays pinned to its grant, and one revoked while the run was
+    /// queued ends the run before it starts.
+    grant_live: bool,
 }
 
 impl RunFacts {
@@ -206,17 +210,28 @@ async fn execute(
     let mut facts: RunFacts = sqlx::query_as(
         "SELECT r.input_key, r.timeout_seconds, r.resource_profile, v.contents, ev.image,
                 r.slot_sources, r.task_version_id, t.id AS task_id, t.owner_scope, t.owner_id,
-                r.principal_type, r.principal_id
+                r.principal_type, r.principal_id,
+                coalesce(g.state = 'active', r.share_grant_id IS NULL) AS grant_live
            FROM runs r
            JOIN task_versions v ON v.id = r.task_version_id
            JOIN tasks t ON t.id = v.task_id
            LEFT JOIN environment_versions ev ON ev.id = v.environment_version_id
+           LEFT JOIN share_grants g ON g.id = r.share_grant_id
           WHERE r.id = $1",
     )
     .bind(run_id)
     .fetch_one(&state.pool)
     .await?;
     clock.lap("facts");
+    if !facts.grant_live {
+        // The control surface's `share_grant_revoked`: the run simply ends failed.
+        return Ok(ending(
+            TerminalClass::CustomerFailed,
+            "share_grant_revoked",
+            None,
+            b"the task's share was revoked before the run started\n".to_vec(),
+        ));
+    }
     let Some(image) = facts.image.take() else {
         return Ok(ending(
             TerminalClass::PlatformFailed,

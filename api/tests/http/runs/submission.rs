@@ -443,3 +443,30 @@ async fn fifty_concurrent_submitters_never_pass_a_limit_of_ten() {
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["items"].as_array().unwrap().len(), 10);
 }
+
+#[tokio::test]
+async fn a_run_queued_under_a_share_revoked_before_it_starts_ends_failed() {
+    // This server queues runs but executes nothing; a separate process does.
+    let app = TestApp::without_executor().await;
+    let (seed, boss, _, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let (task, version) = runnable(&boss, &ready, "echo ran\n", json!({})).await;
+    let body = json!({"task_version_id": version, "input": {}});
+    let (status, queued) = submit(&member, &lab, "revoked", body).await;
+    assert_eq!((status, queued["status"].as_str()), (200, Some("queued")));
+    let (_, grants) = boss.get(&format!("/tasks/{task}/shares")).await;
+    let grant = grants["items"][0]["id"].as_str().unwrap();
+    let revoke = format!("/tasks/{task}/shares/{grant}/revoke");
+    assert_eq!(boss.post(&revoke, json!({})).await.0, 200);
+
+    let mut executor = app.server_process();
+    let done = finished(&member, &lab, queued["id"].as_str().unwrap()).await;
+    executor.kill().unwrap();
+    executor.wait().unwrap();
+    assert_eq!(
+        (done["status"].as_str(), done["error_code"].as_str()),
+        (Some("customer_failed"), Some("share_grant_revoked")),
+        "{done}"
+    );
+}
