@@ -13,7 +13,7 @@ use domain::principal::{Actor, EventMetadata};
 use serde_json::json;
 use uuid::Uuid;
 
-async fn operator(app: &TestApp, aggregate: &str, command: PricingCommand) {
+pub(super) async fn operator(app: &TestApp, aggregate: &str, command: PricingCommand) {
     let meta = EventMetadata {
         actor: Actor::Operator("test".into()),
         company_id: None,

@@ -1,11 +1,15 @@
 //! Quick Run: room managers only, every field required, a ready company-owned or
 //! curated environment version, the ceiling, a hidden task, a real run.
 
+use super::budget::operator;
 use super::{fetch_public, finished, post_keyed};
 use crate::environments::callers;
-use crate::support::{TestApp, assert_code};
+use crate::support::{TestApp, assert_code, assert_validation};
 use crate::tasks::{draft_environment_version, ready_environment_version};
+use chrono::{Duration, Utc};
+use domain::pricing::{Budget, PricingCommand};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 fn request(environment_version: &str) -> Value {
     json!({
@@ -111,4 +115,57 @@ async fn quick_run_runs_scripts_through_a_hidden_task() {
     let (status, retried) = post_keyed(&dm, &retry, "r", None).await;
     assert_eq!(status, 200, "{retried}");
     assert_eq!(retried["submission_source"], "quick_run");
+}
+
+#[tokio::test]
+async fn a_key_whose_first_request_made_no_run_runs_what_its_next_request_sends() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, dm, _) = callers(&app).await;
+    let lab = seed.room("acme", "lab").to_string();
+    let ready = ready_environment_version(&boss).await;
+    let path = format!("/chatrooms/{lab}/quick-run");
+    let mut nameless = request(&ready);
+    nameless["name"] = json!("");
+    let refused = post_keyed(&dm, &path, "n", Some(nameless)).await;
+    assert_validation(&refused, "too_short", &["body", "name"]);
+
+    // A budget whose window has not begun refuses the first request at admission.
+    let company: Uuid = boss.get("/me").await.1["company_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let budget = Budget {
+        company_id: company,
+        currency: "USD".into(),
+        amount_micros: 100_000,
+        window_days: 30,
+        starts_at: Utc::now() + Duration::days(1),
+    };
+    operator(
+        &app,
+        &company.to_string(),
+        PricingCommand::SetBudget(budget),
+    )
+    .await;
+    let mut first = request(&ready);
+    first["work_script"] = json!("echo first > \"$SERVICE_OUTPUT_FILE\"\n");
+    let refused = post_keyed(&dm, &path, "again", Some(first.clone())).await;
+    assert_code(&refused, 422, "missing_window");
+    let clear = PricingCommand::ClearBudget {
+        company_id: company,
+    };
+    operator(&app, &company.to_string(), clear).await;
+
+    let mut second = request(&ready);
+    second["work_script"] = json!("echo second > \"$SERVICE_OUTPUT_FILE\"\n");
+    let (status, quick) = post_keyed(&dm, &path, "again", Some(second)).await;
+    assert_eq!(status, 200, "{quick}");
+    let id = quick["run"]["id"].as_str().unwrap();
+    assert_eq!(finished(&dm, &lab, id).await["status"], "completed");
+    let output = fetch_public(&dm, &lab, id, "output").await;
+    assert_eq!(output.text().await.unwrap(), "second\n");
+    // The key's run is the second request's now: the first one's body conflicts.
+    let conflict = post_keyed(&dm, &path, "again", Some(first)).await;
+    assert_code(&conflict, 409, "idempotency_conflict");
 }

@@ -8,12 +8,13 @@
 use super::admission::{Admission, admit, not_stageable, stage};
 use super::views::{SandboxQuickRunRequest, SandboxQuickRunResponse};
 use crate::access::{Room, TaskVersion as RunnableVersion};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, from_spec};
 use crate::extract::ApiPath;
 use crate::extract::parse_json;
 use crate::idempotency::IdempotencyKey;
 use crate::middleware::body_limit;
 use crate::request::Caller;
+use crate::routes::sandbox::owners::check_text;
 use crate::routes::sandbox::tasks::draft::check_fields;
 use crate::routes::sandbox::tasks::versions::check_ceiling;
 use crate::state::AppState;
@@ -24,7 +25,7 @@ use bytes::Bytes;
 use domain::environments::environment::OwnerScope;
 use domain::environments::version::VersionState;
 use domain::error::Code;
-use domain::runs::run::SubmissionSource;
+use domain::runs::run::{Run, RunError, SubmissionSource};
 use domain::tasks::contents::VersionContents;
 use domain::tasks::input::{self, InputLimits};
 use domain::tasks::task::{Task, TaskCommand, TaskCreated, TaskError};
@@ -153,6 +154,7 @@ async fn quick_run(
     };
     input::parse_value(&body, limits).map_err(not_stageable)?;
     let request: SandboxQuickRunRequest = parse_json(&body)?;
+    check_text(Some(&request.name), None)?;
     let staged = stage(&caller, request.input).await?;
     quick_run_environment(&caller, request.environment_version_id).await?;
     let facts = input::digest(
@@ -190,9 +192,21 @@ async fn quick_run(
     )
     .await?;
     let run_id = key.target(&caller.principal, &format!("runs.quick_run.{chatroom_id}"));
-    let task_id = domain::ids::derive("quick_run_task", &[&run_id.to_string()]);
-    let version_id = domain::ids::derive("quick_run_version", &[&run_id.to_string()]);
-    let _meta = caller.metadata();
+    // The hidden task is the request's: a key whose first request made no run (it
+    // was refused at admission) runs what its next request sends, not what the
+    // first one did.
+    let made_of = [run_id.to_string(), facts.clone()];
+    let made_of = [made_of[0].as_str(), made_of[1].as_str()];
+    let task_id = domain::ids::derive("quick_run_task", &made_of);
+    let version_id = domain::ids::derive("quick_run_version", &made_of);
+    let first = caller.state.bus.load::<Run>(&run_id.to_string()).await?;
+    if first
+        .submitted
+        .is_some_and(|first| first.task_version_id != version_id)
+    {
+        // The key's run was made of other scripts: nothing new is created.
+        return Err(from_spec(&RunError::IdempotencyConflict));
+    }
     hidden_task(&caller, (task_id, version_id), request.name, contents).await?;
     let version = RunnableVersion::runnable(&caller, version_id).await?;
     let admission = Admission {
