@@ -241,3 +241,37 @@ async fn a_department_manager_imports_an_xlsx_file_into_a_new_table() {
         (Some(1.5), Some("2026-03-04"))
     );
 }
+
+#[tokio::test]
+async fn an_xlsx_file_is_read_cell_by_cell_within_the_limits() {
+    let t = Tables::new().await;
+    // Two cells whose bounding box is 1,048,576 x 16,384 cells: refused, not
+    // allocated (the process aborted on it).
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    sheet.write_string(0, 0, "a").unwrap();
+    sheet.write_string(1_048_575, 16_383, "z").unwrap();
+    let (s, refused) = upload(&t, "member", "far.xlsx", &book.save_to_buffer().unwrap()).await;
+    assert_eq!(
+        (s, code(&(s, refused.clone()))),
+        (400, "import_file_invalid")
+    );
+    assert!(
+        refused.to_string().contains("more than 100 columns"),
+        "{refused}"
+    );
+    // Far apart rows of one column are two rows: the empty ones between are skipped.
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    sheet.write_string(3, 2, "Due").unwrap();
+    sheet.write_string(1_048_575, 2, "2026-1-2").unwrap();
+    let (s, session) = upload(&t, "member", "tall.xlsx", &book.save_to_buffer().unwrap()).await;
+    assert_eq!(s, 201, "{session}");
+    assert_eq!(session["columns"][0]["header"], "Due", "{session}");
+    // `2026-1-2` is not a date a date column takes: the column is a string.
+    assert_eq!(
+        session["columns"][0]["inferred_type"], "string",
+        "{session}"
+    );
+    assert_eq!(session["total_rows"], 1, "{session}");
+}

@@ -159,7 +159,12 @@ async fn extract(
         Ok((file_name, bytes))
     })
     .await?;
-    let sheet = parse::parse(&file_name, &bytes).map_err(file_error)?;
+    // Reading a file is CPU work (an XLSX file is a ZIP of XML): off the runtime.
+    let named = file_name.clone();
+    let sheet = tokio::task::spawn_blocking(move || parse::parse(&named, &bytes))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(file_error)?;
     let sid = Uuid::new_v4();
     let company = caller.principal.company_id;
     let rows_key = format!("imports/{company}/{sid}.json");

@@ -4,6 +4,7 @@
 use calamine::{Data, Reader, Xlsx};
 use domain::tables::column::ColumnType;
 use serde_json::{Number, Value};
+use std::collections::BTreeMap;
 use std::io::Cursor;
 
 /// Data rows a file may hold.
@@ -104,6 +105,10 @@ fn csv_rows(bytes: &[u8]) -> Result<Sheet, String> {
     })
 }
 
+/// Reads the first worksheet cell by cell: a worksheet's bounding box is never
+/// allocated (one cell in A1 and one in XFD1048576 would make it 1.7e10 cells),
+/// and reading stops as soon as the file holds more cells than the limits allow.
+/// The header is the first row holding a cell; columns start at the leftmost one.
 fn xlsx_rows(bytes: &[u8]) -> Result<Sheet, String> {
     let mut workbook: Xlsx<_> =
         Xlsx::new(Cursor::new(bytes.to_vec())).map_err(|e| format!("XLSX: {e}"))?;
@@ -112,24 +117,52 @@ fn xlsx_rows(bytes: &[u8]) -> Result<Sheet, String> {
         .first()
         .cloned()
         .ok_or_else(|| "the XLSX file has no worksheet".to_string())?;
-    let range = workbook
-        .worksheet_range(&name)
+    let mut reader = workbook
+        .worksheet_cells_reader(&name)
         .map_err(|e| format!("XLSX: {e}"))?;
-    let mut rows = range.rows();
-    let headers: Vec<String> = rows
+    let mut cells: BTreeMap<u32, Vec<(u32, Value)>> = BTreeMap::new();
+    let (mut read, mut first_column, mut last_column) = (0, u32::MAX, 0);
+    while let Some(found) = reader.next_cell().map_err(|e| format!("XLSX: {e}"))? {
+        let value = cell(&Data::from(found.get_value().clone()));
+        if value.is_null() {
+            continue;
+        }
+        read += 1;
+        if read > (MAX_ROWS + 1) * MAX_COLUMNS {
+            return Err(format!("the file has more than {MAX_ROWS} data rows"));
+        }
+        let (row, column) = found.get_position();
+        first_column = first_column.min(column);
+        last_column = last_column.max(column);
+        if (last_column - first_column) as usize >= MAX_COLUMNS {
+            return Err(format!("the file has more than {MAX_COLUMNS} columns"));
+        }
+        cells.entry(row).or_default().push((column, value));
+        if cells.len() > MAX_ROWS + 1 {
+            return Err(format!("the file has more than {MAX_ROWS} data rows"));
+        }
+    }
+    let width = if cells.is_empty() {
+        0
+    } else {
+        (last_column - first_column) as usize + 1
+    };
+    let mut rows = cells.into_values().map(|row| {
+        let mut values = vec![Value::Null; width];
+        for (column, value) in row {
+            values[(column - first_column) as usize] = value;
+        }
+        values
+    });
+    let headers = rows
         .next()
-        .map(|r| r.iter().map(|c| text(&cell(c))).collect())
+        .map(|row| row.iter().map(text).collect())
         .unwrap_or_default();
-    let data: Vec<Vec<Value>> = rows
-        .map(|r| r.iter().map(cell).collect::<Vec<Value>>())
-        .filter(|r| r.iter().any(|v| !v.is_null()))
-        .take(MAX_ROWS + 1)
-        .collect();
     Ok(Sheet {
         format: "xlsx",
         sheet: Some(name),
         headers,
-        rows: data,
+        rows: rows.collect(),
     })
 }
 
@@ -210,7 +243,8 @@ pub fn infer(values: impl Iterator<Item = Value>) -> ColumnType {
             value.is_number() || s.trim().parse::<f64>().is_ok_and(f64::is_finite),
             value.is_boolean()
                 || matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "false"),
-            chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").is_ok(),
+            // As a date column checks its values: `2026-01-02`, never `2026-1-2`.
+            s.trim().len() == 10 && chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").is_ok(),
             chrono::DateTime::parse_from_rfc3339(s.trim()).is_ok(),
         ];
         for (kind, fits) in kinds.iter_mut().zip(checks) {
