@@ -6,6 +6,7 @@
 //! cursor only moves the starting point inside rows the caller may see anyway.
 
 use crate::error::ApiError;
+use crate::extract::storable;
 use crate::openapi::enums::LifecycleNames;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -207,18 +208,19 @@ fn decode_token<C: DeserializeOwned>(token: &str) -> Result<C, ApiError> {
     let foreign = || invalid("page_token is not a token this service issued");
     let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| foreign())?;
     let document: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| foreign())?;
-    // PostgreSQL refuses NUL in text: a cursor holding one was not issued here.
-    if holds_nul(&document) {
+    // A value PostgreSQL cannot take was not issued here (the query would fail).
+    if unstorable(&document) {
         return Err(foreign());
     }
     serde_json::from_value(document).map_err(|_| foreign())
 }
 
-fn holds_nul(value: &serde_json::Value) -> bool {
+/// Whether a cursor holds a value PostgreSQL refuses (see [`storable`]).
+fn unstorable(value: &serde_json::Value) -> bool {
     match value {
-        serde_json::Value::String(text) => text.contains('\0'),
-        serde_json::Value::Array(items) => items.iter().any(holds_nul),
-        serde_json::Value::Object(fields) => fields.values().any(holds_nul),
+        serde_json::Value::String(text) => !storable(text),
+        serde_json::Value::Array(items) => items.iter().any(unstorable),
+        serde_json::Value::Object(fields) => fields.values().any(unstorable),
         _ => false,
     }
 }

@@ -8,4 +8,4 @@ mod query;
 pub use json::{ApiJson, OptionalJson, double_option, parse_json};
 pub use multipart::{invalid_file, read_file_part, with_file_part};
 pub use path::ApiPath;
-pub use query::ApiQuery;
+pub use query::{ApiQuery, storable};

@@ -3,7 +3,7 @@
 
 use super::{runnable, submit};
 use crate::environments::{Caller, callers};
-use crate::support::TestApp;
+use crate::support::{TestApp, assert_validation};
 use crate::tasks::ready_environment_version;
 use serde_json::json;
 
@@ -60,6 +60,13 @@ async fn run_history_is_filtered_by_visibility_and_archive_cancels_queued_runs()
     assert_eq!(rest["items"][0]["id"], in_lab["id"], "oldest last");
     let (_, none) = boss.get("/runs?queued_after=2999-01-01T00:00:00Z").await;
     assert_eq!(none["total"], 0);
+    // A forged cursor or a filter PostgreSQL cannot hold is refused, not a 500.
+    let forged =
+        "WyItMTAwMDAwLTAxLTAxVDAwOjAwOjAwWiIsIjAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMCJd";
+    let refused = boss.get(&format!("/runs?page_token={forged}")).await;
+    assert_validation(&refused, "value_error", &["query", "page_token"]);
+    let refused = boss.get("/runs?queued_after=-100000-01-01T00:00:00Z").await;
+    assert_validation(&refused, "value_error", &["query", "queued_after"]);
 
     // Per-task history: company managers only, offset paging, filters.
     let history = format!("/tasks/{task}/runs");
