@@ -156,6 +156,14 @@ async fn an_agent_reads_the_menu_submits_at_once_and_reads_untrusted_previews() 
     let degraded = call(&app, m, &t, "sandbox_job_status", json!({"run_id": run})).await;
     assert_eq!(degraded["log"], json!({"available": false}), "{degraded}");
     assert_eq!(degraded["output"]["available"], true);
+    // An empty log (a run that printed nothing) is an empty preview, not an outage.
+    std::fs::write(app.data_dir().join("objects").join(&log_key), b"").unwrap();
+    let quiet = call(&app, m, &t, "sandbox_job_status", json!({"run_id": run})).await;
+    assert_eq!(
+        (&quiet["log"]["text"], &quiet["log"]["byte_length"]),
+        (&json!(""), &json!(0)),
+        "{quiet}"
+    );
     let late = json!({"run_id": run, "wait_seconds": 61});
     refused(
         &call(&app, m, &t, "sandbox_job_status", late).await,
