@@ -13,12 +13,14 @@ use super::super::refusal::{ToolError, ToolResult};
 use super::SubmitArgs;
 use crate::access::TaskVersion;
 use crate::admission;
+use crate::error::ApiError;
 use crate::middleware::kill_switch;
+use crate::request::Caller;
 use crate::routes::sandbox::runs::admission::{Admission, admit, staged_input};
 use chrono::Utc;
 use domain::agent::proposal::{AgentProposal, ProposalCommand, ProposalState, Turn};
 use domain::error::Code;
-use domain::runs::run::SubmissionSource;
+use domain::runs::run::{Run, RunStatus, SubmissionSource};
 use domain::wire::wire;
 use projections::read_models::agent_proposals::query::{self as proposals, ProposalRow};
 use projections::read_models::runs::query as runs;
@@ -116,6 +118,14 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
         Some(run) => Ok(wire(&run.status)),
         None => submit(call, &row, run_id).await,
     };
+    let admitted = match admitted {
+        // The run is in the log though its answer failed (the read models were
+        // late): the proposal is committed, never committable a second time.
+        Err(refusal) if transient(&refusal) && in_log(caller, run_id).await? => {
+            Ok(wire(&RunStatus::Queued))
+        }
+        other => other,
+    };
     let refusal = match admitted {
         Ok(run_status) => {
             let complete = ProposalCommand::CompleteCommit;
@@ -136,21 +146,31 @@ pub async fn run(call: &AgentCall, args: SubmitArgs) -> ToolResult {
     };
     // A transient failure leaves the proposal committable; a refusal on the merits
     // ends it.
-    let transient = matches!(
-        refusal.code,
-        Code::Retryable
-            | Code::ConfirmationInputUnavailable
-            | Code::ProviderUnavailable
-            | Code::InternalError
-    );
     let abandon = ProposalCommand::AbandonCommit {
-        failed: !transient,
+        failed: !transient(&refusal),
         error: refusal.code.as_str().into(),
     };
     caller
         .command::<AgentProposal>(proposal_id, abandon)
         .await?;
     Err(refusal)
+}
+
+/// Whether a commit's failure may pass (the proposal stays committable).
+fn transient(refusal: &ToolError) -> bool {
+    matches!(
+        refusal.code,
+        Code::Retryable
+            | Code::ConfirmationInputUnavailable
+            | Code::ProviderUnavailable
+            | Code::InternalError
+    )
+}
+
+/// Whether the run is in the log (the read models may not show it yet).
+async fn in_log(caller: &Caller, run_id: Uuid) -> Result<bool, ToolError> {
+    let run = caller.state.bus.load::<Run>(&run_id.to_string()).await;
+    Ok(run.map_err(ApiError::from)?.submitted.is_some())
 }
 
 /// Admits the proposal's run from its staged input; answers the run's status.

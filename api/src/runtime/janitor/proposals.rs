@@ -7,8 +7,8 @@ use super::metadata;
 use crate::runtime::Runtime;
 use chrono::{DateTime, Utc};
 use domain::agent::proposal::{AgentProposal, ProposalCommand};
+use domain::runs::run::Run;
 use projections::read_models::agent_proposals::query as proposals;
-use projections::read_models::runs::query as runs;
 
 /// How long a commit may take before the janitor settles it.
 pub const STALLED_AFTER: chrono::Duration = chrono::Duration::seconds(120);
@@ -28,7 +28,9 @@ pub async fn settle(state: &Runtime, now: DateTime<Utc>) -> anyhow::Result<()> {
     }
     let stalled = proposals::stalled_commits(&state.pool, now - STALLED_AFTER, BATCH).await?;
     for (id, company, run_id) in stalled {
-        let command = if runs::exists(&state.pool, run_id).await? {
+        // The log, not the read models: they may not show a run committed just now.
+        let run = state.bus.load::<Run>(&run_id.to_string()).await?;
+        let command = if run.submitted.is_some() {
             ProposalCommand::CompleteCommit
         } else {
             ProposalCommand::AbandonCommit {
