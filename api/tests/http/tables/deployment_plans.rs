@@ -242,3 +242,27 @@ async fn a_document_above_one_mebibyte_is_refused_unread() {
     }
     assert_eq!(t.app.event_count().await, before);
 }
+
+#[tokio::test]
+async fn a_token_on_a_table_the_document_governs_is_a_plan_error() {
+    let t = Tables::new().await;
+    let document = [
+        r#"{"kind": "table", "ref": "g", "system": "crm", "name": "G", "channel_scope_column": "col_a1"}"#,
+        r#"{"kind": "column", "ref": "g.region", "system": "crm", "table": "g", "key": "col_a1", "name": "Region", "type": "string"}"#,
+        r#"{"kind": "view", "ref": "g.all", "system": "crm", "table": "g", "name": "All"}"#,
+        r#"{"kind": "public_read_token", "ref": "g.tok", "system": "crm", "table": "g", "view": "g.all"}"#,
+    ]
+    .join("\n");
+    let (s, plan) = deploy(&t, "department:rnd", "plan", "boss", &document).await;
+    assert_eq!(s, 200, "{plan}");
+    let errors = plan["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{plan}");
+    assert_eq!(errors[0]["line"], 4, "{plan}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scoped channel policy"),
+        "{plan}"
+    );
+}

@@ -25,6 +25,11 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
             _ => None,
         })
         .collect();
+    // Governed as the document leaves the table (its settings are decided after
+    // the tokens): a channel scope column it sets refuses the table's tokens.
+    let governed = engine.document.rows.iter().any(|(_, row)| {
+        matches!(row, Row::Table(t) if t.reference == table_ref && t.channel_scope_column.is_some())
+    });
     let mut kept: Vec<Uuid> = Vec::new();
     for (line, doc) in rows {
         let Some(view_id) = engine
@@ -64,8 +69,7 @@ pub async fn decide(engine: &mut Engine<'_>, table: Uuid, table_ref: &str) -> Ap
             valid_until: doc.valid_until,
             name: doc.name.as_deref(),
         };
-        let visible = match publication.check(&state.columns, state.channel_scope_column.is_some())
-        {
+        let visible = match publication.check(&state.columns, governed) {
             Ok(visible) => visible,
             Err(e) => {
                 engine.error(Some(line), &doc.reference, e.describe());
