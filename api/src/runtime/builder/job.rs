@@ -1,7 +1,7 @@
 //! One build attempt: validate and extract the context, `buildah bud`, verify the
 //! image, store the report, record the outcome.
 
-use super::Builder;
+use super::{Builder, image_paths};
 use crate::runtime::buildah::{Captured, Confinement, RunError};
 use crate::runtime::limits::RunCgroups;
 use crate::runtime::network::IsolatedNetwork;
@@ -178,6 +178,25 @@ impl Job<'_> {
             }
             tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
         }
+    }
+
+    /// The first platform-reserved path the built image already holds, read
+    /// through a working container mounted for the check (and removed after).
+    async fn reserved_path(&self, image: &str) -> anyhow::Result<Option<&'static str>> {
+        let buildah = &self.builder.buildah;
+        let container = buildah
+            .from_image(image, &container_name(self.attempt_id))
+            .await?;
+        let root = buildah.mount(&container).await;
+        let reserved = root.as_ref().ok().and_then(|root| {
+            RESERVED_IMAGE_PATHS
+                .iter()
+                .find(|path| image_paths::exists(root, path))
+                .copied()
+        });
+        buildah.remove(&container).await?;
+        root?;
+        Ok(reserved)
     }
 
     /// Pulls the base images and checks their `ONBUILD` triggers, then builds
@@ -397,19 +416,14 @@ impl Job<'_> {
             let _ = buildah.remove_image(&image).await;
             return Ok(Outcome::Cancelled);
         }
-        let container = buildah
-            .from_image(&image, &container_name(self.attempt_id))
-            .await?;
-        let root = buildah.mount(&container).await;
-        let reserved = match &root {
-            Ok(root) => RESERVED_IMAGE_PATHS
-                .iter()
-                .find(|path| root.join(path).symlink_metadata().is_ok())
-                .copied(),
-            Err(_) => None,
+        let reserved = match self.reserved_path(&image).await {
+            Ok(reserved) => reserved,
+            Err(error) => {
+                // No version records the image: nothing else would remove it.
+                let _ = buildah.remove_image(&image).await;
+                return Err(error);
+            }
         };
-        buildah.remove(&container).await?;
-        root?;
         if let Some(path) = reserved {
             self.note(&format!(
                 "the image already holds /{path}, which the platform writes at run time"

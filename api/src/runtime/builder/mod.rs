@@ -7,6 +7,7 @@
 //! restart) end `platform_failed` with a 7-day retry window, or `cancelled` when a
 //! cancel was pending: a build is never left stuck.
 
+mod image_paths;
 mod job;
 
 use crate::admission;

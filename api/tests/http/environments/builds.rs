@@ -121,6 +121,18 @@ async fn an_image_holding_platform_paths_is_context_invalid() {
 }
 
 #[tokio::test]
+async fn a_platform_path_behind_the_image_s_own_link_is_found() {
+    // `/workspace -> /w`: resolved on the host, the check looked at the host's /w.
+    let (attempt, _) = failed_build(
+        "RUN mkdir /w && touch /w/startup.sh && ln -s /w /workspace\n",
+        &[],
+    )
+    .await;
+    assert_eq!(attempt["error_code"], "context_invalid", "{attempt}");
+    assert_eq!(attempt["error_detail"], "reserved_path_in_image");
+}
+
+#[tokio::test]
 async fn a_base_image_that_cannot_be_pulled_fails_clearly() {
     let app = TestApp::spawn().await;
     let (_, boss, _, _) = callers(&app).await;
