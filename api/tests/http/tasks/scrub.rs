@@ -35,7 +35,7 @@ fn files_holding(dir: &std::path::Path, text: &[u8]) -> Vec<std::path::PathBuf> 
 #[tokio::test]
 async fn a_scrubbed_version_loses_its_content_everywhere_and_never_runs_again() {
     let app = TestApp::spawn().await;
-    let (seed, boss, _, member) = callers(&app).await;
+    let (seed, boss, dm, member) = callers(&app).await;
     let lab = seed.room("acme", "lab").to_string();
     let ready = ready_environment_version(&boss).await;
     let script = format!("# {MARK}\necho done > \"$SERVICE_OUTPUT_FILE\"\n");
@@ -48,6 +48,14 @@ async fn a_scrubbed_version_loses_its_content_everywhere_and_never_runs_again() 
     )
     .await;
     assert_eq!(status, 200, "{upload}");
+    let enable = format!("/chatrooms/{lab}/granted-jobs/{task}/enable");
+    let (status, enabled) = dm.post(&enable, json!({"task_version_id": version})).await;
+    assert_eq!(status, 200, "{enabled}");
+    let menu = format!("/chatrooms/{lab}/menu");
+    assert_eq!(
+        member.get(&menu).await.1["items"][0]["task_id"],
+        task.as_str()
+    );
     let body = json!({"task_version_id": version, "input": {}});
     let (status, run) = submit(&member, &lab, "before", body.clone()).await;
     assert_eq!(status, 200, "{run}");
@@ -95,9 +103,10 @@ async fn a_scrubbed_version_loses_its_content_everywhere_and_never_runs_again() 
             .starts_with("sha256:")
     );
 
-    // Never runnable again.
+    // Never runnable again, and off the room's menu.
     let (status, refused) = submit(&member, &lab, "after", body).await;
     assert_code(&(status, refused), 409, "content_scrubbed_irreversible");
+    assert_eq!(member.get(&menu).await.1["items"], json!([]));
 
     // Not in the log, the snapshots, the read models or the object store.
     let dump = app.pg_dump();

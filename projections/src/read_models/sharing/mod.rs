@@ -91,8 +91,12 @@ async fn revoke_where(cx: Fold<'_>, column: &str, reason: &str) -> anyhow::Resul
     Ok(())
 }
 
+/// An archived or scrubbed version can no longer run: no binding of it applies
+/// (`sharing_archived_versions` holds both).
 async fn fold_version(cx: Fold<'_>, event: TaskVersionEvent) -> anyhow::Result<()> {
-    if let TaskVersionEvent::TaskVersionArchived = event {
+    if let TaskVersionEvent::TaskVersionArchived | TaskVersionEvent::TaskVersionScrubbed { .. } =
+        event
+    {
         sqlx::query(
             "INSERT INTO sharing_archived_versions (version_id) VALUES ($1) ON CONFLICT DO NOTHING",
         )
