@@ -120,6 +120,7 @@ impl Catalogued for EnvironmentVersion {
                 attempt_id: ATTEMPT,
                 report: None,
                 at: at(7),
+                retryable_until: None,
             },
             BuildCompleted {
                 attempt_id: ATTEMPT,

@@ -297,11 +297,18 @@ impl Aggregate for EnvironmentVersion {
                     attempt_id,
                     &[BuildStatus::CancelRequested, BuildStatus::Cancelling],
                 )?;
+                // A cancelled retry leaves the version as its failure did: retryable
+                // within the same window, never a draft that builds at any time.
+                let retried = self.attempts.iter().position(|a| a.id == attempt_id);
+                let retryable_until = retried
+                    .and_then(|at| at.checked_sub(1))
+                    .and_then(|before| self.attempts[before].retryable_until);
                 sink.write(
                     BuildCancelled {
                         attempt_id,
                         report,
                         at: now,
+                        retryable_until,
                     },
                     self,
                 )
@@ -389,10 +396,14 @@ impl Aggregate for EnvironmentVersion {
                 }
             }
             BuildCancelled {
-                attempt_id, report, ..
+                attempt_id,
+                report,
+                retryable_until,
+                ..
             } => {
                 if let Some(a) = self.attempt_mut(attempt_id) {
                     a.report = report;
+                    a.retryable_until = retryable_until;
                 }
             }
             ImageRemoved { .. } => self.image = None,

@@ -191,6 +191,10 @@ pub enum VersionEvent {
         report: Option<BuildReport>,
         /// When.
         at: DateTime<Utc>,
+        /// The retry window of the failure a cancelled retry was retrying: the
+        /// version returns to `retryable_failed` until then (none: to `draft`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retryable_until: Option<DateTime<Utc>>,
     },
     /// The version is archived.
     VersionArchived,

@@ -135,6 +135,59 @@ fn platform_failures_are_retryable_for_seven_days() {
 }
 
 #[test]
+fn a_cancelled_retry_leaves_the_version_retryable_within_the_same_window() {
+    let retry = Uuid::from_u128(11);
+    let given = vec![
+        created(),
+        queued(ATTEMPT),
+        platform_failed(),
+        VersionEvent::BuildQueued {
+            attempt_id: retry,
+            attempt_number: 2,
+            region: "onprem".into(),
+            profile: BuildProfile::Standard,
+            at: t(1),
+        },
+        VersionEvent::BuildCancelRequested {
+            attempt_id: retry,
+            at: t(1),
+        },
+    ];
+    let finish = VersionCommand::FinishCancel {
+        attempt_id: retry,
+        report: None,
+        now: t(1),
+    };
+    let cancelled = VersionEvent::BuildCancelled {
+        attempt_id: retry,
+        report: None,
+        at: t(1),
+        retryable_until: Some(t(RETRY_WINDOW_DAYS)),
+    };
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(given.clone())
+        .when(finish)
+        .then_expect_events(vec![cancelled.clone()]);
+    let mut after = given;
+    after.push(cancelled);
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(after.clone())
+        .when(queue(Uuid::from_u128(12)))
+        .then_expect_error(VersionError::BuildNotEligible(
+            VersionState::RetryableFailed,
+        ));
+    TestFramework::<EnvironmentVersion>::with(())
+        .given(after)
+        .when(VersionCommand::RetryBuild {
+            attempt_id: Uuid::from_u128(12),
+            region: "onprem".into(),
+            profile: BuildProfile::Standard,
+            now: t(RETRY_WINDOW_DAYS + 1),
+        })
+        .then_expect_error(VersionError::RetryWindowExpired);
+}
+
+#[test]
 fn worker_steps_on_a_cancelled_attempt_are_stale() {
     TestFramework::<EnvironmentVersion>::with(())
         .given(vec![

@@ -30,6 +30,10 @@ pub fn version_state_after(event: &VersionEvent, current: VersionState) -> Versi
             TerminalClass::PlatformFailed => VersionState::RetryableFailed,
             _ => VersionState::Rejected,
         },
+        VersionEvent::BuildCancelled {
+            retryable_until: Some(_),
+            ..
+        } => VersionState::RetryableFailed,
         VersionEvent::BuildCancelled { .. } => VersionState::Draft,
         VersionEvent::VersionArchived => VersionState::Archived,
         VersionEvent::BuildAdvanced { .. }

@@ -228,8 +228,12 @@ impl Workset {
                 row.retryable_until = retryable_until;
             }),
             VersionEvent::BuildCancelled {
-                attempt_id, report, ..
+                attempt_id,
+                report,
+                retryable_until,
+                ..
             } => self.attempt(attempt_id, |row| {
+                row.retryable_until = retryable_until;
                 row.terminal_class = Some(TerminalClass::Cancelled);
                 row.error_code = Some("tenant_cancel".into());
                 row.report_object_id = report.as_ref().map(|r| r.object_id);
