@@ -283,3 +283,39 @@ async fn me_hints_at_manageable_rooms_and_creatable_scopes() {
         403
     );
 }
+
+#[tokio::test]
+async fn menu_pages_over_names_of_any_length() {
+    let app = TestApp::spawn().await;
+    let (seed, boss, dm, member) = callers(&app).await;
+    let lab = seed.room("acme", "lab");
+    let ready = ready_environment_version(&boss).await;
+    // 256 characters, most of three UTF-8 bytes, between "a" and "zz".
+    let long = format!("m{}", "語".repeat(255));
+    let mut tasks = Vec::new();
+    for name in ["a", long.as_str(), "zz"] {
+        let (task, version) = published_task(&boss, name, &ready).await;
+        let share = json!({"target_kind": "chatroom", "target_id": lab});
+        assert_eq!(
+            boss.post(&format!("/tasks/{task}/shares"), share).await.0,
+            200
+        );
+        let enable = format!("/chatrooms/{lab}/granted-jobs/{task}/enable");
+        let enabled = dm.post(&enable, json!({"task_version_id": version})).await;
+        assert_eq!(enabled.0, 200, "{}", enabled.1);
+        tasks.push(task);
+    }
+    let mut seen = Vec::new();
+    let mut path = format!("/chatrooms/{lab}/menu?page_size=1");
+    loop {
+        let (status, page) = member.get(&path).await;
+        assert_eq!(status, 200, "{page}");
+        seen.push(page["items"][0]["task_id"].as_str().unwrap().to_string());
+        let Some(token) = page["next_page_token"].as_str() else {
+            break;
+        };
+        assert!(token.len() <= 512, "{} characters", token.len());
+        path = format!("/chatrooms/{lab}/menu?page_size=1&page_token={token}");
+    }
+    assert_eq!(seen, tasks);
+}

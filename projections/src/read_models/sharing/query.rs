@@ -268,16 +268,15 @@ pub struct MenuRow {
     pub secret_slots: Json<Vec<SlotAssignment>>,
 }
 
-/// The room's menu after (task name, task id): enabled bindings whose pinned
-/// version applies, one indexed range; with `search`, only tasks whose name
-/// contains it (case-insensitive).
+/// The room's menu in (task name, task id) order, after the task whose id the
+/// window names: enabled bindings whose pinned version applies, one indexed range;
+/// with `search`, only tasks whose name contains it (case-insensitive).
 pub async fn menu(
     pool: &PgPool,
     room: Uuid,
     search: Option<&str>,
-    window: Window<(String, Uuid)>,
+    window: Window<Uuid>,
 ) -> sqlx::Result<Vec<MenuRow>> {
-    let (after_name, after_id) = window.after.unwrap_or_default();
     let pattern = search.map(|s| {
         let escaped = s
             .replace('\\', "\\\\")
@@ -289,14 +288,14 @@ pub async fn menu(
         "SELECT task_id, task_name, task_version_id, task_version_digest, input_schema, secret_slots
            FROM bindings
           WHERE chatroom_id = $1 AND state = 'enabled' AND authority_applicable
-            AND (task_name, task_id) > ($2, $3)
-            AND ($5::text IS NULL OR task_name ILIKE $5)
+            AND ($2::uuid IS NULL
+                 OR (task_name, task_id) > ((SELECT name FROM sharing_tasks WHERE task_id = $2), $2))
+            AND ($4::text IS NULL OR task_name ILIKE $4)
           ORDER BY task_name, task_id
-          LIMIT $4",
+          LIMIT $3",
     )
     .bind(room)
-    .bind(after_name)
-    .bind(after_id)
+    .bind(window.after)
     .bind(window.limit)
     .bind(pattern)
     .fetch_all(pool)

@@ -74,12 +74,12 @@ pub async fn menu_page(
     caller: &Caller,
     room: &Room,
     search: Option<&str>,
-    page: Page<(String, Uuid)>,
+    page: Page<Uuid>,
 ) -> ApiResult<SandboxMenuResponse> {
     let menu = async |w| sharing::menu(caller.pool(), room.id, search, w).await;
-    let listed = page
-        .fetch(menu, |r| (r.task_name.clone(), r.task_id))
-        .await?;
+    // The cursor is the last task's id (the query reads its name): a name of up to
+    // 256 characters in the token would pass the 512 a page_token may have.
+    let listed = page.fetch(menu, |r| r.task_id).await?;
     let pins: Vec<_> = listed
         .items
         .iter()
