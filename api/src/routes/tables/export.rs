@@ -142,6 +142,43 @@ async fn write_csv(
     Ok(())
 }
 
+/// Data rows one XLSX sheet holds under its header (Excel's 1,048,576 rows): the
+/// rows past it go on in a next sheet, under the header again.
+const SHEET_ROWS: u32 = 1_048_575;
+
+/// Characters (UTF-16 units) an XLSX cell holds.
+const CELL_UNITS: usize = 32_767;
+
+/// A text as an XLSX cell takes it: a longer one is cut, ending in `…` (the CSV
+/// export keeps it whole).
+fn xlsx_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= CELL_UNITS || text.encode_utf16().count() <= CELL_UNITS {
+        return text.into();
+    }
+    let mut units = 0;
+    let kept: String = text
+        .chars()
+        .take_while(|c| {
+            units += c.len_utf16();
+            units < CELL_UNITS
+        })
+        .collect();
+    format!("{kept}…").into()
+}
+
+/// Adds a sheet holding the header row.
+fn add_sheet(
+    workbook: &mut rust_xlsxwriter::Workbook,
+    headers: &[String],
+) -> Result<(), rust_xlsxwriter::XlsxError> {
+    // Rows go to a temporary file as they are written, so memory stays flat.
+    let sheet = workbook.add_worksheet_with_constant_memory()?;
+    for (col, name) in headers.iter().enumerate() {
+        sheet.write_string(0, col as u16, name)?;
+    }
+    Ok(())
+}
+
 async fn write_xlsx(
     state: AppState,
     table: OpenTable,
@@ -150,34 +187,41 @@ async fn write_xlsx(
 ) -> anyhow::Result<()> {
     let mut conn = state.pool.acquire().await?;
     let mut workbook = rust_xlsxwriter::Workbook::new();
-    // Rows go to a temporary file as they are written, so memory stays flat.
-    let sheet = workbook.add_worksheet_with_constant_memory()?;
-    for (col, name) in header_row(&table, &selection).iter().enumerate() {
-        sheet.write_string(0, col as u16, name)?;
-    }
-    let mut row_index: u32 = 0;
+    let headers = header_row(&table, &selection);
+    add_sheet(&mut workbook, &headers)?;
+    let (mut sheets, mut row_index) = (1, 0);
     let mut failed = None;
     table
         .handle()
         .scan(&mut conn, &selection, |row| -> BoxFuture<'static, bool> {
-            row_index += 1;
-            for (col, text) in row_texts(&row).iter().enumerate() {
-                let value = row.cells.get(col.wrapping_sub(4)).map(|(_, v)| v);
-                let written = match value {
-                    Some(Value::Number(n)) if col >= 4 => sheet
-                        .write_number(row_index, col as u16, n.as_f64().unwrap_or_default())
-                        .map(|_| ()),
-                    Some(Value::Bool(b)) if col >= 4 => {
-                        sheet.write_boolean(row_index, col as u16, *b).map(|_| ())
-                    }
-                    _ => sheet.write_string(row_index, col as u16, text).map(|_| ()),
-                };
-                if let Err(error) = written {
-                    failed = Some(error);
-                    return Box::pin(async { false });
+            let mut write = || {
+                if row_index == SHEET_ROWS {
+                    add_sheet(&mut workbook, &headers)?;
+                    (sheets, row_index) = (sheets + 1, 0);
                 }
-            }
-            Box::pin(async { true })
+                row_index += 1;
+                let sheet = workbook.worksheet_from_index(sheets - 1)?;
+                for (col, text) in row_texts(&row).iter().enumerate() {
+                    let value = row.cells.get(col.wrapping_sub(4)).map(|(_, v)| v);
+                    match value {
+                        Some(Value::Number(n)) if col >= 4 => {
+                            let n = n.as_f64().unwrap_or_default();
+                            sheet.write_number(row_index, col as u16, n)?;
+                        }
+                        Some(Value::Bool(b)) if col >= 4 => {
+                            sheet.write_boolean(row_index, col as u16, *b)?;
+                        }
+                        _ => {
+                            sheet.write_string(row_index, col as u16, xlsx_text(text))?;
+                        }
+                    }
+                }
+                Ok::<_, rust_xlsxwriter::XlsxError>(())
+            };
+            let written = write();
+            let go_on = written.is_ok();
+            failed = written.err();
+            Box::pin(async move { go_on })
         })
         .await?;
     if let Some(error) = failed {
@@ -282,5 +326,23 @@ fn sanitize(name: &str) -> String {
         "export".into()
     } else {
         clean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_xlsx_cell_holds_at_most_32767_utf16_units() {
+        let short = "x".repeat(CELL_UNITS);
+        assert_eq!(xlsx_text(&short), short);
+        let long = xlsx_text(&"x".repeat(40_000)).into_owned();
+        assert_eq!(long.encode_utf16().count(), CELL_UNITS);
+        assert!(long.ends_with('…'));
+        // A character of two units is never split.
+        let wide = xlsx_text(&"😀".repeat(20_000)).into_owned();
+        assert!(wide.encode_utf16().count() <= CELL_UNITS);
+        assert!(wide.ends_with("😀…"));
     }
 }

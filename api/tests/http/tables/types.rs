@@ -465,3 +465,34 @@ async fn links_check_existence_and_cardinality() {
         .await;
     assert_eq!(got.0, 422, "cardinality is immutable: {}", got.1);
 }
+
+#[tokio::test]
+async fn an_xlsx_export_cuts_a_text_past_excel_s_cell_limit_and_finishes() {
+    let t = Tables::new().await;
+    let table = t.table("company", "boss", "long").await;
+    t.column(&table, json!({"name": "body", "type": "text"}))
+        .await;
+    t.record(&table, json!({"body": "x".repeat(40_000)})).await;
+    t.record(&table, json!({"body": "after"})).await;
+    let response = t
+        .app
+        .request(Method::POST, &format!("{table}/records/export"))
+        .header("authorization", format!("Bearer {}", t.token("boss")))
+        .json(&json!({"format": "xlsx"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let bytes = response.bytes().await.expect("the whole file");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec()))
+        .expect("an XLSX file is a zip archive");
+    let mut sheet = String::new();
+    std::io::Read::read_to_string(
+        &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
+        &mut sheet,
+    )
+    .unwrap();
+    let cut = format!("{}…", "x".repeat(32_766));
+    assert!(sheet.contains(&cut) && !sheet.contains(&"x".repeat(32_767)));
+    assert!(sheet.contains("after"), "the rows after it are written");
+}
