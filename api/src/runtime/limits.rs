@@ -212,7 +212,9 @@ async fn end_leftover(name: &str) {
         .map(|root| Path::new(root).join(name))
         .filter(|dir| dir.is_dir())
         .collect();
-    for _ in 0..50 {
+    // Up to 5 s: SIGKILL is at once, but a loaded machine may take a while to
+    // schedule the dying processes.
+    for _ in 0..250 {
         let mut alive = false;
         for dir in &dirs {
             let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();

@@ -43,6 +43,11 @@ async fn a_run_whose_server_was_killed_ends_platform_failed() {
         (Some("platform_failed"), Some("worker_lost")),
         "{done}"
     );
+    // Killed before the run was ended; a loaded machine may take a moment to reap it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while TestApp::running_command(&["sleep", "300"]) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     assert!(
         !TestApp::running_command(&["sleep", "300"]),
         "the work of the killed server's run was left running"
