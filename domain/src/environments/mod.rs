@@ -5,6 +5,7 @@ pub mod archive;
 pub mod base_image;
 pub mod dockerfile;
 pub mod environment;
+mod run_mounts;
 pub mod upload;
 pub mod version;
 

@@ -4,11 +4,33 @@
 //! link (`/workspace -> /w`) would lead into the host's own filesystem. They are
 //! resolved here inside the image's root instead, as the container would see them.
 
+use crate::runtime::buildah::Buildah;
+use domain::environments::RESERVED_IMAGE_PATHS;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 /// Links followed on one path before giving up (Linux's own limit).
 const MAX_LINKS: usize = 40;
+
+/// The first platform-reserved path a built image already holds, read through a
+/// working container called `container`, mounted for the check and removed after.
+pub async fn reserved(
+    buildah: &Buildah,
+    image: &str,
+    container: &str,
+) -> anyhow::Result<Option<&'static str>> {
+    let container = buildah.from_image(image, container).await?;
+    let root = buildah.mount(&container).await;
+    let reserved = root.as_ref().ok().and_then(|root| {
+        RESERVED_IMAGE_PATHS
+            .iter()
+            .find(|path| exists(root, path))
+            .copied()
+    });
+    buildah.remove(&container).await?;
+    root?;
+    Ok(reserved)
+}
 
 /// Whether `path` (relative to the image's root) exists in the image mounted at
 /// `root`: its directories' links are resolved inside the image; a link as the

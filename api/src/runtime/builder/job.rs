@@ -8,7 +8,6 @@ use crate::runtime::network::IsolatedNetwork;
 use crate::runtime::unpack;
 use crate::runtime::worker::Worker;
 use bytes::Bytes;
-use domain::environments::RESERVED_IMAGE_PATHS;
 use domain::environments::archive::{self, ArchiveLimits};
 use domain::environments::dockerfile;
 use domain::environments::version::{
@@ -178,25 +177,6 @@ impl Job<'_> {
             }
             tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
         }
-    }
-
-    /// The first platform-reserved path the built image already holds, read
-    /// through a working container mounted for the check (and removed after).
-    async fn reserved_path(&self, image: &str) -> anyhow::Result<Option<&'static str>> {
-        let buildah = &self.builder.buildah;
-        let container = buildah
-            .from_image(image, &container_name(self.attempt_id))
-            .await?;
-        let root = buildah.mount(&container).await;
-        let reserved = root.as_ref().ok().and_then(|root| {
-            RESERVED_IMAGE_PATHS
-                .iter()
-                .find(|path| image_paths::exists(root, path))
-                .copied()
-        });
-        buildah.remove(&container).await?;
-        root?;
-        Ok(reserved)
     }
 
     /// Pulls the base images and checks their `ONBUILD` triggers, then builds
@@ -416,7 +396,8 @@ impl Job<'_> {
             let _ = buildah.remove_image(&image).await;
             return Ok(Outcome::Cancelled);
         }
-        let reserved = match self.reserved_path(&image).await {
+        let container = container_name(self.attempt_id);
+        let reserved = match image_paths::reserved(buildah, &image, &container).await {
             Ok(reserved) => reserved,
             Err(error) => {
                 // No version records the image: nothing else would remove it.

@@ -175,6 +175,28 @@ impl Tables {
     }
 
     pub async fn export_csv(&self, table: &str, body: Value) -> String {
+        self.export(table, body).await.text().await.unwrap()
+    }
+
+    /// The first sheet's XML of the table's XLSX export (as the boss).
+    pub async fn export_xlsx_sheet(&self, table: &str) -> String {
+        let response = self
+            .export(table, serde_json::json!({"format": "xlsx"}))
+            .await;
+        let bytes = response.bytes().await.expect("the whole file").to_vec();
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .expect("an XLSX file is a zip archive");
+        let mut sheet = String::new();
+        std::io::Read::read_to_string(
+            &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
+            &mut sheet,
+        )
+        .unwrap();
+        sheet
+    }
+
+    /// A 200 answer of an export (as the boss).
+    async fn export(&self, table: &str, body: Value) -> reqwest::Response {
         let response = self
             .app
             .request(Method::POST, &format!("{table}/records/export"))
@@ -184,7 +206,7 @@ impl Tables {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 200);
-        response.text().await.unwrap()
+        response
     }
 }
 

@@ -289,24 +289,7 @@ async fn every_stored_type_round_trips() {
     assert_eq!(cell(1, "p"), format!("room:{}", t.seed.room("acme", "lab")));
     assert_eq!(cell(1, "sc"), "");
     assert_eq!(cell(0, "iv"), "PT1H");
-    let response = t
-        .app
-        .request(Method::POST, &format!("{table}/records/export"))
-        .header("authorization", format!("Bearer {}", t.token("boss")))
-        .json(&json!({"format": "xlsx"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = response.bytes().await.unwrap();
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec()))
-        .expect("an XLSX file is a zip archive");
-    let mut sheet = String::new();
-    std::io::Read::read_to_string(
-        &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
-        &mut sheet,
-    )
-    .unwrap();
+    let sheet = t.export_xlsx_sheet(&table).await;
     for value in ["alpha", "PT1H", id1] {
         assert!(sheet.contains(value), "the sheet holds {value}");
     }
@@ -474,24 +457,7 @@ async fn an_xlsx_export_cuts_a_text_past_excel_s_cell_limit_and_finishes() {
         .await;
     t.record(&table, json!({"body": "x".repeat(40_000)})).await;
     t.record(&table, json!({"body": "after"})).await;
-    let response = t
-        .app
-        .request(Method::POST, &format!("{table}/records/export"))
-        .header("authorization", format!("Bearer {}", t.token("boss")))
-        .json(&json!({"format": "xlsx"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = response.bytes().await.expect("the whole file");
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec()))
-        .expect("an XLSX file is a zip archive");
-    let mut sheet = String::new();
-    std::io::Read::read_to_string(
-        &mut archive.by_name("xl/worksheets/sheet1.xml").unwrap(),
-        &mut sheet,
-    )
-    .unwrap();
+    let sheet = t.export_xlsx_sheet(&table).await;
     let cut = format!("{}…", "x".repeat(32_766));
     assert!(sheet.contains(&cut) && !sheet.contains(&"x".repeat(32_767)));
     assert!(sheet.contains("after"), "the rows after it are written");
